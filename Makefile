@@ -1,0 +1,40 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each builds the environment from nothing
+# (only python3.11 is needed) and then runs.
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+export UV_PYTHON_DOWNLOADS := never
+export UV_COMPILE_BYTECODE := 1
+
+.PHONY: demo test lint bench emulator clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+# The venv is rebuilt whenever the lock file changes.
+$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
+	touch $@
+
+demo: $(VENV)/.synced
+	$(VENV)/bin/authority-sync demo
+
+test: $(VENV)/.synced
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest
+
+lint: $(VENV)/.synced
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+emulator: $(VENV)/.synced
+	$(VENV)/bin/authority-sync emulator
+
+clean:
+	rm -rf $(VENV) $(TOOLS) data
