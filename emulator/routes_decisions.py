@@ -1,0 +1,103 @@
+"""Decisions and delegations area (``/decision``): E8, E11 and the delegation list."""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import APIRouter, Request, Response
+
+from emulator import decision_search
+from emulator.http import CallerDep, EmulatorDep, bare, page, parse_query, query_docs, sliced
+from emulator.state import TenantState
+from models.base import Envelope, Page, format_timestamp
+from models.decisions import Decision
+from models.delegations import Delegation
+from models.queries import DecisionQuery, DelegationQuery, DelegationSortBy, RevisionQuery
+
+router = APIRouter(prefix="/decision/v1", tags=["decisions"])
+
+
+@router.get(
+    "/decisions", name="E8", response_model=Envelope[Page[Decision]], openapi_extra=query_docs(DecisionQuery)
+)
+def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """E8: a page of decisions, filtered, sorted and optionally projected (see emulator.decision_search)."""
+    query = parse_query(request, DecisionQuery, emulator.faults.ignore_params)
+    emulator.require_tenant(caller, query.tenant_id)
+    state = caller.state
+    signature = query.model_dump_json(exclude={"page", "limit", "fields"})
+    ids = emulator.cached_ids(state, ("decisions", signature), lambda: decision_search.select(state, query))
+    chosen = sliced(ids, query.page, query.limit)
+    if query.fields:
+        fields = query.fields
+        items = [orjson.dumps(decision_search.project(state.decisions[key], fields)) for key in chosen]
+    else:
+        items = [
+            emulator.encoded(state, "decisions", key, lambda key=key: state.decisions[key])  # type: ignore[misc]
+            for key in chosen
+        ]
+    return page(items, query.page, query.limit, len(ids))
+
+
+@router.get(
+    "/delegations/{id}/changelog/revision-ids",
+    name="E11",
+    response_model=list[str],
+    openapi_extra=query_docs(RevisionQuery),
+)
+def delegation_revision_ids(id: str, request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """E11: a delegation's changelog revision ids, a bare JSON array (ascending by default)."""
+    emulator.lookup(caller, "delegations", id, "Delegation")
+    query = parse_query(request, RevisionQuery, emulator.faults.ignore_params)
+    return bare(ordered(caller.state.delegation_revisions[id], query))
+
+
+@router.get(
+    "/delegations",
+    name="delegations",
+    response_model=Envelope[Page[Delegation]],
+    openapi_extra=query_docs(DelegationQuery),
+)
+def list_delegations(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """List delegations (extension): status, decision ids, updated range and sort."""
+    query = parse_query(request, DelegationQuery, emulator.faults.ignore_params)
+    emulator.require_tenant(caller, query.tenant_id)
+    state = caller.state
+    ids = emulator.cached_ids(
+        state,
+        ("delegations", query.model_dump_json(exclude={"page", "limit"})),
+        lambda: _select_delegations(state, query),
+    )
+    items = [
+        emulator.encoded(state, "delegations", key, lambda key=key: state.delegations[key])  # type: ignore[misc]
+        for key in sliced(ids, query.page, query.limit)
+    ]
+    return page(items, query.page, query.limit, len(ids))
+
+
+def ordered(revision_ids: list[str], query: RevisionQuery) -> list[str]:
+    """Revision ids (increasing numbers) in the requested order."""
+    ascending = sorted(revision_ids, key=int)
+    return ascending[::-1] if query.sort_order == "desc" else ascending
+
+
+def _select_delegations(state: TenantState, query: DelegationQuery) -> list[str]:
+    start = format_timestamp(query.updated_at_start) if query.updated_at_start else None
+    end = format_timestamp(query.updated_at_end) if query.updated_at_end else None
+    statuses = set(query.status or [])
+    decisions = set(query.decision_ids or [])
+    selected = [
+        record
+        for record in state.delegations.values()
+        if (not statuses or record["status"] in statuses)
+        and (not decisions or record["decisionId"] in decisions)
+        and (start is None or record["updatedAt"] >= start)
+        and (end is None or record["updatedAt"] <= end)
+    ]
+    sort_by = query.sort_by or DelegationSortBy.CREATED_AT
+    key = (
+        (lambda r: int(r["delegationDisplayId"]))
+        if sort_by == DelegationSortBy.DELEGATION_DISPLAY_ID
+        else (lambda r: r[sort_by.value])
+    )
+    selected.sort(key=lambda record: (key(record), record["id"]), reverse=query.sort_order == "desc")
+    return [record["id"] for record in selected]

@@ -1,0 +1,160 @@
+"""Settings area (``/settings``): E3 group update, E10 action template, group and position lists."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from emulator import render
+from emulator.http import CallerDep, EmulatorDep, body_fields, envelope, page, parse_query, query_docs, sliced
+from emulator.service import Emulator, ServiceError
+from emulator.state import ParentLink, Record, TenantState, now
+from models.actions import ActionTemplate
+from models.base import Envelope, Page, format_timestamp
+from models.groups import Group, UpdateGroup
+from models.positions import Position
+from models.queries import GroupQuery, GroupSortBy, PositionQuery
+
+router = APIRouter(prefix="/settings/v1", tags=["settings"])
+
+_GROUP_SORT_KEYS: dict[GroupSortBy, Callable[[Record], Any]] = {
+    GroupSortBy.GROUP_ID: lambda g: int(g["groupId"]),
+    GroupSortBy.GROUP_NAME: lambda g: g["groupName"],
+    GroupSortBy.STATUS: lambda g: g["status"],
+    GroupSortBy.CREATED_ON: lambda g: g["createdOn"],
+    GroupSortBy.UPDATED_ON: lambda g: g["updatedOn"],
+}
+
+
+@router.patch("/groups/{id}", name="E3", response_model=Envelope[Group])
+def update_group(id: str, body: UpdateGroup, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """E3: update a group's names, status and address, and add or remove parent links."""
+    state = caller.state
+    group = emulator.lookup(caller, "groups", id, "Group")
+    wire = body_fields(body)
+    _check_parents(state, id, wire.get("addParentGroupIds", []))
+    for key in ("groupName", "displayName", "legalName", "status", "isDeleted", "disableOption"):
+        if key in wire:
+            group[key] = wire[key]
+    stamp = now()
+    if "address" in wire:
+        group["address"] = {**group["address"], **wire["address"], "updatedOn": stamp}
+    _relink(
+        emulator, state, id, wire.get("addParentGroupIds", []), wire.get("removeParentGroupIds", []), stamp
+    )
+    if wire.get("status") == "INACTIVE" and wire.get("disableOption") == "REMOVE_ASSOCIATIONS":
+        _remove_members(state, id)
+    group["updatedOn"] = stamp
+    emulator.count_write("group", id)
+    emulator.changed(state, "groups")
+    emulator.changed(state, "users")
+    return envelope(render.group(state, id))
+
+
+@router.get("/action-templates/{id}", name="E10", response_model=Envelope[ActionTemplate])
+def action_template(id: str, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """E10: one action template. Assumption: a token is required (the spec's sample shows none)."""
+    emulator.lookup(caller, "action_templates", id, "Action template")
+    return envelope(render.action_template(caller.state, id))
+
+
+@router.get(
+    "/groups", name="groups", response_model=Envelope[Page[Group]], openapi_extra=query_docs(GroupQuery)
+)
+def list_groups(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """List groups (extension): ``tenantId`` required; status, search, updated range and sort."""
+    query = parse_query(request, GroupQuery, emulator.faults.ignore_params)
+    emulator.require_tenant(caller, query.tenant_id)
+    state = caller.state
+    ids = emulator.cached_ids(
+        state,
+        ("groups", query.model_dump_json(exclude={"page", "limit"})),
+        lambda: _select_groups(state, query),
+    )
+    items = [
+        emulator.encoded(state, "groups", key, lambda key=key: render.group(state, key))  # type: ignore[misc]
+        for key in sliced(ids, query.page, query.limit)
+    ]
+    return page(items, query.page, query.limit, len(ids))
+
+
+@router.get(
+    "/positions",
+    name="positions",
+    response_model=Envelope[Page[Position]],
+    openapi_extra=query_docs(PositionQuery),
+)
+def list_positions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+    """List positions (extension): ``tenantId`` required."""
+    query = parse_query(request, PositionQuery, emulator.faults.ignore_params)
+    emulator.require_tenant(caller, query.tenant_id)
+    positions = list(caller.state.positions.values())
+    start = (query.page - 1) * query.limit
+    return envelope(
+        {
+            "page": query.page,
+            "limit": query.limit,
+            "total": len(positions),
+            "data": positions[start : start + query.limit],
+        }
+    )
+
+
+def _select_groups(state: TenantState, query: GroupQuery) -> list[str]:
+    start = format_timestamp(query.updated_at_start) if query.updated_at_start else None
+    end = format_timestamp(query.updated_at_end) if query.updated_at_end else None
+    needle = query.search.lower() if query.search else None
+    statuses = set(query.status or [])
+    selected = [
+        group
+        for group in state.groups.values()
+        if (not statuses or group["status"] in statuses)
+        and (start is None or group["updatedOn"] >= start)
+        and (end is None or group["updatedOn"] <= end)
+        and (needle is None or needle in f"{group['groupName']} {group['displayName']}".lower())
+    ]
+    key = _GROUP_SORT_KEYS[query.sort_by or GroupSortBy.GROUP_ID]
+    selected.sort(key=lambda group: (key(group), group["id"]), reverse=query.sort_order == "desc")
+    return [group["id"] for group in selected]
+
+
+def _check_parents(state: TenantState, group_id: str, added: list[str]) -> None:
+    """400 for an unknown parent, a group made its own parent, or a cycle in the group tree."""
+    for index, parent_id in enumerate(added):
+        field = f"addParentGroupIds.{index}"
+        if parent_id not in state.groups:
+            raise ServiceError(400, f"{field}: unknown group {parent_id}", field)
+        if parent_id == group_id or group_id in _ancestors(state, parent_id):
+            raise ServiceError(400, f"{field}: group {parent_id} would make a cycle in the group tree", field)
+
+
+def _ancestors(state: TenantState, group_id: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [group_id]
+    while stack:
+        for link in state.group_parents[stack.pop()]:
+            if link.parent_id not in seen:
+                seen.add(link.parent_id)
+                stack.append(link.parent_id)
+    return seen
+
+
+def _relink(
+    emulator: Emulator, state: TenantState, group_id: str, added: list[str], removed: list[str], stamp: str
+) -> None:
+    links = [link for link in state.group_parents[group_id] if link.parent_id not in set(removed)]
+    present = {link.parent_id for link in links}
+    links += [
+        ParentLink(emulator.new_id(), parent, stamp)
+        for parent in dict.fromkeys(added)
+        if parent not in present
+    ]
+    state.group_parents[group_id] = links
+
+
+def _remove_members(state: TenantState, group_id: str) -> None:
+    """A group disabled with REMOVE_ASSOCIATIONS loses its user memberships."""
+    for user in state.users.values():
+        user["userGroups"] = [item for item in user["userGroups"] if item["groupId"] != group_id]

@@ -1,0 +1,111 @@
+"""Shared building blocks of every wire model: naming, timestamps, ids, the envelope and the page.
+
+Response models (`ServiceModel`) keep fields the service adds tomorrow (``extra="allow"``) so that a new
+field is neither fatal nor lost. Request models (`RequestModel`) forbid unknown fields so that a typo in
+our own code is caught before it reaches the service.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Generic, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+"""A UUID of any version, as the spec's ``<uuid>`` placeholder allows."""
+
+PHONE_PATTERN = r"^[0-9+().\s-]{7,25}$"
+"""Spec E1: 7 to 25 characters of digits, plus, parentheses, dot, whitespace and hyphen."""
+
+_UUID_RE = re.compile(UUID_PATTERN)
+
+
+def format_timestamp(value: datetime) -> str:
+    """Render a timestamp the way the service does: UTC, milliseconds, trailing ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def _as_utc(value: datetime) -> datetime:
+    # The spec says timestamps are UTC; a naive value is read as UTC rather than rejected.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+Timestamp = Annotated[
+    datetime,
+    AfterValidator(_as_utc),
+    PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+]
+"""An ISO 8601 UTC date-time; serialised with milliseconds and ``Z``."""
+
+UuidStr = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
+"""A UUID kept as a string, because every id in the service's records is a string."""
+
+
+def is_uuid(value: str) -> bool:
+    """Whether ``value`` is a UUID string of the spec's form."""
+    return bool(_UUID_RE.match(value))
+
+
+class ServiceModel(BaseModel):
+    """A record as the service sends it: camelCase on the wire, unknown fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="allow",
+    )
+
+
+class RequestModel(BaseModel):
+    """A request body or query: camelCase on the wire, unknown fields refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body to send: wire names, only the fields that were set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+T = TypeVar("T")
+
+
+class Page(ServiceModel, Generic[T]):
+    """A paged list: ``total`` counts items across all pages, not pages."""
+
+    page: int
+    limit: int
+    total: int
+    data: list[T]
+
+
+class Envelope(ServiceModel, Generic[T]):
+    """The envelope of every successful response except the revision-id lists."""
+
+    status_code: int
+    timestamp: Timestamp
+    message: str
+    data: T
+
+
+class ErrorBody(ServiceModel):
+    """An error body. The spec does not show its shape; public-reference.md expects these fields.
+
+    Assumption: ``statusCode`` and ``message`` are present, ``error`` names the HTTP reason and ``field``
+    (emulator only) names the offending field.
+    """
+
+    status_code: int
+    message: str | list[str]
+    error: str | None = None
+    field: str | None = None
