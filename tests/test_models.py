@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import samples
 from pydantic import BaseModel, ValidationError
 
 from models import (
@@ -44,6 +43,7 @@ from models import (
     ValidateAction,
     ValidateActionResult,
 )
+from tests import samples
 
 TENANT = samples.TENANT
 OTHER = "0f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f"
