@@ -12,6 +12,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from emulator.state import TenantState, now, random_uuid
 
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 class Mutation(BaseModel):
     """Counts of records to change in one tenant (``POST /_admin/mutate``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
 
     tenant_id: str | None = Field(None, description="Tenant to change; default the demo tenant.")
     decisions_updated: int = Field(0, ge=0)

@@ -1,0 +1,168 @@
+"""Commit one tenant's staged run: one transaction merges every staged table, moves the extract cursors
+and records the run in ``sync_runs``. Any error rolls everything back: the warehouse stays as it was."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from warehouse.merge import (
+    FAMILIES,
+    REVISIONS,
+    Counts,
+    MergeContext,
+    load_staged,
+    merge_family,
+    merge_revisions,
+    prune_orphan_revisions,
+)
+from warehouse.migrate import migrate
+from warehouse.staging import read_manifests, staged_tables
+
+
+@dataclass
+class RunSummary:
+    """What a committed run did, as stored in ``sync_runs``."""
+
+    run_id: str
+    tenant_id: str
+    mode: str
+    started_at: datetime
+    finished_at: datetime
+    api_calls: dict[str, int] = field(default_factory=dict)
+    rate_limited: int = 0
+    retries: int = 0
+    row_counts: dict[str, Counts] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def api_calls_total(self) -> int:
+        """Calls of every endpoint together."""
+        return sum(self.api_calls.values())
+
+
+def connect(path: Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the warehouse file with its schema up to date."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    migrate(con)
+    return con
+
+
+def commit_run(warehouse: Path, staging: Path, run_id: str, tenant_id: str) -> RunSummary:
+    """Merge everything staged for ``tenant_id`` by ``run_id`` in one transaction."""
+    manifests = read_manifests(staging)
+    summary = _summary(run_id, tenant_id, manifests)
+    con = connect(warehouse)
+    try:
+        con.begin()
+        try:
+            summary.row_counts = _merge_all(con, staging, manifests, run_id, tenant_id, summary.finished_at)
+            _move_cursors(con, manifests, run_id, tenant_id)
+            _record_run(con, summary)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+    finally:
+        con.close()
+    return summary
+
+
+def _merge_all(
+    con: duckdb.DuckDBPyConnection,
+    staging: Path,
+    manifests: dict[str, dict[str, Any]],
+    run_id: str,
+    tenant_id: str,
+    now: datetime,
+) -> dict[str, Counts]:
+    staged = staged_tables(staging)
+    load_staged(con, staged)
+    counts: dict[str, Counts] = {}
+    for name, family in FAMILIES.items():
+        if family.root in staged:
+            full = manifests.get(name, {}).get("mode", "full") == "full"
+            counts |= merge_family(MergeContext(con, tenant_id, run_id, now, full), family, set(staged))
+    for table, (_, owner) in REVISIONS.items():
+        ctx = MergeContext(con, tenant_id, run_id, now, full=False)
+        if table in staged:
+            counts[table] = merge_revisions(ctx, table)
+        owner_family = "delegations" if owner == "delegations" else "decisions"
+        if manifests.get(owner_family, {}).get("mode") == "full":
+            pruned = prune_orphan_revisions(ctx, table)
+            counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
+            counts[table]["deleted"] += pruned
+    return counts
+
+
+def _move_cursors(
+    con: duckdb.DuckDBPyConnection, manifests: dict[str, dict[str, Any]], run_id: str, tenant_id: str
+) -> None:
+    for entity, manifest in manifests.items():
+        if manifest.get("cursor"):
+            con.execute(
+                "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, ?)",
+                [tenant_id, entity, manifest["cursor"], run_id],
+            )
+
+
+def _summary(run_id: str, tenant_id: str, manifests: dict[str, dict[str, Any]]) -> RunSummary:
+    calls: Counter[str] = Counter()
+    for manifest in manifests.values():
+        calls.update(manifest.get("api_calls", {}))
+    modes = {manifest.get("mode", "full") for manifest in manifests.values()}
+    starts = [datetime.fromisoformat(m["started_at"]) for m in manifests.values() if m.get("started_at")]
+    now = datetime.now(UTC)
+    return RunSummary(
+        run_id=run_id,
+        tenant_id=tenant_id,
+        mode="full" if modes == {"full"} else "incremental",
+        started_at=min(starts, default=now),
+        finished_at=now,
+        api_calls=dict(calls),
+        rate_limited=sum(m.get("rate_limited", 0) for m in manifests.values()),
+        retries=sum(m.get("retries", 0) for m in manifests.values()),
+        warnings=[w for m in manifests.values() for w in m.get("warnings", [])],
+    )
+
+
+def _record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary) -> None:
+    con.execute(
+        "INSERT INTO sync_runs VALUES (?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            summary.run_id,
+            summary.tenant_id,
+            summary.mode,
+            summary.started_at,
+            summary.finished_at,
+            summary.api_calls_total,
+            json.dumps(summary.api_calls),
+            summary.rate_limited,
+            summary.retries,
+            json.dumps(summary.row_counts),
+            json.dumps(summary.warnings),
+        ],
+    )
+
+
+def read_cursor(warehouse: Path, tenant_id: str, entity: str) -> datetime | None:
+    """The committed cursor of one entity, or None (no file yet, or never committed)."""
+    if not warehouse.exists():
+        return None
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        row = con.execute(
+            "SELECT cursor_value FROM extract_cursors WHERE tenant_id = ? AND entity = ?", [tenant_id, entity]
+        ).fetchone()
+    except duckdb.CatalogException:
+        return None
+    finally:
+        con.close()
+    return row[0] if row else None

@@ -1,0 +1,43 @@
+"""Ordered SQL migrations (``warehouse/migrations/NNNN_name.sql``), each applied once and recorded in
+``schema_migrations``."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import duckdb
+
+_MIGRATIONS = "migrations"
+
+
+def available() -> list[tuple[int, str, str]]:
+    """Every migration shipped with the package: (version, name, SQL), in order."""
+    found = []
+    for entry in resources.files("warehouse").joinpath(_MIGRATIONS).iterdir():
+        if entry.name.endswith(".sql"):
+            version, _, name = entry.name.removesuffix(".sql").partition("_")
+            found.append((int(version), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Bring the schema up to date; returns the versions applied now. Each migration is one transaction."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+    done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    applied = []
+    for version, name, sql in available():
+        if version in done:
+            continue
+        con.begin()
+        try:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, name])
+            con.commit()
+        except duckdb.Error:
+            con.rollback()
+            raise
+        applied.append(version)
+    return applied

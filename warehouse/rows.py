@@ -1,0 +1,319 @@
+"""Flatten service records into warehouse rows, one dict per row keyed by column name.
+
+Each function returns the rows of every table a record feeds (a decision feeds ``decisions`` and its three
+child tables). ``raw`` is the record's JSON with unknown fields kept; ``content_hash`` covers the record
+except fields that change without the record really changing (a user's last login), so history gains a
+version only for a real change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from models.base import ServiceModel
+from models.decisions import Decision, DecisionAuthority
+from models.delegations import Delegation
+from models.groups import Group
+from models.positions import Position
+from models.users import User, UserPosition
+
+Row = dict[str, Any]
+TableRows = dict[str, list[Row]]
+
+VOLATILE_USER_FIELDS = frozenset({"last_login_date", "search_data", "dashboard_data", "column_view_settings"})
+"""User fields that move on every login or UI change; excluded from the user's content hash."""
+
+
+def raw_and_hash(record: ServiceModel, volatile: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """The record's JSON (unknown fields kept) and a hash of its content without ``volatile`` fields."""
+    raw = record.model_dump_json(by_alias=True)
+    hashed = record.model_dump_json(by_alias=True, exclude=set(volatile)) if volatile else raw
+    return raw, hashlib.blake2b(hashed.encode(), digest_size=16).hexdigest()
+
+
+def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
+    """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
+    raw, content_hash = raw_and_hash(decision)
+    root = {
+        "tenant_id": tenant_id,
+        "id": decision.id,
+        "decision_display_id": decision.decision_display_id,
+        "name": decision.name,
+        "description": decision.description,
+        "guidance": decision.guidance,
+        "section_id": decision.section_id,
+        "section_name": decision.section_name,
+        "category_id": decision.category_id,
+        "category_name": decision.category_name,
+        "status": decision.status.value,
+        "previous_status": decision.previous_status.value if decision.previous_status else None,
+        "owner_id": decision.owner,
+        "owner_username": decision.owner_username,
+        "created_by": decision.created_by,
+        "created_by_username": decision.created_by_username,
+        "updated_by": decision.updated_by,
+        "updated_by_username": decision.updated_by_username,
+        "created_at": decision.created_at,
+        "updated_at": decision.updated_at,
+        "copied_from": decision.copied_from,
+        "condition_enabled": decision.condition_enabled,
+        "role_enabled": decision.role_enabled,
+        "delegable": decision.delegable,
+        "delegations_count": decision.delegations,
+        "authority_limit_sort_precedence": decision.authority_limit_sort_precedence,
+        "delegation_pathway": decision.delegation_pathway,
+        "link": decision.link,
+        "content_hash": content_hash,
+        "raw": raw,
+    }
+    return {
+        "decisions": [root],
+        "decision_groups": [
+            {
+                "tenant_id": tenant_id,
+                "id": g.id,
+                "decision_id": decision.id,
+                "group_id": g.group_id,
+                "tenant_group_type_id": g.tenant_group_type_id,
+                "group_name": g.group_name,
+                "display_name": g.display_name,
+                "raw": g.model_dump_json(by_alias=True),
+            }
+            for g in decision.decision_groups
+        ],
+        "decision_authorities": [
+            authority_row(tenant_id, decision.id, a) for a in decision.decision_authorities
+        ],
+        "decision_documents": [
+            {
+                "tenant_id": tenant_id,
+                "id": d.id,
+                "decision_id": decision.id,
+                "document_id": d.document_id,
+                "document_display_id": d.document_display_id,
+                "document_name": d.document_name,
+                "document_type_name": d.document_type_name,
+                "document_status": d.document_status,
+                "document_file_type": d.document_file_type,
+                "document_url": d.document_url,
+                "is_pinned": d.is_pinned,
+                "raw": d.model_dump_json(by_alias=True),
+            }
+            for d in decision.decision_documents
+        ],
+    }
+
+
+def authority_row(tenant_id: str, decision_id: str, authority: DecisionAuthority) -> Row:
+    """One authority limit, its value parsed to a number where it is one (``Unlimited`` is flagged)."""
+    value = authority.authority_limit_value
+    return {
+        "tenant_id": tenant_id,
+        "id": authority.id,
+        "decision_id": decision_id,
+        "authority_type_id": authority.authority_type_id,
+        "authority_type": authority.authority_type,
+        "authority_type_order": authority.authority_type_order,
+        "authority_limit": authority.authority_limit,
+        "value_type": authority.authority_limit_value_type.value,
+        "operator": authority.authority_limit_operator,
+        "limit_value": value,
+        "limit_number": parse_number(value),
+        "limit_unit": authority.authority_limit_value_unit or None,
+        "is_unlimited": value.strip().lower() == "unlimited",
+        "raw": authority.model_dump_json(by_alias=True),
+    }
+
+
+def parse_number(value: str) -> float | None:
+    """A limit value as a number (``"250,000"`` -> 250000.0), or None when it is not one."""
+    try:
+        return float(value.replace(",", "").strip())
+    except ValueError:
+        return None
+
+
+def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
+    """Rows of ``delegations``."""
+    raw, content_hash = raw_and_hash(delegation)
+    return {
+        "delegations": [
+            {
+                "tenant_id": tenant_id,
+                "id": delegation.id,
+                "delegation_display_id": delegation.delegation_display_id,
+                "decision_id": delegation.decision_id,
+                "decision_name": delegation.decision_name,
+                "status": delegation.status.value,
+                "issuer_type": delegation.issuer_type,
+                "issuer_id": delegation.issuer_id,
+                "recipient_id": delegation.recipient_id,
+                "recipient_name": delegation.recipient_name,
+                "start_date": delegation.start_date,
+                "end_date": delegation.end_date,
+                "created_at": delegation.created_at,
+                "updated_at": delegation.updated_at,
+                "content_hash": content_hash,
+                "raw": raw,
+            }
+        ]
+    }
+
+
+def user_rows(tenant_id: str, user: User) -> TableRows:
+    """Rows of ``users``, ``user_roles``, ``user_positions`` and ``user_groups``."""
+    raw, content_hash = raw_and_hash(user, VOLATILE_USER_FIELDS)
+    root = {
+        "tenant_id": tenant_id,
+        "id": user.id,
+        "user_display_id": user.user_id,
+        "email": user.email,
+        "name": user.name,
+        "display_name": user.display_name,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "status": user.status.value if user.status else None,
+        "employee_id": user.employee_id,
+        "employee_number": user.employee_number,
+        "employee_type": user.employee_type,
+        "employment_type": user.employment_type,
+        "account_type": user.account_type,
+        "user_type": user.user_type,
+        "external_id": user.external_id,
+        "mobile_phone": user.mobile_phone,
+        "manager_id": user.manager.id,
+        "start_date": user.start_date,
+        "termination_date": user.termination_date,
+        "is_deleted": user.is_deleted,
+        "created_on": user.created_on,
+        "updated_on": user.updated_on,
+        "content_hash": content_hash,
+        "raw": raw,
+    }
+    return {
+        "users": [root],
+        "user_roles": [
+            {
+                "tenant_id": tenant_id,
+                "id": r.id,
+                "user_id": user.id,
+                "tenant_role_id": r.tenant_role_id,
+                "role_name": r.role_name,
+            }
+            for r in user.user_roles
+        ],
+        "user_positions": [position_link_row(tenant_id, user.id, p) for p in user.user_positions],
+        "user_groups": [
+            {
+                "tenant_id": tenant_id,
+                "id": g.id,
+                "user_id": user.id,
+                "group_id": g.group_id,
+                "group_name": g.group_name,
+                "group_type_name": g.group_type_name,
+                "display_name": g.display_name,
+            }
+            for g in user.user_groups
+        ],
+    }
+
+
+def position_link_row(tenant_id: str, user_id: str, link: UserPosition) -> Row:
+    """A user's position link."""
+    return {
+        "tenant_id": tenant_id,
+        "id": link.id,
+        "user_id": user_id,
+        "position_id": link.positions_id,
+        "position_name": link.position_name,
+    }
+
+
+def group_rows(tenant_id: str, group: Group) -> TableRows:
+    """Rows of ``groups`` (address flattened to columns) and ``group_parents``."""
+    raw, content_hash = raw_and_hash(group)
+    address = group.address
+    root = {
+        "tenant_id": tenant_id,
+        "id": group.id,
+        "group_display_id": group.group_id,
+        "group_name": group.group_name,
+        "display_name": group.display_name,
+        "legal_name": group.legal_name,
+        "status": group.status.value if group.status else None,
+        "is_deleted": group.is_deleted,
+        "group_type_id": group.tenant_group_type.id,
+        "group_type_name": group.tenant_group_type.group_type_name,
+        "base_currency": group.base_currency or None,
+        "external_id": group.external_id,
+        **{f"address_{field}": getattr(address, field) for field in _ADDRESS_FIELDS},
+        "decisions_count": group.decisions_count,
+        "delegations_count": group.delegations_count,
+        "created_on": group.created_on,
+        "updated_on": group.updated_on,
+        "content_hash": content_hash,
+        "raw": raw,
+    }
+    parents = [
+        {
+            "tenant_id": tenant_id,
+            "id": p.id,
+            "group_id": group.id,
+            "parent_id": p.parent_id,
+            "created_at": p.created_at,
+        }
+        for p in group.parent_groups
+    ]
+    return {"groups": [root], "group_parents": parents}
+
+
+_ADDRESS_FIELDS = ("street1", "street2", "city", "state", "state_code", "zip_code", "country", "country_code")
+
+
+def position_rows(tenant_id: str, position: Position) -> TableRows:
+    """Rows of ``positions``."""
+    return {
+        "positions": [
+            {
+                "tenant_id": tenant_id,
+                "id": position.id,
+                "position_name": position.position_name,
+                "status": position.status,
+                "is_scim_provisioned": position.is_scim_provisioned,
+                "group_ids": position.group_ids,
+                "raw": position.model_dump_json(by_alias=True),
+            }
+        ]
+    }
+
+
+def current_user_position_rows(tenant_id: str, link: UserPosition) -> TableRows:
+    """Rows of ``current_user_positions`` (E9)."""
+    return {
+        "current_user_positions": [
+            {
+                "tenant_id": tenant_id,
+                "id": link.id,
+                "user_id": link.user_id,
+                "position_id": link.positions_id,
+                "position_name": link.position_name,
+                "raw": link.model_dump_json(by_alias=True),
+            }
+        ]
+    }
+
+
+def revision_rows(tenant_id: str, parent_column: str, parent_id: str, revision_ids: list[str]) -> list[Row]:
+    """Rows of a revision list (``delegation_revisions`` or ``document_revisions``), in the order given;
+    ``first_seen_at`` is filled at merge time."""
+    return [
+        {
+            "tenant_id": tenant_id,
+            parent_column: parent_id,
+            "revision_id": revision_id,
+            "revision_order": order,
+            "first_seen_at": None,
+        }
+        for order, revision_id in enumerate(revision_ids, start=1)
+    ]

@@ -1,0 +1,35 @@
+"""Arrow schemas of the warehouse tables, read from the migrations themselves so that the SQL files stay
+the single source of truth for column names and types."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.migrate import migrate
+
+
+@cache
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """Every base table's Arrow schema, by table name (built once, in memory)."""
+    con = duckdb.connect(":memory:")
+    try:
+        migrate(con)
+        tables = [
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
+        return {
+            table: con.sql(f'SELECT * FROM "{table}" LIMIT 0').to_arrow_table().schema for table in tables
+        }
+    finally:
+        con.close()
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """One table's Arrow schema."""
+    return arrow_schemas()[table]
