@@ -221,4 +221,3 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-        gc.freeze()

@@ -117,7 +117,7 @@ def _summary(run_id: str, tenant_id: str, manifests: dict[str, dict[str, Any]]) 
     calls: Counter[str] = Counter()
     for manifest in manifests.values():
         calls.update(manifest.get("api_calls", {}))
-    modes = {manifest.get("mode", "full") for manifest in manifests.values()}
+    modes = {manifest.get("mode", "full") for manifest in manifests.values()} & {"full", "incremental"}
     starts = [datetime.fromisoformat(m["started_at"]) for m in manifests.values() if m.get("started_at")]
     now = datetime.now(UTC)
     return RunSummary(
@@ -150,19 +150,3 @@ def _record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary) -> None:
             json.dumps(summary.warnings),
         ],
     )
-
-
-def read_cursor(warehouse: Path, tenant_id: str, entity: str) -> datetime | None:
-    """The committed cursor of one entity, or None (no file yet, or never committed)."""
-    if not warehouse.exists():
-        return None
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        row = con.execute(
-            "SELECT cursor_value FROM extract_cursors WHERE tenant_id = ? AND entity = ?", [tenant_id, entity]
-        ).fetchone()
-    except duckdb.CatalogException:
-        return None
-    finally:
-        con.close()
-    return row[0] if row else None

@@ -1,0 +1,73 @@
+"""Read-only looks at the committed warehouse, used while a run is still extracting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+LOCK_WAIT_S = 60
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """A read-only connection, or None when no warehouse exists yet. Waits while another process holds
+    the write lock (a commit of another tenant, say)."""
+    if not path.exists():
+        yield None
+        return
+    con = _open(path)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@retry(
+    retry=retry_if_exception_type(duckdb.IOException),
+    stop=stop_after_delay(LOCK_WAIT_S),
+    wait=wait_exponential(multiplier=0.1, max=2),
+    reraise=True,
+)
+def _open(path: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(path), read_only=True)
+
+
+def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
+    """The committed extract cursor of each entity of a tenant."""
+    with read_only(path) as con:
+        if con is None or not _has_table(con, "extract_cursors"):
+            return {}
+        rows = con.execute(
+            "SELECT entity, cursor_value FROM extract_cursors WHERE tenant_id = ?", [tenant_id]
+        ).fetchall()
+    return {str(entity): value for entity, value in rows}
+
+
+def column_values(path: Path, tenant_id: str, table: str, column: str) -> set[str]:
+    """Distinct values of one column of a committed table, for one tenant."""
+    with read_only(path) as con:
+        if con is None or not _has_table(con, table):
+            return set()
+        rows = con.execute(
+            f'SELECT DISTINCT "{column}" FROM "{table}" WHERE tenant_id = ?',  # noqa: S608 - fixed names
+            [tenant_id],
+        ).fetchall()
+    return {str(row[0]) for row in rows if row[0] is not None}
+
+
+def documents_never_pulled(path: Path, tenant_id: str) -> set[str]:
+    """Documents referenced by committed decisions whose revisions were never pulled."""
+    referenced = column_values(path, tenant_id, "decision_documents", "document_id")
+    return referenced - column_values(path, tenant_id, "document_revisions", "document_id")
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    found = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
+    ).fetchone()
+    return bool(found and found[0])
