@@ -3,11 +3,12 @@ answers every problem with a JSON error body (never a 500 for bad input), and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from fastapi import FastAPI, Request
+import orjson
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import ORJSONResponse
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
@@ -68,7 +69,7 @@ def _classifier(candidates: list[BaseRoute]) -> Callable[[Scope], str]:
     return classify
 
 
-def error_response(status: int, message: str, field: str | None = None) -> ORJSONResponse:
+def error_response(status: int, message: str, field: str | None = None) -> Response:
     """The emulator's error body: ``statusCode``, ``message``, ``error`` and the offending ``field``."""
     body = {
         "statusCode": status,
@@ -78,22 +79,38 @@ def error_response(status: int, message: str, field: str | None = None) -> ORJSO
     }
     if field is not None:
         body["field"] = field
-    return ORJSONResponse(body, status_code=status)
+    # A plain Response: FastAPI deprecates ORJSONResponse, and its warning (an error under strict warning
+    # filters) would turn every error answer into a 500.
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def _offending_field(error: Mapping[str, Any]) -> str:
+    """The field a request validation error names, dotted (``roleIds.0``); ``body`` for the body as a whole.
+
+    A body that is not JSON names the body (its location holds a character offset, not a field). A rule
+    across fields (a model validator, located at the body) names the field its message starts with, as in
+    "status is required when operation is UPDATE"."""
+    if error["type"] == "json_invalid":
+        return "body"
+    field = ".".join(str(part) for part in error["loc"] if part not in ("body", "path", "query"))
+    if field:
+        return field
+    cause = error.get("ctx", {}).get("error")
+    named = str(cause).split(" ", 1)[0] if error["type"] == "value_error" and cause else ""
+    return named if named.isidentifier() else "body"
 
 
 def _install_handlers(api: FastAPI) -> None:
     @api.exception_handler(ServiceError)
-    async def service_error(_: Request, exc: ServiceError) -> ORJSONResponse:
+    async def service_error(_: Request, exc: ServiceError) -> Response:
         return error_response(exc.status, exc.message, exc.field)
 
     @api.exception_handler(RequestValidationError)
-    async def validation_error(_: Request, exc: RequestValidationError) -> ORJSONResponse:
+    async def validation_error(_: Request, exc: RequestValidationError) -> Response:
         error = exc.errors()[0]
-        field = (
-            ".".join(str(part) for part in error["loc"] if part not in ("body", "path", "query")) or "body"
-        )
+        field = _offending_field(error)
         return error_response(400, f"{field}: {error['msg']}", field)
 
     @api.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> ORJSONResponse:
+    async def http_error(_: Request, exc: HTTPException) -> Response:
         return error_response(exc.status_code, str(exc.detail))

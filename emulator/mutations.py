@@ -36,6 +36,11 @@ class Mutation(BaseModel):
     users_updated: int = Field(0, ge=0)
     groups_updated: int = Field(0, ge=0)
     document_revisions: int = Field(0, ge=0, description="Documents that gain one revision each.")
+    unknown_field: str | None = Field(
+        None,
+        description="Add this field to every decision, delegation, user and group, as a service would that "
+        "gained a field.",
+    )
 
 
 def apply_mutation(emulator: Emulator, mutation: Mutation) -> dict[str, list[str]]:
@@ -60,6 +65,9 @@ def apply_mutation(emulator: Emulator, mutation: Mutation) -> dict[str, list[str
         "documentRevisions": [
             add_document_revision(emulator, state) for _ in range(mutation.document_revisions)
         ],
+        "unknownField": add_unknown_field(emulator, state, mutation.unknown_field)
+        if mutation.unknown_field
+        else [],
     }
 
 
@@ -179,3 +187,12 @@ def add_document_revision(emulator: Emulator, state: TenantState) -> str:
             decision["updatedAt"] = stamp
     emulator.changed(state, "decisions")
     return document_id
+
+
+def add_unknown_field(emulator: Emulator, state: TenantState, name: str) -> list[str]:
+    """Give every decision, delegation, user and group a field the models do not know."""
+    for kind in ("decisions", "delegations", "users", "groups"):
+        for record in getattr(state, kind).values():
+            record[name] = {"addedBy": "emulator", "kind": kind}
+        emulator.changed(state, kind)
+    return [name]

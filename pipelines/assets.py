@@ -120,7 +120,7 @@ def extract_asset(
             ctx = ExtractContext(
                 client=client,
                 tenant_id=tenant,
-                staging=warehouse.staging(context.run_id, tenant),
+                staging=warehouse.staging(context.run.run_id, tenant),
                 full_refresh=config.full_refresh,
                 cursors=reads.cursors(warehouse.file, tenant),
                 overlap=timedelta(minutes=config.overlap_minutes),
@@ -223,8 +223,8 @@ STAGED_TABLES = tuple(TABLE_DESCRIPTIONS)
 def sync_runs(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult[Any]:
     """Merge the run's staging into the warehouse in one transaction."""
     tenant = context.partition_key
-    staging = warehouse.staging(context.run_id, tenant)
-    summary = commit_run(warehouse.file, staging, context.run_id, tenant)
+    staging = warehouse.staging(context.run.run_id, tenant)
+    summary = commit_run(warehouse.file, staging, context.run.run_id, tenant)
     discard(staging)
     changed = {
         table: counts

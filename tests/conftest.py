@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -11,6 +13,7 @@ from emulator.faults import FaultConfig
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
+from emulator.state import TenantState
 
 
 @pytest.fixture(scope="session")
@@ -55,4 +58,232 @@ def set_faults(server: EmulatorServer, faults: FaultConfig) -> None:
     response.raise_for_status()
 
 
-__all__ = ["DEMO_ACCESS_KEY", "DEMO_TENANT_ID", "DEMO_TOKEN", "OTHER_TENANT_ID", "OTHER_TOKEN", "set_faults"]
+@pytest.fixture
+def demo(emulator: Emulator) -> TenantState:
+    """The demo tenant's in-memory records (for expectations computed independently of the routes)."""
+    return emulator.tenants[DEMO_TENANT_ID]
+
+
+@pytest.fixture
+def other(emulator: Emulator) -> TenantState:
+    """The second tenant's in-memory records."""
+    return emulator.tenants[OTHER_TENANT_ID]
+
+
+# -- the seeded emulator without re-seeding, for tests that change nothing -------------------------------
+# Re-seeding costs ~0.1 s a test. Tests that only read, or that expect a request to be refused, use the
+# `seeded*` fixtures: they re-seed only when the state may differ from the seed, that is unless the tenants
+# are the very objects a previous `seeded` test left behind, unwritten (version 0) with no issued token.
+# Such tests must not change records in memory (or must call ``TenantState.touch()`` if they do).
+
+
+_FIXED_TOKENS = {DEMO_TOKEN, OTHER_TOKEN}
+
+
+@dataclass
+class _Untouched:
+    tenants: list[TenantState] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def _untouched() -> _Untouched:
+    return _Untouched()
+
+
+@pytest.fixture(scope="session")
+def _admin_client(emulator_server: EmulatorServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=emulator_server.base_url) as client:
+        yield client
+
+
+@pytest.fixture
+def seeded(
+    emulator_server: EmulatorServer, _untouched: _Untouched, _admin_client: httpx.Client
+) -> Iterator[Emulator]:
+    """The session emulator in its seeded state, no faults, zero counters; re-seeded only when needed."""
+    emulator = emulator_server.emulator
+    tenants = list(emulator.tenants.values())
+    reused = len(tenants) == len(_untouched.tenants) and all(
+        state is left for state, left in zip(tenants, _untouched.tenants, strict=True)
+    )
+    if not reused or any(state.version for state in tenants) or set(emulator.tokens) != _FIXED_TOKENS:
+        emulator.reset()
+    _admin_client.put("/_admin/faults", json=FaultConfig().model_dump(mode="json")).raise_for_status()
+    emulator.reset_stats()
+    yield emulator
+    tenants = list(emulator.tenants.values())
+    clean = not any(state.version for state in tenants) and set(emulator.tokens) == _FIXED_TOKENS
+    _untouched.tenants = tenants if clean else []
+
+
+@pytest.fixture(scope="session")
+def _seeded_clients(emulator_server: EmulatorServer) -> Iterator[dict[str, httpx.Client]]:
+    with (
+        httpx.Client(
+            base_url=emulator_server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}
+        ) as demo,
+        httpx.Client(
+            base_url=emulator_server.base_url, headers={"Authorization": f"Bearer {OTHER_TOKEN}"}
+        ) as other,
+    ):
+        yield {"demo": demo, "other": other}
+
+
+@pytest.fixture
+def seeded_http(seeded: Emulator, _seeded_clients: dict[str, httpx.Client]) -> httpx.Client:
+    """A client of the demo tenant on the `seeded` emulator."""
+    return _seeded_clients["demo"]
+
+
+@pytest.fixture
+def seeded_other_http(seeded: Emulator, _seeded_clients: dict[str, httpx.Client]) -> httpx.Client:
+    """A client of the second tenant on the `seeded` emulator."""
+    return _seeded_clients["other"]
+
+
+@pytest.fixture
+def seeded_demo(seeded: Emulator) -> TenantState:
+    """The demo tenant's records on the `seeded` emulator."""
+    return seeded.tenants[DEMO_TENANT_ID]
+
+
+@pytest.fixture
+def seeded_other(seeded: Emulator) -> TenantState:
+    """The second tenant's records on the `seeded` emulator."""
+    return seeded.tenants[OTHER_TENANT_ID]
+
+
+# -- helpers of the emulator tests ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of an endpoint: method, path, JSON body, query and the success status it expects."""
+
+    method: str
+    path: str
+    json: Any = None
+    params: dict[str, str] | None = None
+    status: int = 200
+
+    def send(self, client: httpx.Client, headers: dict[str, str] | None = None) -> httpx.Response:
+        """Send this request with ``client``."""
+        return client.request(self.method, self.path, json=self.json, params=self.params, headers=headers)
+
+
+def endpoint_calls(state: TenantState) -> dict[str, Call]:
+    """A valid request of every endpoint but the exchange (E1..E14 and the four lists), by endpoint name,
+    on the first record of each kind of ``state`` (E2 deletes the last action): sent in order, all succeed."""
+    tenant = state.tenant_id
+
+    def first(records: dict[str, Any]) -> str:
+        return next(iter(records))
+
+    return {
+        "E1": Call(
+            "PATCH",
+            f"/auth/v1/user/update-entities/{first(state.users)}",
+            {"tenantId": tenant, "lastName": "X"},
+        ),
+        "E2": Call("DELETE", "/actions/v1/actions", {"ids": [list(state.actions)[-1]]}),
+        "E3": Call("PATCH", f"/settings/v1/groups/{first(state.groups)}", {"displayName": "Renamed"}),
+        "E4": Call(
+            "POST",
+            "/report/v1/report/bulk-status-update",
+            {"reportIds": [first(state.reports)], "status": "ARCHIVED", "operation": "UPDATE"},
+            status=201,
+        ),
+        "E5": Call("PATCH", "/actions/v1/actions/validate-action", {"tenantId": tenant}),
+        "E6": Call("PATCH", f"/actions/v1/actions/{first(state.actions)}", {"actionName": "Renamed"}),
+        "E7": Call("PUT", f"/matrix/v1/matrix/{first(state.matrices)}", {"matrixName": "Renamed"}),
+        "E8": Call("GET", "/decision/v1/decisions"),
+        "E9": Call("GET", "/auth/v1/user/positions"),
+        "E10": Call("GET", f"/settings/v1/action-templates/{first(state.action_templates)}"),
+        "E11": Call("GET", f"/decision/v1/delegations/{first(state.delegations)}/changelog/revision-ids"),
+        "E12": Call("GET", f"/document/v1/documents/{first(state.documents)}/changelog/revision-ids"),
+        "E13": Call(
+            "PATCH", f"/notification/v1/notifications/{first(state.notifications)}/toggle-status", {}
+        ),
+        "E14": Call("POST", "/v1/notifications/mark-all-read", status=201),
+        "users": Call("GET", "/auth/v1/user"),
+        "groups": Call("GET", "/settings/v1/groups", params={"tenantId": tenant}),
+        "positions": Call("GET", "/settings/v1/positions", params={"tenantId": tenant}),
+        "delegations": Call("GET", "/decision/v1/delegations"),
+    }
+
+
+ENDPOINT_NAMES = (*(f"E{number}" for number in range(1, 15)), "users", "groups", "positions", "delegations")
+"""The names `endpoint_calls` keys its requests by (also the names the emulator counts traffic under)."""
+
+
+def data_of(response: httpx.Response, status: int = 200) -> Any:
+    """The ``data`` of a success envelope, after checking the status and the envelope around it."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["statusCode"] == status
+    assert body["message"] == "Success"
+    return body["data"]
+
+
+def error_of(response: httpx.Response, status: int, field: str | None = None) -> dict[str, Any]:
+    """The JSON error body of ``response``, checked: ``status``, ``statusCode``, ``message``, ``error``
+    and, when ``field`` is given, the offending ``field``."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["statusCode"] == status
+    assert isinstance(body["message"], str) and body["message"]
+    assert isinstance(body["error"], str) and body["error"]
+    if field is not None:
+        assert body.get("field") == field, body
+    return body
+
+
+Params = Mapping[str, Any] | Sequence[tuple[str, Any]]
+"""Query parameters: a mapping, or pairs (to repeat a name)."""
+
+
+def fetch_all(client: httpx.Client, path: str, params: Params = ()) -> list[dict[str, Any]]:
+    """Every item of a paged list, in order, 100 per page; checks that ``total`` holds on every page."""
+    pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
+    items: list[dict[str, Any]] = []
+    number, total = 1, None
+    while total is None or len(items) < total:
+        page = data_of(client.get(path, params=[*pairs, ("page", number), ("limit", 100)]))
+        assert total in (None, page["total"])
+        total = page["total"]
+        if not page["data"]:
+            break
+        items += page["data"]
+        number += 1
+    assert len(items) == total
+    return items
+
+
+def admin(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+    """Call an admin route (it needs no token) with ``client`` and return its JSON."""
+    response = client.request(method, f"/_admin{path}", **kwargs)
+    response.raise_for_status()
+    return response.json()
+
+
+def stored(client: httpx.Client, kind: str, record_id: str, tenant_id: str = DEMO_TENANT_ID) -> Any:
+    """A stored record as the admin route renders it (``kind`` is the state's collection name)."""
+    return admin(client, "GET", f"/records/{kind}/{record_id}", params={"tenant_id": tenant_id})
+
+
+__all__ = [
+    "DEMO_ACCESS_KEY",
+    "DEMO_TENANT_ID",
+    "DEMO_TOKEN",
+    "ENDPOINT_NAMES",
+    "OTHER_TENANT_ID",
+    "OTHER_TOKEN",
+    "Call",
+    "admin",
+    "data_of",
+    "endpoint_calls",
+    "error_of",
+    "fetch_all",
+    "set_faults",
+    "stored",
+]
