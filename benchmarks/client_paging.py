@@ -1,0 +1,125 @@
+"""The client's paging against its bound: 10,000 decisions in pages of 100, 50 ms of latency per request.
+
+Run ``python -m benchmarks.client_paging``. An emulator with 10,000 decisions and a fixed 50 ms latency
+serves every page; the client reads the whole list with concurrency 1 and 16. The bound is the latency
+alone: ``ceil(pages / concurrency) * 0.05`` s. The client cannot quite reach it, because page 1 must come
+back (with ``total``) before pages 2..N can be asked for: one round trip more than the bound counts.
+
+The emulator serves from a thread of the same process, so its CPU work and the client's (validating
+35 MB of decisions into models takes about 0.4 s) share one interpreter lock: at high concurrency the
+run is bound by that CPU work more than by the latency.
+
+One untimed read first warms the emulator's caches (selection and serialised records), so that both timed
+runs measure the client and the latency, not the emulator's first sort. Figures go to
+``data/bench/client_paging.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from emulator.faults import FaultConfig
+from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN, Scale
+from emulator.server import EmulatorServer
+from emulator.service import EmulatorOptions
+from models import DecisionQuery
+from resources import AdmClient, ClientSettings
+
+DECISIONS = 10_000
+PAGE_SIZE = 100
+LATENCY_S = 0.05
+CONCURRENCIES = (1, 16)
+UNLIMITED_RATE = 10_000_000.0
+"""Requests per minute: the emulator enforces no budget here, so the client's limiter must not either."""
+OUTPUT = Path("data/bench/client_paging.json")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed read of the whole list."""
+
+    concurrency: int
+    pages: int
+    records: int
+    wall_s: float
+    bound_s: float
+    ratio: float
+    api_calls: int
+    peak_in_flight: int
+
+
+def read_all(server: EmulatorServer, concurrency: int) -> tuple[int, float]:
+    """Read every decision with ``concurrency``; the records read and the wall seconds."""
+    settings = ClientSettings(
+        base_url=server.base_url,
+        token=DEMO_TOKEN,
+        tenant_id=DEMO_TENANT_ID,
+        rate_per_minute=UNLIMITED_RATE,
+        concurrency=concurrency,
+    )
+    with AdmClient(settings) as client:
+        started = time.perf_counter()
+        records = sum(1 for _ in client.iter_decisions(DecisionQuery(limit=PAGE_SIZE)))
+        return records, time.perf_counter() - started
+
+
+def measure(server: EmulatorServer, concurrency: int) -> Run:
+    """A timed read, with the emulator's own count of the calls it served."""
+    httpx.post(f"{server.base_url}/_admin/stats/reset").raise_for_status()
+    records, wall = read_all(server, concurrency)
+    stats = httpx.get(f"{server.base_url}/_admin/stats").json()
+    pages = math.ceil(records / PAGE_SIZE)
+    bound = math.ceil(pages / concurrency) * LATENCY_S
+    return Run(
+        concurrency,
+        pages,
+        records,
+        round(wall, 3),
+        round(bound, 3),
+        round(wall / bound, 2),
+        sum(stats["requests"].values()),
+        stats["peakInFlight"],
+    )
+
+
+COLUMNS = (
+    ("concurrency", "concurrency", "d"),
+    ("pages", "pages", "d"),
+    ("wall s", "wall_s", ".3f"),
+    ("bound s", "bound_s", ".3f"),
+    ("ratio", "ratio", ".2f"),
+    ("API calls", "api_calls", "d"),
+)
+"""Title, field of `Run` and format of each printed column."""
+
+
+def table(runs: list[Run]) -> str:
+    """The runs as a fixed-width table."""
+    head = " ".join(f"{title:>11}" for title, _, _ in COLUMNS)
+    rows = [" ".join(f"{getattr(run, field):>11{form}}" for _, field, form in COLUMNS) for run in runs]
+    return "\n".join([head, *rows])
+
+
+def main() -> None:
+    """Start the emulator, warm it, time each concurrency, print the table and write the JSON."""
+    options = EmulatorOptions(
+        scale=Scale(decisions=DECISIONS), faults=FaultConfig(latency_ms=LATENCY_S * 1000)
+    )
+    with EmulatorServer(options) as server:
+        read_all(server, max(CONCURRENCIES))
+        runs = [measure(server, concurrency) for concurrency in CONCURRENCIES]
+    print(table(runs))
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    figures = {"latency_s": LATENCY_S, "page_size": PAGE_SIZE, "runs": [asdict(run) for run in runs]}
+    OUTPUT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"written to {OUTPUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,490 @@
+"""`AdmClient`: the typed, synchronous client of the Authority Delegation Management Service.
+
+One method per endpoint (E1..E14, the access-key exchange, the four list extensions), paged iterators,
+and `map_concurrent` for per-entity calls. Every request of the client goes through the same path:
+a concurrency slot (at most ``settings.concurrency`` requests in flight), the tenant's shared rate limiter,
+the retry policy of `resources.retries`, one access-key exchange on a refused token, and validation of the
+body straight from the response bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar, overload
+
+import httpx
+from pydantic import BaseModel, RootModel, SecretStr
+from pydantic import ValidationError as PydanticValidationError
+
+from models import (
+    Action,
+    ActionTemplate,
+    Decision,
+    DecisionProjection,
+    DecisionQuery,
+    DecisionSortBy,
+    Delegation,
+    DelegationQuery,
+    DelegationSortBy,
+    DeleteActions,
+    Envelope,
+    Group,
+    GroupQuery,
+    GroupSortBy,
+    MarkAllReadResult,
+    Matrix,
+    Notification,
+    Page,
+    PageQuery,
+    Position,
+    PositionQuery,
+    ReportStatusResult,
+    RequestModel,
+    RevisionQuery,
+    SortOrder,
+    ToggleNotificationStatus,
+    UpdateAction,
+    UpdateGroup,
+    UpdateMatrix,
+    UpdateReportStatuses,
+    UpdateUserEntities,
+    User,
+    UserPosition,
+    UserQuery,
+    UserSortBy,
+    ValidateAction,
+    ValidateActionResult,
+)
+from models.auth import AccessKeyExchange, AccessToken
+from models.queries import MAX_LIMIT
+from resources.auth import Credentials
+from resources.concurrency import bounded_map
+from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
+from resources.errors import (
+    AuthenticationError,
+    PagingDriftError,
+    ResponseFormatError,
+    error_for_response,
+    error_for_transport,
+    retry_after_seconds,
+)
+from resources.metrics import ClientMetrics, MetricsSnapshot
+from resources.paging import PageStream
+from resources.ratelimit import shared_bucket
+from resources.retries import RetryPolicy
+from resources.settings import ClientSettings
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+class Identified(Protocol):
+    """A record with a string id (every paged record)."""
+
+    @property
+    def id(self) -> str:
+        """The record's unique identifier."""
+        ...
+
+
+T = TypeVar("T")
+Rec = TypeVar("Rec", bound=Identified)
+
+
+class RevisionIds(RootModel[list[str]]):
+    """E11/E12: a bare JSON array of revision ids, without envelope."""
+
+
+@dataclass(frozen=True)
+class PagedList(Generic[T]):
+    """How one paged list is read: endpoint, response model and immutable creation order, if any."""
+
+    endpoint: EndpointName
+    envelope: type[Envelope[Page[T]]]
+    creation_sort: str | None = None
+    creation_key: Callable[[T], tuple[datetime, str]] | None = None
+
+
+DECISIONS = PagedList[Decision](
+    "E8", Envelope[Page[Decision]], DecisionSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
+)
+DECISION_PROJECTIONS = PagedList[DecisionProjection]("E8", Envelope[Page[DecisionProjection]])
+USERS = PagedList[User]("users", Envelope[Page[User]], UserSortBy.CREATED_ON, lambda u: (u.created_on, u.id))
+GROUPS = PagedList[Group](
+    "groups", Envelope[Page[Group]], GroupSortBy.CREATED_ON, lambda g: (g.created_on, g.id)
+)
+POSITIONS = PagedList[Position]("positions", Envelope[Page[Position]])
+DELEGATIONS = PagedList[Delegation](
+    "delegations", Envelope[Page[Delegation]], DelegationSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
+)
+_LISTS: dict[type[PageQuery], PagedList[Any]] = {
+    DecisionQuery: DECISIONS,
+    UserQuery: USERS,
+    GroupQuery: GROUPS,
+    PositionQuery: POSITIONS,
+    DelegationQuery: DELEGATIONS,
+}
+
+STABLE_QUERY_FIELDS = frozenset(
+    {
+        "page",
+        "limit",
+        "tenant_id",
+        "sort_by",
+        "sort_order",
+        "fields",
+        "decision_ids",
+        "created_at_start",
+        "created_at_end",
+    }
+)
+"""Query fields whose filter no update can change: with only these set, a list is append-only."""
+
+
+@dataclass(frozen=True)
+class _Request:
+    endpoint: Endpoint
+    path: str
+    params: dict[str, str] | None
+    body: dict[str, Any] | None
+
+
+class AdmClient:
+    """The service client. Thread-safe; use as a context manager or call `close`.
+
+    ``transport`` replaces the network (``httpx.MockTransport`` in narrow unit tests).
+    """
+
+    def __init__(self, settings: ClientSettings, *, transport: httpx.BaseTransport | None = None) -> None:
+        self.settings = settings
+        self._http = httpx.Client(
+            base_url=settings.address,
+            timeout=httpx.Timeout(
+                connect=settings.connect_timeout_s,
+                read=settings.read_timeout_s,
+                write=settings.write_timeout_s,
+                pool=settings.pool_timeout_s,
+            ),
+            limits=httpx.Limits(
+                max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
+            ),
+            headers={"User-Agent": settings.user_agent, "Accept": "application/json"},
+            verify=True,
+            transport=transport,
+        )
+        self._slots = threading.BoundedSemaphore(settings.concurrency)
+        self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
+        self._bucket = shared_bucket(
+            settings.address, settings.tenant_id, settings.plan_rate_per_minute, settings.plan_burst
+        )
+        self._retry = RetryPolicy.from_settings(settings)
+        self._metrics = ClientMetrics()
+        self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
+
+    def __repr__(self) -> str:
+        return f"AdmClient(base_url={self.settings.address!r}, tenant_id={self.settings.tenant_id!r})"
+
+    def __enter__(self) -> AdmClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker threads and close the connections."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._http.close()
+
+    @property
+    def metrics(self) -> MetricsSnapshot:
+        """What this client has spent so far (calls, retries, 429s, bytes, limiter wait, exchanges)."""
+        return self._metrics.snapshot()
+
+    # -- authentication ------------------------------------------------------------------------------------
+
+    def exchange_access_key(self) -> None:
+        """Exchange the access key for a new token and use it from now on (the token is never returned)."""
+        self._credentials.renew()
+
+    def _exchange(self, access_key: SecretStr) -> SecretStr:
+        body = AccessKeyExchange(access_key=access_key.get_secret_value())
+        token = self._call("exchange", Envelope[AccessToken], body=body).data.token
+        self._metrics.exchanged()
+        return SecretStr(token)
+
+    # -- the fourteen endpoints ----------------------------------------------------------------------------
+
+    def update_user_entities(self, user_id: str, body: UpdateUserEntities) -> User:
+        """E1: update a user's fields; ``roleIds``, ``positionIds`` and ``groups`` replace whole sets."""
+        return self._call("E1", Envelope[User], record_id=user_id, body=body).data
+
+    def delete_actions(self, body: DeleteActions) -> list[Action]:
+        """E2: delete several actions; returns them as deleted."""
+        return self._call("E2", Envelope[list[Action]], body=body).data
+
+    def update_group(self, group_id: str, body: UpdateGroup) -> Group:
+        """E3: update a group (names, status, parents, address); send only what changes."""
+        return self._call("E3", Envelope[Group], record_id=group_id, body=body).data
+
+    def update_report_statuses(self, body: UpdateReportStatuses) -> ReportStatusResult:
+        """E4: set or restore the status of several reports; ids not updated are in ``failedIds``."""
+        return self._call("E4", Envelope[ReportStatusResult], body=body).data
+
+    def validate_action(self, body: ValidateAction) -> ValidateActionResult:
+        """E5: whether an action exists for a decision and/or delegation."""
+        return self._call("E5", Envelope[ValidateActionResult], body=body).data
+
+    def update_action(self, action_id: str, body: UpdateAction) -> Action:
+        """E6: update an action."""
+        return self._call("E6", Envelope[Action], record_id=action_id, body=body).data
+
+    def update_matrix(self, matrix_id: str, body: UpdateMatrix) -> Matrix:
+        """E7: update a matrix."""
+        return self._call("E7", Envelope[Matrix], record_id=matrix_id, body=body).data
+
+    def list_decisions(self, query: DecisionQuery) -> Page[Decision]:
+        """E8: one page of full decisions. A query with ``fields`` needs `list_decision_projections`."""
+        if query.fields:
+            raise ValueError("a query with fields returns projections: use list_decision_projections")
+        return self._page(DECISIONS, query)
+
+    def list_decision_projections(self, query: DecisionQuery) -> Page[DecisionProjection]:
+        """E8 with ``fields``: one page of decisions holding only the selected fields (and ``id``)."""
+        return self._page(DECISION_PROJECTIONS, query)
+
+    def current_user_positions(self) -> list[UserPosition]:
+        """E9: the positions of the user the token stands for."""
+        return self._call("E9", Envelope[list[UserPosition]]).data
+
+    def get_action_template(self, template_id: str) -> ActionTemplate:
+        """E10: one action template."""
+        return self._call("E10", Envelope[ActionTemplate], record_id=template_id).data
+
+    def delegation_revision_ids(self, delegation_id: str, query: RevisionQuery | None = None) -> list[str]:
+        """E11: a delegation's changelog revision ids."""
+        return self._revision_ids("E11", delegation_id, query)
+
+    def document_revision_ids(self, document_id: str, query: RevisionQuery | None = None) -> list[str]:
+        """E12: a document's changelog revision ids."""
+        return self._revision_ids("E12", document_id, query)
+
+    def toggle_notification_status(
+        self, notification_id: str, body: ToggleNotificationStatus
+    ) -> Notification:
+        """E13: set a notification READ or UNREAD (without ``status`` it flips)."""
+        return self._call("E13", Envelope[Notification], record_id=notification_id, body=body).data
+
+    def mark_all_notifications_read(self) -> MarkAllReadResult:
+        """E14: mark every notification of the caller read; ``count`` says how many."""
+        return self._call("E14", Envelope[MarkAllReadResult]).data
+
+    def _revision_ids(self, name: EndpointName, record_id: str, query: RevisionQuery | None) -> list[str]:
+        params = query.to_params(self.settings.param_names) if query else None
+        return self._call(name, RevisionIds, record_id=record_id, params=params).root
+
+    # -- list extensions, one page -------------------------------------------------------------------------
+
+    def list_users(self, query: UserQuery) -> Page[User]:
+        """One page of users (``GET /auth/v1/user``)."""
+        return self._page(USERS, query)
+
+    def list_groups(self, query: GroupQuery) -> Page[Group]:
+        """One page of groups (``GET /settings/v1/groups``)."""
+        return self._page(GROUPS, query)
+
+    def list_positions(self, query: PositionQuery) -> Page[Position]:
+        """One page of positions (``GET /settings/v1/positions``)."""
+        return self._page(POSITIONS, query)
+
+    def list_delegations(self, query: DelegationQuery) -> Page[Delegation]:
+        """One page of delegations (``GET /decision/v1/delegations``)."""
+        return self._page(DELEGATIONS, query)
+
+    # -- whole lists ---------------------------------------------------------------------------------------
+
+    @overload
+    def iter_pages(self, query: DecisionQuery) -> PageStream[Decision]: ...
+    @overload
+    def iter_pages(self, query: UserQuery) -> PageStream[User]: ...
+    @overload
+    def iter_pages(self, query: GroupQuery) -> PageStream[Group]: ...
+    @overload
+    def iter_pages(self, query: PositionQuery) -> PageStream[Position]: ...
+    @overload
+    def iter_pages(self, query: DelegationQuery) -> PageStream[Delegation]: ...
+
+    def iter_pages(
+        self, query: DecisionQuery | UserQuery | GroupQuery | PositionQuery | DelegationQuery
+    ) -> PageStream[Any]:
+        """Every page of a list, fetched concurrently, de-duplicated, safe against drift (see
+        `resources.paging`). Unless the query says otherwise: 100 records a page, the settings' tenant,
+        and the immutable creation order. The stream exposes ``total`` of page 1 and the totals seen."""
+        if isinstance(query, DecisionQuery) and query.fields:
+            raise ValueError("paging projections is not supported: page full decisions")
+        kind = _LISTS[type(query)]
+        return self._stream(kind, self._for_paging(kind, query))
+
+    def iter_decisions(self, query: DecisionQuery | None = None) -> Iterator[Decision]:
+        """Every decision the query selects (E8), each once."""
+        return self.iter_pages(query or DecisionQuery()).items()
+
+    def iter_users(self, query: UserQuery | None = None) -> Iterator[User]:
+        """Every user the query selects, each once."""
+        return self.iter_pages(query or UserQuery()).items()
+
+    def iter_groups(self, query: GroupQuery | None = None) -> Iterator[Group]:
+        """Every group of the settings' tenant the query selects, each once."""
+        return self.iter_pages(query or GroupQuery(tenant_id=self.settings.tenant_id)).items()
+
+    def iter_positions(self, query: PositionQuery | None = None) -> Iterator[Position]:
+        """Every position of the settings' tenant, each once."""
+        return self.iter_pages(query or PositionQuery(tenant_id=self.settings.tenant_id)).items()
+
+    def iter_delegations(self, query: DelegationQuery | None = None) -> Iterator[Delegation]:
+        """Every delegation the query selects, each once."""
+        return self.iter_pages(query or DelegationQuery()).items()
+
+    def map_concurrent(self, func: Callable[[A], R], items: Iterable[A]) -> Iterator[tuple[A, R]]:
+        """``(item, func(item))`` as each completes, at most ``settings.concurrency`` at once, under the
+        client's limiter. The first error cancels the calls not yet started and is raised."""
+        return bounded_map(self._executor, func, items, self.settings.concurrency)
+
+    def _for_paging(self, kind: PagedList[Any], query: PageQuery) -> PageQuery:
+        """The query with the paging defaults filled in where the caller left them open."""
+        values = dict(query)
+        update: dict[str, Any] = {}
+        if "limit" not in query.model_fields_set:
+            update["limit"] = MAX_LIMIT
+        if "tenant_id" in values and values["tenant_id"] is None:
+            update["tenant_id"] = self.settings.tenant_id
+        if kind.creation_sort is not None and values.get("sort_by") is None:
+            update["sort_by"] = kind.creation_sort
+            update["sort_order"] = values.get("sort_order") or SortOrder.ASC
+        return query.model_copy(update=update)
+
+    def _stream(self, kind: PagedList[Rec], query: PageQuery) -> PageStream[Rec]:
+        endpoint = ENDPOINTS[kind.endpoint]
+        return PageStream(
+            lambda number: self._page(kind, query.model_copy(update={"page": number})),
+            limit=query.limit,
+            record_id=lambda item: item.id,
+            mapper=self.map_concurrent,
+            order_key=kind.creation_key if _append_only(kind, query) else None,
+            describe=lambda message: PagingDriftError(
+                f"{endpoint.name}: {message}", method=endpoint.method, path=endpoint.path
+            ),
+        )
+
+    def _page(self, kind: PagedList[T], query: PageQuery) -> Page[T]:
+        params = query.to_params(self.settings.param_names)
+        page = self._call(kind.endpoint, kind.envelope, params=params).data
+        endpoint = ENDPOINTS[kind.endpoint]
+        for field, asked, got in (("page", query.page, page.page), ("limit", query.limit, page.limit)):
+            if asked != got:
+                problem = f"{field} {got} when asked for {asked}"
+                raise ResponseFormatError.mismatch(
+                    endpoint.name, f"data.{field}", problem, method=endpoint.method, path=endpoint.path
+                )
+        return page
+
+    # -- one request ---------------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        name: EndpointName,
+        model: type[M],
+        *,
+        record_id: str | None = None,
+        params: dict[str, str] | None = None,
+        body: RequestModel | None = None,
+    ) -> M:
+        """One logical call: retries, and one access-key exchange when the token is refused."""
+        endpoint = ENDPOINTS[name]
+        request = _Request(endpoint, endpoint.url_path(record_id), params, body.to_wire() if body else None)
+        if not endpoint.authenticated:
+            return self._with_retries(request, model)
+        generation = self._credentials.ensure()
+        try:
+            return self._with_retries(request, model)
+        except AuthenticationError:
+            if not self._credentials.renewable:
+                raise
+            logger.info("%s %s: token refused; exchanging the access key once", endpoint.method, request.path)
+            self._credentials.renew(generation)
+            return self._with_retries(request, model)
+
+    def _with_retries(self, request: _Request, model: type[M]) -> M:
+        return self._retry.call(
+            partial(self._attempt, request, model),
+            request.endpoint.retry_safe,
+            partial(self._retrying, request),
+        )
+
+    def _retrying(self, request: _Request, error: BaseException, attempt: int, sleep_s: float) -> None:
+        self._metrics.retried()
+        logger.warning(
+            "%s %s: %s; try %d in %.2f s", request.endpoint.method, request.path, error, attempt + 1, sleep_s
+        )
+
+    def _attempt(self, request: _Request, model: type[M]) -> M:
+        """One HTTP request: the typed error of a failure, else the validated body."""
+        endpoint, path = request.endpoint, request.path
+        response = self._send(request)
+        context: dict[str, Any] = {"method": endpoint.method, "path": path, "status": response.status_code}
+        if response.status_code not in endpoint.success:
+            if not response.is_success:
+                raise error_for_response(endpoint.method, path, response)
+            problem = f"status {response.status_code}, the spec says {sorted(endpoint.success)}"
+            raise ResponseFormatError.mismatch(endpoint.name, "<status>", problem, **context)
+        try:
+            return model.model_validate_json(response.content)
+        except PydanticValidationError as error:
+            # `from None`: pydantic's own message quotes the input, which may hold a token.
+            raise ResponseFormatError.from_validation(endpoint.name, error, **context) from None
+
+    def _send(self, request: _Request) -> httpx.Response:
+        """Send under a concurrency slot and the tenant's limiter; feed the limiter and the metrics."""
+        endpoint = request.endpoint
+        headers = self._credentials.authorization() if endpoint.authenticated else {}
+        with self._slots:
+            waited = self._bucket.acquire()
+            self._metrics.request_sent(endpoint.name, waited)
+            try:
+                response = self._http.request(
+                    endpoint.method, request.path, params=request.params, json=request.body, headers=headers
+                )
+            except httpx.RequestError as error:
+                raise error_for_transport(endpoint.method, request.path, error) from error
+        self._metrics.response_received(len(response.content), response.status_code)
+        if response.status_code == 429:
+            self._bucket.rate_limited(retry_after_seconds(response))
+        else:
+            self._bucket.succeeded()
+        logger.debug(
+            "%s %s -> %d (%d bytes)",
+            endpoint.method,
+            request.path,
+            response.status_code,
+            len(response.content),
+        )
+        return response
+
+
+def _append_only(kind: PagedList[Any], query: PageQuery) -> bool:
+    """Whether the query reads the list in its immutable creation order with only stable filters."""
+    values = dict(query)
+    in_order = values.get("sort_by") == kind.creation_sort and values.get("sort_order") == SortOrder.ASC
+    stable = all(value is None for name, value in values.items() if name not in STABLE_QUERY_FIELDS)
+    return kind.creation_key is not None and in_order and stable

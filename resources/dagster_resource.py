@@ -1,0 +1,76 @@
+"""`AdmClientResource`: the Dagster resource that hands assets a configured `AdmClient`.
+
+Bind it once, in ``definitions.py``, with secrets only through environment variables::
+
+    import dagster as dg
+
+    from resources import AdmClientResource
+
+    adm = AdmClientResource(
+        base_url=dg.EnvVar("ADM_BASE_URL"),        # or environment=dg.EnvVar("ADM_ENVIRONMENT")
+        access_key=dg.EnvVar("ADM_ACCESS_KEY"),    # or token=dg.EnvVar("ADM_TOKEN")
+        tenant_id=dg.EnvVar("ADM_TENANT_ID"),
+        rate_plan=dg.EnvVar("ADM_RATE_PLAN"),
+    )
+    defs = dg.Definitions(assets=[...], resources={"adm": adm})
+
+Bound through ``dg.EnvVar``, Dagster's UI shows the variable's name, never its value. The token and the
+access key are also kept out of the resource's ``repr`` and are never logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from pydantic import Field, SecretStr
+
+from resources.client import AdmClient
+from resources.settings import ClientSettings
+
+
+class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
+    """Configuration of the service client; `get_client` builds a client (close it, or use ``with``)."""
+
+    environment: str | None = Field(
+        default=None, description="staging-us, staging-eu, prod-us or prod-eu (or give base_url)."
+    )
+    base_url: str | None = Field(default=None, description="Any base address, e.g. an emulator's.")
+    token: str | None = Field(default=None, repr=False, description="Bearer token (secret; bind an EnvVar).")
+    access_key: str | None = Field(
+        default=None, repr=False, description="Access key exchanged for tokens (secret; bind an EnvVar)."
+    )
+    tenant_id: str | None = Field(
+        default=None, description="The tenant's id (UUID); or name it per call with client_for."
+    )
+    rate_plan: str | None = Field(default=None, description="essential (default), premium or enterprise.")
+    rate_per_minute: float | None = Field(
+        default=None, description="Overrides the plan's requests per minute."
+    )
+    burst: int | None = Field(default=None, description="Overrides the burst (default twice the rate).")
+    concurrency: int | None = Field(default=None, description="Requests in flight at most (default 8).")
+
+    def client_settings(self, tenant_id: str | None = None) -> ClientSettings:
+        """The client settings this configuration describes, for ``tenant_id`` (default: the configured
+        tenant). Fields left None take the settings' defaults."""
+        values: dict[str, Any] = {
+            "environment": self.environment,
+            "base_url": self.base_url,
+            "token": SecretStr(self.token) if self.token else None,
+            "access_key": SecretStr(self.access_key) if self.access_key else None,
+            "tenant_id": tenant_id or self.tenant_id,
+            "rate_plan": self.rate_plan,
+            "rate_per_minute": self.rate_per_minute,
+            "burst": self.burst,
+            "concurrency": self.concurrency,
+        }
+        given = {key: value for key, value in values.items() if value is not None}
+        return ClientSettings.model_validate(given)
+
+    def get_client(self) -> AdmClient:
+        """A new client of the configured tenant (close it, or use it in a ``with`` block)."""
+        return AdmClient(self.client_settings())
+
+    def client_for(self, tenant_id: str) -> AdmClient:
+        """A new client of ``tenant_id`` (one partition per tenant), otherwise configured alike."""
+        return AdmClient(self.client_settings(tenant_id))

@@ -1,0 +1,82 @@
+"""What a client spent: API calls per endpoint, retries, 429s, bytes, time waited on the rate limiter and
+access-key exchanges. API calls are the cost that matters on a real tenant (a monthly quota), so every HTTP
+request sent counts, retries included."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """The counters at one moment: immutable, plain values, ``as_dict()`` is JSON-ready."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+    """HTTP requests sent per endpoint name (E1..E14, exchange, users, groups, positions, delegations);
+    a private copy, so later calls of the client do not change it."""
+    retries: int = 0
+    rate_limited: int = 0
+    """Answers with status 429."""
+    bytes_received: int = 0
+    limiter_wait_s: float = 0.0
+    """Seconds requests spent blocked on the shared rate limiter, summed over requests."""
+    exchanges: int = 0
+
+    @property
+    def api_calls(self) -> int:
+        """Every HTTP request sent."""
+        return sum(self.calls.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy, with ``api_calls`` added."""
+        return asdict(self) | {"api_calls": self.api_calls}
+
+
+class ClientMetrics:
+    """Thread-safe counters of one client."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: Counter[str] = Counter()
+        self._retries = 0
+        self._rate_limited = 0
+        self._bytes = 0
+        self._wait_s = 0.0
+        self._exchanges = 0
+
+    def request_sent(self, endpoint: str, waited_s: float) -> None:
+        """One HTTP request left for ``endpoint`` after ``waited_s`` on the rate limiter."""
+        with self._lock:
+            self._calls[endpoint] += 1
+            self._wait_s += waited_s
+
+    def response_received(self, size: int, status: int) -> None:
+        """An answer of ``size`` body bytes arrived."""
+        with self._lock:
+            self._bytes += size
+            self._rate_limited += status == 429
+
+    def retried(self) -> None:
+        """A request is about to be tried again."""
+        with self._lock:
+            self._retries += 1
+
+    def exchanged(self) -> None:
+        """The access key was exchanged for a token."""
+        with self._lock:
+            self._exchanges += 1
+
+    def snapshot(self) -> MetricsSnapshot:
+        """The counters now."""
+        with self._lock:
+            return MetricsSnapshot(
+                calls=dict(self._calls),
+                retries=self._retries,
+                rate_limited=self._rate_limited,
+                bytes_received=self._bytes,
+                limiter_wait_s=self._wait_s,
+                exchanges=self._exchanges,
+            )

@@ -1,0 +1,270 @@
+"""Paging: page counts, de-duplication, drift, bounded concurrency, and the paging strategy itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from emulator.faults import FaultConfig
+from emulator.server import EmulatorServer
+from emulator.service import Emulator
+from models import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, Page, SortOrder, UserQuery
+from resources import AdmClient, NotFoundError, PageStream, PagingDriftError
+from resources.concurrency import bounded_map
+from tests.conftest import DEMO_TENANT_ID, set_faults
+from tests.test_client_support import make_client
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+@pytest.fixture
+def client(server: EmulatorServer) -> Iterator[AdmClient]:
+    with make_client(server) as client:
+        yield client
+
+
+def stats(server: EmulatorServer) -> dict[str, Any]:
+    response = httpx.get(f"{server.base_url}/_admin/stats")
+    response.raise_for_status()
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def ids_of(records: Iterable[Any]) -> list[str]:
+    return [record.id for record in records]
+
+
+# -- page counts against the emulator ---------------------------------------------------------------------
+
+
+def test_an_empty_list_costs_one_call(client: AdmClient) -> None:
+    stream = client.iter_pages(DecisionQuery(search="no decision is called this"))
+    assert list(stream) == []
+    assert (stream.total, stream.passes, client.metrics.calls) == (0, 1, {"E8": 1})
+
+
+def test_one_page(client: AdmClient, emulator: Emulator) -> None:
+    groups = ids_of(client.iter_groups())
+    assert sorted(groups) == sorted(emulator.tenants[DEMO_TENANT_ID].groups)
+    assert client.metrics.calls == {"groups": 1}
+
+
+def test_an_exact_multiple_of_the_page_size(client: AdmClient, emulator: Emulator) -> None:
+    stream = client.iter_pages(DecisionQuery())
+    pages = list(stream)
+    assert [len(page.data) for page in pages] == [100] * 10
+    assert sorted(ids_of(item for page in pages for item in page.data)) == sorted(
+        emulator.tenants[DEMO_TENANT_ID].decisions
+    )
+    assert (stream.total, stream.last_total, stream.records) == (1000, 1000, 1000)
+    assert client.metrics.calls == {"E8": 10}
+
+
+def test_a_partial_last_page(client: AdmClient, emulator: Emulator) -> None:
+    pages = list(client.iter_pages(UserQuery(limit=70)))
+    assert sorted(len(page.data) for page in pages) == [20, 70, 70, 70, 70]
+    assert len({user.id for page in pages for user in page.data}) == len(
+        emulator.tenants[DEMO_TENANT_ID].users
+    )
+
+
+def test_requests_in_flight_never_exceed_the_concurrency(server: EmulatorServer) -> None:
+    set_faults(server, FaultConfig(latency_ms=30))
+    with make_client(server, concurrency=3) as client:
+        assert len(list(client.iter_decisions())) == 1000
+        delegation_ids = ids_of(client.iter_delegations())
+        revisions = dict(client.map_concurrent(client.delegation_revision_ids, delegation_ids[:30]))
+    state = server.emulator.tenants[DEMO_TENANT_ID]
+    assert revisions == {key: sorted(state.delegation_revisions[key], key=int) for key in delegation_ids[:30]}
+    assert stats(server)["peakInFlight"] == 3
+
+
+def test_map_concurrent_raises_the_first_error(client: AdmClient, emulator: Emulator) -> None:
+    known = list(emulator.tenants[DEMO_TENANT_ID].delegations)[:3]
+    with pytest.raises(NotFoundError):
+        list(client.map_concurrent(client.delegation_revision_ids, [*known, "no-such-delegation"]))
+
+
+# -- drift injected by the emulator -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "query"),
+    [("decisions", DecisionQuery(limit=100)), ("delegations", DelegationQuery(limit=50))],
+)
+def test_drift_returns_every_record_present_for_the_whole_run_once(
+    server: EmulatorServer, kind: str, query: DecisionQuery | DelegationQuery
+) -> None:
+    records = getattr(server.emulator.tenants[DEMO_TENANT_ID], kind)
+    at_start = set(records)
+    set_faults(server, FaultConfig(drift_every=3, latency_ms=5))
+    with make_client(server) as client:
+        stream = client.iter_pages(query)
+        returned = ids_of(item for page in stream for item in page.data)
+    at_end = set(records)
+    assert len(stream.totals_seen) > 1, "the emulator drifted while the client paged"
+    assert len(returned) == len(set(returned))
+    assert at_start & at_end <= set(returned) <= at_start | at_end
+    assert stream.passes == 1
+
+
+def test_drift_under_an_order_updates_can_change_raises(server: EmulatorServer) -> None:
+    set_faults(server, FaultConfig(drift_every=2))
+    query = DecisionQuery(sort_by=DecisionSortBy.NAME, sort_order=SortOrder.ASC)
+    with make_client(server) as client, pytest.raises(PagingDriftError, match=r"E8: the list changed"):
+        list(client.iter_decisions(query))
+
+
+def test_a_service_ignoring_the_sort_is_caught(
+    server: EmulatorServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    set_faults(server, FaultConfig(ignore_params=["sortBy", "sortOrder"]))
+    with make_client(server) as client:
+        assert len(set(ids_of(client.iter_decisions()))) == 1000
+        set_faults(server, FaultConfig(ignore_params=["sortBy", "sortOrder"], drift_every=3))
+        with pytest.raises(PagingDriftError):
+            list(client.iter_decisions())
+    assert "ignored the requested order" in caplog.text
+
+
+def test_a_filter_on_a_field_that_can_change_is_kept_and_judged_strictly(client: AdmClient) -> None:
+    stream = client.iter_pages(GroupQuery(tenant_id=DEMO_TENANT_ID, status=["ACTIVE"], limit=5))
+    groups = list(stream.items())
+    assert len({group.id for group in groups}) == len(groups) == 40
+    assert not stream.append_only
+    assert client.metrics.calls == {"groups": 8}
+
+
+# -- the strategy, on a list whose changes the test scripts ----------------------------------------------
+
+
+class ScriptedList:
+    """An in-memory paged list sorted by creation; ``changes[n]`` runs just before the n-th fetch."""
+
+    def __init__(self, size: int, changes: dict[int, Callable[[ScriptedList], None]]) -> None:
+        self.clock = datetime(2025, 1, 1, tzinfo=UTC)
+        self.records: list[Record] = []
+        self.changes = changes
+        self.fetches = 0
+        for _ in range(size):
+            self.insert()
+
+    def insert(self) -> None:
+        self.clock += timedelta(seconds=1)
+        self.records.append(Record(id=f"r{len(self.records) + 1:04d}", created=self.clock))
+
+    def remove(self, index: int) -> None:
+        del self.records[index]
+
+    def fetch(self, limit: int) -> Callable[[int], Page[Record]]:
+        def page(number: int) -> Page[Record]:
+            self.fetches += 1
+            change = self.changes.get(self.fetches)
+            if change is not None:
+                change(self)
+            data = self.records[(number - 1) * limit : number * limit]
+            return Page[Record](page=number, limit=limit, total=len(self.records), data=data)
+
+        return page
+
+
+class Record(BaseModel):
+    id: str
+    created: datetime
+
+
+def in_order(func: Callable[[A], R], items: Iterable[A]) -> Iterator[tuple[A, R]]:
+    return ((item, func(item)) for item in items)
+
+
+def stream_of(scripted: ScriptedList, append_only: bool, limit: int = 10) -> PageStream[Record]:
+    return PageStream(
+        scripted.fetch(limit),
+        limit=limit,
+        record_id=lambda record: record.id,
+        mapper=in_order,
+        order_key=(lambda record: (record.created, record.id)) if append_only else None,
+        describe=PagingDriftError,
+    )
+
+
+def test_appends_while_paging_need_no_second_pass() -> None:
+    scripted = ScriptedList(35, {2: ScriptedList.insert, 3: ScriptedList.insert})
+    stream = stream_of(scripted, append_only=True)
+    returned = ids_of(stream.items())
+    assert returned[:35] == [f"r{n:04d}" for n in range(1, 36)]
+    assert (stream.passes, stream.total, stream.last_total) == (1, 35, 37)
+
+
+def test_a_removal_while_paging_triggers_a_pass_that_fills_the_gap() -> None:
+    # Removing r0005 after page 1 shifts r0011 onto page 1, which was already read: pass 1 misses it.
+    scripted = ScriptedList(35, {2: lambda s: s.remove(4)})
+    stream = stream_of(scripted, append_only=True)
+    returned = ids_of(stream.items())
+    survivors = [record.id for record in scripted.records]
+    assert sorted(returned) == sorted({*survivors, "r0005"})
+    assert len(returned) == len(set(returned))
+    assert stream.passes == 2
+
+
+def test_a_list_that_never_settles_raises_after_the_last_pass() -> None:
+    scripted = ScriptedList(35, dict.fromkeys(range(2, 100, 4), ScriptedList.insert))
+    stream = stream_of(scripted, append_only=False)
+    with pytest.raises(PagingDriftError, match="3 passes"):
+        list(stream)
+    assert stream.passes == 3
+
+
+def test_a_stream_is_read_once() -> None:
+    stream = stream_of(ScriptedList(3, {}), append_only=True)
+    assert len(list(stream.items())) == 3
+    with pytest.raises(RuntimeError, match="only once"):
+        list(stream)
+
+
+# -- the sliding window -----------------------------------------------------------------------------------
+
+
+def test_the_window_never_takes_more_work_than_it_can_run() -> None:
+    pulled, running, peak = 0, 0, 0
+    lock = threading.Lock()
+
+    def items() -> Iterator[int]:
+        nonlocal pulled
+        for item in range(100):
+            pulled += 1
+            yield item
+
+    def work(item: int) -> int:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        with lock:
+            running -= 1
+        return item * 2
+
+    with ThreadPoolExecutor(8) as executor:
+        results = bounded_map(executor, work, items(), window=4)
+        first = next(results)
+        assert pulled <= 5
+        rest = list(results)
+    assert sorted([first, *rest]) == [(n, 2 * n) for n in range(100)]
+    assert peak <= 4
+
+
+def test_closing_the_window_early_cancels_the_rest() -> None:
+    done: list[int] = []
+    with ThreadPoolExecutor(2) as executor:
+        results = bounded_map(executor, done.append, range(1000), window=2)
+        next(results)
+        results.close()
+    assert len(done) <= 4

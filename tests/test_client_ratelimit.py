@@ -1,0 +1,123 @@
+"""The shared rate limiter: no 429 under the right plan, Retry-After obeyed under a wrong one, and the
+bucket's arithmetic on a fake clock."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import httpx
+import pytest
+
+from emulator.faults import FaultConfig
+from emulator.server import EmulatorServer
+from models import DecisionQuery
+from resources import AdmClient
+from resources.ratelimit import (
+    JITTER_ALLOWANCE_S,
+    RECOVERY_STEP,
+    SAFETY_RATE_FACTOR,
+    TokenBucket,
+    shared_bucket,
+)
+from tests.conftest import set_faults
+from tests.test_client_support import make_client, make_settings
+
+
+def statuses(server: EmulatorServer) -> dict[str, int]:
+    response = httpx.get(f"{server.base_url}/_admin/stats")
+    response.raise_for_status()
+    counts: dict[str, int] = response.json()["statuses"]
+    return counts
+
+
+def test_the_matching_plan_trips_no_429(server: EmulatorServer) -> None:
+    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=10, jitter_ms=5))
+    with make_client(server, rate_per_minute=600, burst=10) as client:
+        decisions = list(client.iter_decisions(DecisionQuery(limit=25)))
+        metrics = client.metrics
+    assert len(decisions) == 1000
+    assert metrics.calls == {"E8": 40}
+    assert metrics.rate_limited == 0
+    assert "429" not in statuses(server)
+    assert metrics.limiter_wait_s > 0
+
+
+def test_a_wrong_plan_obeys_retry_after_and_completes(server: EmulatorServer) -> None:
+    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=5))
+    started = time.monotonic()
+    with make_client(server, rate_per_minute=6000) as client:
+        decisions = list(client.iter_decisions(DecisionQuery(limit=50)))
+        metrics = client.metrics
+    assert len({decision.id for decision in decisions}) == 1000
+    assert metrics.rate_limited >= 1
+    assert statuses(server)["429"] == metrics.rate_limited
+    assert metrics.calls["E8"] == 20 + metrics.rate_limited
+    # Retry-After is whole seconds (at least 1): a client that obeyed it cannot have finished sooner.
+    assert time.monotonic() - started >= 1.0
+
+
+def test_clients_of_one_tenant_share_one_budget(server: EmulatorServer) -> None:
+    plan = {"rate_per_minute": 600, "burst": 10}
+    with make_client(server, **plan) as first, AdmClient(make_settings(server, **plan)) as second:
+        for _ in range(10 - math.ceil(10 * JITTER_ALLOWANCE_S)):
+            first.current_user_positions()
+        second.current_user_positions()
+        assert first.metrics.limiter_wait_s < 0.01
+        assert second.metrics.limiter_wait_s > 0.05
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def bucket(rate_per_minute: float, burst: float) -> tuple[TokenBucket, FakeClock]:
+    clock = FakeClock()
+    return TokenBucket(rate_per_minute, burst, clock=clock, sleep=clock.sleep), clock
+
+
+def test_the_bucket_keeps_a_safety_margin_below_the_services() -> None:
+    limiter, clock = bucket(rate_per_minute=600, burst=20)
+    margin = math.ceil(10 * JITTER_ALLOWANCE_S)
+    assert limiter.capacity == 20 - margin
+    for _ in range(20 - margin):
+        assert limiter.acquire() == 0
+    assert limiter.acquire() == pytest.approx(1 / (10 * SAFETY_RATE_FACTOR))
+    assert limiter.waited_s == pytest.approx(sum(clock.slept))
+
+
+def test_a_429_pauses_everyone_and_halves_the_rate_once_per_pause() -> None:
+    limiter, clock = bucket(rate_per_minute=600, burst=20)
+    limiter.rate_limited(retry_after_s=2)
+    limiter.rate_limited(retry_after_s=2)
+    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR / 2)
+    started = clock.now
+    limiter.acquire()
+    assert clock.now - started >= 2.0
+
+
+def test_successes_win_the_rate_back_up_to_the_plan_and_no_further() -> None:
+    limiter, _ = bucket(rate_per_minute=600, burst=20)
+    limiter.rate_limited(retry_after_s=None)
+    halved = limiter.rate_per_minute
+    limiter.succeeded()
+    assert limiter.rate_per_minute == pytest.approx(halved + 600 * SAFETY_RATE_FACTOR * RECOVERY_STEP)
+    for _ in range(200):
+        limiter.succeeded()
+    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR)
+
+
+def test_a_new_plan_replans_the_shared_bucket() -> None:
+    first = shared_bucket("http://plan.test", "tenant", 60, 120)
+    again = shared_bucket("http://plan.test", "tenant", 300, 600)
+    assert again is first
+    assert first.rate_per_minute == pytest.approx(300 * SAFETY_RATE_FACTOR)
