@@ -8,7 +8,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: demo test lint bench emulator clean
+.PHONY: demo test lint bench emulator dagster clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -35,6 +35,11 @@ lint: $(VENV)/.synced
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator
+
+# The Dagster UI with every asset, check, job and schedule (start `make emulator` beside it, or set ADM_*).
+dagster: $(VENV)/.synced
+	mkdir -p data/dagster_home && cp pipelines/dagster.yaml data/dagster_home/dagster.yaml
+	DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data

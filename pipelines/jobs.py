@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from pipelines.assets import EXTRACT_ASSETS, ExtractConfig
-from pipelines.tenants import configured_tenants, tenant_partitions
+from pipelines.tenants import configured_tenants
 
 NIGHTLY_CRON = os.environ.get("ADM_NIGHTLY_CRON", "0 2 * * *")
 """When the nightly sync runs (UTC); ``ADM_NIGHTLY_CRON`` overrides it."""
@@ -18,14 +18,12 @@ WEEKLY_FULL_REFRESH_CRON = os.environ.get("ADM_FULL_REFRESH_CRON", "0 3 * * 0")
 nightly_sync = dg.define_asset_job(
     "nightly_sync",
     selection=dg.AssetSelection.all(),
-    partitions_def=tenant_partitions,
     description="Incremental extract of every tenant partition into the DuckDB warehouse.",
 )
 
 full_refresh = dg.define_asset_job(
     "full_refresh",
     selection=dg.AssetSelection.all(),
-    partitions_def=tenant_partitions,
     description="Re-read everything; records that disappeared are marked deleted in history.",
     config=dg.RunConfig(ops={asset.op.name: ExtractConfig(full_refresh=True) for asset in EXTRACT_ASSETS}),
 )
