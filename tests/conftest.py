@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,10 @@ from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TE
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from emulator.state import TenantState
+
+# Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a
+# Dagster partition. Set before any test module imports the pipelines (partitions are fixed at load).
+os.environ.setdefault("ADM_TENANTS", f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}")
 
 
 @pytest.fixture(scope="session")

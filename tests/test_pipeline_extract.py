@@ -21,7 +21,7 @@ from pipelines.extract import DEFAULT_OVERLAP
 from pipelines.runner import TenantRun, embedded_overrides, run_tenant
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.conftest import DEMO_TENANT_ID, set_faults
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
 from warehouse.examples import EXAMPLES
 
 
@@ -310,3 +310,14 @@ def test_analyst_views_answer_their_example_queries(
         assert rows(warehouse, sql), title
     chain = rows(warehouse, "SELECT management_chain FROM v_org_chart ORDER BY levels_below_top DESC LIMIT 1")
     assert chain[0][0][0] == "Integration Admin"
+
+
+def test_tenant_partitions_fail_independently(adm: AdmClientResource, warehouse: WarehouseResource) -> None:
+    """The demo credentials cannot read the second tenant: that partition fails alone."""
+    other = run_tenant(OTHER_TENANT_ID, adm, warehouse)
+    sync(adm, warehouse)
+
+    assert not other.success
+    assert other.error is not None and "403" in other.error
+    assert rows(warehouse, "SELECT DISTINCT tenant_id FROM decisions") == [(DEMO_TENANT_ID,)]
+    assert rows(warehouse, "SELECT tenant_id FROM sync_runs") == [(DEMO_TENANT_ID,)]
