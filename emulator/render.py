@@ -8,6 +8,16 @@ _INTERNAL_ACTION_KEYS = ("assigneeIds",)
 _INTERNAL_TEMPLATE_KEYS = ("typeId",)
 
 
+def decision(state: TenantState, decision_id: str) -> Record:
+    """A Decision (spec 2.10), stored as the service sends it."""
+    return state.decisions[decision_id]
+
+
+def delegation(state: TenantState, delegation_id: str) -> Record:
+    """A Delegation (list extension), stored as the service sends it."""
+    return state.delegations[delegation_id]
+
+
 def user(state: TenantState, user_id: str) -> Record:
     """A User (spec 2.1) with its Manager object (2.2) composed from the manager's current record."""
     record = dict(state.users[user_id])

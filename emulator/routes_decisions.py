@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 import orjson
 from fastapi import APIRouter, Request, Response
 
-from emulator import decision_search
+from emulator import decision_search, render
 from emulator.http import CallerDep, EmulatorDep, bare, page, parse_query, query_docs, sliced
-from emulator.state import TenantState
-from models.base import Envelope, Page, format_timestamp
+from emulator.listing import Selection, serve
+from emulator.state import Record
+from models.base import Envelope, Page
 from models.decisions import Decision
 from models.delegations import Delegation
 from models.queries import DecisionQuery, DelegationQuery, DelegationSortBy, RevisionQuery
 
 router = APIRouter(prefix="/decision/v1", tags=["decisions"])
+
+_DELEGATION_SORT_KEYS: dict[DelegationSortBy, Callable[[Record], Any]] = {
+    DelegationSortBy.DELEGATION_DISPLAY_ID: lambda record: int(record["delegationDisplayId"]),
+}
 
 
 @router.get(
@@ -32,8 +41,7 @@ def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -
         items = [orjson.dumps(decision_search.project(state.decisions[key], fields)) for key in chosen]
     else:
         items = [
-            emulator.encoded(state, "decisions", key, lambda key=key: state.decisions[key])  # type: ignore[misc]
-            for key in chosen
+            emulator.encoded(state, "decisions", key, partial(render.decision, state, key)) for key in chosen
         ]
     return page(items, query.page, query.limit, len(ids))
 
@@ -61,43 +69,21 @@ def list_delegations(request: Request, caller: CallerDep, emulator: EmulatorDep)
     """List delegations (extension): status, decision ids, updated range and sort."""
     query = parse_query(request, DelegationQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)
-    state = caller.state
-    ids = emulator.cached_ids(
-        state,
-        ("delegations", query.model_dump_json(exclude={"page", "limit"})),
-        lambda: _select_delegations(state, query),
+    sort_by = query.sort_by or DelegationSortBy.CREATED_AT
+    decisions = frozenset(query.decision_ids or [])
+    selection = Selection(
+        updated_key="updatedAt",
+        sort=_DELEGATION_SORT_KEYS.get(sort_by, lambda r: r[sort_by.value]),
+        descending=query.sort_order == "desc",
+        statuses=frozenset(query.status or []),
+        start=query.updated_at_start,
+        end=query.updated_at_end,
+        keep=(lambda r: r["decisionId"] in decisions) if decisions else None,
     )
-    items = [
-        emulator.encoded(state, "delegations", key, lambda key=key: state.delegations[key])  # type: ignore[misc]
-        for key in sliced(ids, query.page, query.limit)
-    ]
-    return page(items, query.page, query.limit, len(ids))
+    return serve(emulator, caller.state, "delegations", query, selection, render.delegation)
 
 
 def ordered(revision_ids: list[str], query: RevisionQuery) -> list[str]:
     """Revision ids (increasing numbers) in the requested order."""
     ascending = sorted(revision_ids, key=int)
     return ascending[::-1] if query.sort_order == "desc" else ascending
-
-
-def _select_delegations(state: TenantState, query: DelegationQuery) -> list[str]:
-    start = format_timestamp(query.updated_at_start) if query.updated_at_start else None
-    end = format_timestamp(query.updated_at_end) if query.updated_at_end else None
-    statuses = set(query.status or [])
-    decisions = set(query.decision_ids or [])
-    selected = [
-        record
-        for record in state.delegations.values()
-        if (not statuses or record["status"] in statuses)
-        and (not decisions or record["decisionId"] in decisions)
-        and (start is None or record["updatedAt"] >= start)
-        and (end is None or record["updatedAt"] <= end)
-    ]
-    sort_by = query.sort_by or DelegationSortBy.CREATED_AT
-    key = (
-        (lambda r: int(r["delegationDisplayId"]))
-        if sort_by == DelegationSortBy.DELEGATION_DISPLAY_ID
-        else (lambda r: r[sort_by.value])
-    )
-    selected.sort(key=lambda record: (key(record), record["id"]), reverse=query.sort_order == "desc")
-    return [record["id"] for record in selected]

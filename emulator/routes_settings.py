@@ -10,10 +10,11 @@ from fastapi import APIRouter, Request, Response
 
 from emulator import render
 from emulator.http import CallerDep, EmulatorDep, body_fields, envelope, page, parse_query, query_docs, sliced
+from emulator.listing import Selection, serve
 from emulator.service import Emulator, ServiceError
 from emulator.state import ParentLink, Record, TenantState, now
 from models.actions import ActionTemplate
-from models.base import Envelope, Page, format_timestamp
+from models.base import Envelope, Page
 from models.groups import Group, UpdateGroup
 from models.positions import Position
 from models.queries import GroupQuery, GroupSortBy, PositionQuery
@@ -68,17 +69,17 @@ def list_groups(request: Request, caller: CallerDep, emulator: EmulatorDep) -> R
     """List groups (extension): ``tenantId`` required; status, search, updated range and sort."""
     query = parse_query(request, GroupQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)
-    state = caller.state
-    ids = emulator.cached_ids(
-        state,
-        ("groups", query.model_dump_json(exclude={"page", "limit"})),
-        lambda: _select_groups(state, query),
+    selection = Selection(
+        updated_key="updatedOn",
+        sort=_GROUP_SORT_KEYS[query.sort_by or GroupSortBy.GROUP_ID],
+        descending=query.sort_order == "desc",
+        statuses=frozenset(query.status or []),
+        start=query.updated_at_start,
+        end=query.updated_at_end,
+        search=query.search,
+        search_keys=("groupName", "displayName"),
     )
-    items = [
-        emulator.encoded(state, "groups", key, lambda key=key: render.group(state, key))  # type: ignore[misc]
-        for key in sliced(ids, query.page, query.limit)
-    ]
-    return page(items, query.page, query.limit, len(ids))
+    return serve(emulator, caller.state, "groups", query, selection, render.group)
 
 
 @router.get(
@@ -95,24 +96,6 @@ def list_positions(request: Request, caller: CallerDep, emulator: EmulatorDep) -
     chosen = sliced(list(positions), query.page, query.limit)
     # The page helper, like the other lists: orjson refuses a page number beyond 64 bits (a 500).
     return page([orjson.dumps(positions[key]) for key in chosen], query.page, query.limit, len(positions))
-
-
-def _select_groups(state: TenantState, query: GroupQuery) -> list[str]:
-    start = format_timestamp(query.updated_at_start) if query.updated_at_start else None
-    end = format_timestamp(query.updated_at_end) if query.updated_at_end else None
-    needle = query.search.lower() if query.search else None
-    statuses = set(query.status or [])
-    selected = [
-        group
-        for group in state.groups.values()
-        if (not statuses or group["status"] in statuses)
-        and (start is None or group["updatedOn"] >= start)
-        and (end is None or group["updatedOn"] <= end)
-        and (needle is None or needle in f"{group['groupName']} {group['displayName']}".lower())
-    ]
-    key = _GROUP_SORT_KEYS[query.sort_by or GroupSortBy.GROUP_ID]
-    selected.sort(key=lambda group: (key(group), group["id"]), reverse=query.sort_order == "desc")
-    return [group["id"] for group in selected]
 
 
 def _check_parents(state: TenantState, group_id: str, added: list[str]) -> None:

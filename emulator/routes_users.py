@@ -6,17 +6,16 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from emulator import render
+from emulator import links, render
 from emulator.http import (
     CallerDep,
     EmulatorDep,
     body_fields,
     envelope,
-    page,
     parse_query,
     query_docs,
-    sliced,
 )
+from emulator.listing import Selection, serve
 from emulator.service import Emulator, ServiceError
 from emulator.state import Record, TenantState, now
 from models.auth import AccessKeyExchange, AccessToken
@@ -108,35 +107,18 @@ def current_user_positions(caller: CallerDep) -> Response:
 def list_users(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """List users (extension of the 14): filters and sort are assumptions, see models.queries.UserQuery."""
     query = parse_query(request, UserQuery, emulator.faults.ignore_params)
-    state = caller.state
-    ids = emulator.cached_ids(
-        state,
-        ("users", query.model_dump_json(exclude={"page", "limit"})),
-        lambda: _select_users(state, query),
-    )
-    items = [
-        emulator.encoded(state, "users", key, lambda key=key: render.user(state, key))  # type: ignore[misc]
-        for key in sliced(ids, query.page, query.limit)
-    ]
-    return page(items, query.page, query.limit, len(ids))
-
-
-def _select_users(state: TenantState, query: UserQuery) -> list[str]:
-    start = format_timestamp(query.updated_at_start) if query.updated_at_start else None
-    end = format_timestamp(query.updated_at_end) if query.updated_at_end else None
-    needle = query.search.lower() if query.search else None
-    statuses = set(query.status or [])
-    selected = [
-        user
-        for user in state.users.values()
-        if (not statuses or user["status"] in statuses)
-        and (start is None or user["updatedOn"] >= start)
-        and (end is None or user["updatedOn"] <= end)
-        and (needle is None or needle in f"{user['name']} {user['email']} {user['employeeId']}".lower())
-    ]
     key = _USER_SORT_KEYS[query.sort_by or UserSortBy.CREATED_ON]
-    selected.sort(key=lambda user: (user[key] or "", user["id"]), reverse=query.sort_order == "desc")
-    return [user["id"] for user in selected]
+    selection = Selection(
+        updated_key="updatedOn",
+        sort=lambda user: user[key] or "",
+        descending=query.sort_order == "desc",
+        statuses=frozenset(query.status or []),
+        start=query.updated_at_start,
+        end=query.updated_at_end,
+        search=query.search,
+        search_keys=("name", "email", "employeeId"),
+    )
+    return serve(emulator, caller.state, "users", query, selection, render.user)
 
 
 def _snake(camel: str) -> str:
@@ -164,66 +146,18 @@ def _replace_links(emulator: Emulator, state: TenantState, user: Record, wire: d
     if "roleIds" in wire:
         kept = {item["tenantRoleId"]: item for item in user["userRoles"]}
         user["userRoles"] = [
-            kept.get(role_id) or _role(state, new_id(), role_id, stamp) for role_id in wire["roleIds"]
+            kept.get(role_id) or links.role(state, new_id(), role_id, stamp) for role_id in wire["roleIds"]
         ]
     if "positionIds" in wire:
         kept = {item["positionsId"]: item for item in user["userPositions"]}
         user["userPositions"] = [
-            kept.get(position_id) or _position(state, new_id(), user["id"], position_id, stamp)
+            kept.get(position_id) or links.position(state, new_id(), user["id"], position_id, stamp)
             for position_id in wire["positionIds"]
         ]
     if "groups" in wire:
         kept = {item["groupId"]: item for item in user["userGroups"]}
         ordered = sorted(wire["groups"], key=lambda item: not item.get("isPrimaryOrg", False))
         user["userGroups"] = [
-            kept.get(item["groupId"]) or _group(state, new_id(), user["id"], item["groupId"])
+            kept.get(item["groupId"]) or links.group(state, new_id(), user["id"], item["groupId"])
             for item in ordered
         ]
-
-
-def _role(state: TenantState, link_id: str, role_id: str, stamp: str) -> Record:
-    return {
-        "id": link_id,
-        "tenantId": state.tenant_id,
-        "tenantRoleId": role_id,
-        "roleName": state.roles[role_id]["roleName"],
-        "autoProvisioned": False,
-        "instanceId": None,
-        "createdOn": stamp,
-        "deletedOn": None,
-        "updatedOn": stamp,
-    }
-
-
-def _position(state: TenantState, link_id: str, user_id: str, position_id: str, stamp: str) -> Record:
-    position = state.positions[position_id]
-    return {
-        "id": link_id,
-        "userId": user_id,
-        "tenantId": state.tenant_id,
-        "positionsId": position_id,
-        "autoProvisioned": False,
-        "instanceId": None,
-        "isEditable": True,
-        "isDeleted": False,
-        "deletedOn": None,
-        "createdOn": stamp,
-        "updatedOn": stamp,
-        "positionName": position["positionName"],
-        "isSCIMProvisioned": position["isScimProvisioned"],
-        "externalId": None,
-    }
-
-
-def _group(state: TenantState, link_id: str, user_id: str, group_id: str) -> Record:
-    group = state.groups[group_id]
-    return {
-        "id": link_id,
-        "tenantId": state.tenant_id,
-        "userId": user_id,
-        "groupId": group_id,
-        "groupTypeId": group["tenantGroupTypeId"],
-        "groupName": group["groupName"],
-        "groupTypeName": state.group_types[group["tenantGroupTypeId"]]["groupTypeName"],
-        "displayName": group["displayName"],
-    }

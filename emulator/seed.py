@@ -12,6 +12,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
+from emulator import links
 from emulator.scale import SEED_EPOCH, Scale
 from emulator.state import ParentLink, Record, TenantState, random_uuid
 
@@ -400,54 +401,17 @@ class Seeder:
 
     def user_role(self, role_id: str) -> Record:
         """A UserRole (spec 2.3) for a tenant role."""
-        stamp = self.moment(600, 100)
-        return {
-            "id": self.uid(),
-            "tenantId": self.tenant_id,
-            "tenantRoleId": role_id,
-            "roleName": self.state.roles[role_id]["roleName"],
-            "autoProvisioned": False,
-            "instanceId": None,
-            "createdOn": stamp,
-            "deletedOn": None,
-            "updatedOn": stamp,
-        }
+        stamp = self.moment(600, 100)  # drawn before the id: the seeded sequence must not change
+        return links.role(self.state, self.uid(), role_id, stamp)
 
     def user_position(self, user_id: str, position_id: str) -> Record:
         """A UserPosition (spec 2.4)."""
-        position = self.state.positions[position_id]
         stamp = self.moment(600, 100)
-        return {
-            "id": self.uid(),
-            "userId": user_id,
-            "tenantId": self.tenant_id,
-            "positionsId": position_id,
-            "autoProvisioned": False,
-            "instanceId": None,
-            "isEditable": True,
-            "isDeleted": False,
-            "deletedOn": None,
-            "createdOn": stamp,
-            "updatedOn": stamp,
-            "positionName": position["positionName"],
-            "isSCIMProvisioned": position["isScimProvisioned"],
-            "externalId": None,
-        }
+        return links.position(self.state, self.uid(), user_id, position_id, stamp)
 
     def user_group(self, user_id: str, group_id: str) -> Record:
         """A UserGroup (spec 2.5)."""
-        group = self.state.groups[group_id]
-        group_type = self.state.group_types[group["tenantGroupTypeId"]]
-        return {
-            "id": self.uid(),
-            "tenantId": self.tenant_id,
-            "userId": user_id,
-            "groupId": group_id,
-            "groupTypeId": group["tenantGroupTypeId"],
-            "groupName": group["groupName"],
-            "groupTypeName": group_type["groupTypeName"],
-            "displayName": group["displayName"],
-        }
+        return links.group(self.state, self.uid(), user_id, group_id)
 
     # -- documents, decisions, delegations ---------------------------------------------------------------
 
