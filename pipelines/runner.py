@@ -49,6 +49,7 @@ def run_tenant(
     *,
     full_refresh: bool = False,
     listener: StepListener | None = None,
+    instance: dg.DagsterInstance | None = None,
 ) -> TenantRun:
     """Run the extract and commit of one tenant; a failure is reported, never raised."""
     defs = dg.Definitions(
@@ -61,7 +62,7 @@ def run_tenant(
     result = defs.resolve_job_def("extract").execute_in_process(
         partition_key=tenant_id,
         run_config=run_config(full_refresh, listener is not None),
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance or dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
     )
     return TenantRun(
