@@ -59,6 +59,11 @@ class FaultConfig(BaseModel):
         default_factory=list,
         description="Query parameter names the emulator ignores, as a service would that does not know them.",
     )
+    total_skew: int = Field(
+        0,
+        ge=0,
+        description="Added to the total of every paged list, as a service would whose counts are off.",
+    )
 
     def targets(self, method: str, endpoint: str) -> bool:
         """Whether the error/drop/malformed faults apply to this request."""

@@ -71,4 +71,4 @@ def serve(
         emulator.encoded(state, kind, key, partial(render, state, key))
         for key in sliced(ids, query.page, query.limit)
     ]
-    return page(items, query.page, query.limit, len(ids))
+    return page(items, query.page, query.limit, len(ids) + emulator.faults.total_skew)

@@ -43,7 +43,7 @@ def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -
         items = [
             emulator.encoded(state, "decisions", key, partial(render.decision, state, key)) for key in chosen
         ]
-    return page(items, query.page, query.limit, len(ids))
+    return page(items, query.page, query.limit, len(ids) + emulator.faults.total_skew)
 
 
 @router.get(

@@ -321,3 +321,19 @@ def test_tenant_partitions_fail_independently(adm: AdmClientResource, warehouse:
     assert other.error is not None and "403" in other.error
     assert rows(warehouse, "SELECT DISTINCT tenant_id FROM decisions") == [(DEMO_TENANT_ID,)]
     assert rows(warehouse, "SELECT tenant_id FROM sync_runs") == [(DEMO_TENANT_ID,)]
+
+
+def test_a_failing_blocking_check_stops_the_commit(
+    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource
+) -> None:
+    """A service whose totals are off: the row-count check fails and nothing is committed."""
+    sync(adm, warehouse)
+    mutate(server, decisionsUpdated=2)
+    before = _fingerprint(Path(warehouse.path))
+    set_faults(server, FaultConfig(total_skew=3))
+
+    failed = run_tenant(DEMO_TENANT_ID, adm, warehouse, full_refresh=True)
+
+    assert not failed.success
+    assert failed.error is not None and "row_count_matches_service_total" in failed.error
+    assert _fingerprint(Path(warehouse.path)) == before
