@@ -13,12 +13,15 @@ import time
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 
 class FaultConfig(BaseModel):
     """Faults of one emulator. Rates are probabilities per targeted request."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
 
     latency_ms: float = Field(0.0, ge=0, description="Fixed latency added to every request.")
     jitter_ms: float = Field(0.0, ge=0, description="Uniform random extra latency, 0..jitter.")
