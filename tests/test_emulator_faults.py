@@ -169,7 +169,7 @@ def test_ignored_parameters_do_not_filter(
 def test_invalid_fault_configuration_is_refused(server: EmulatorServer, http: httpx.Client) -> None:
     """The admin route validates faults: a rate above 1 is a 400 naming it; the faults in force stay."""
     error_of(http.put("/_admin/faults", json={"error_rate": 2}), 400, "error_rate")
-    assert admin(http, "GET", "/faults") == FaultConfig().model_dump(mode="json")
+    assert admin(http, "GET", "/faults") == FaultConfig().model_dump(mode="json", by_alias=True)
 
 
 # -- admin counters and reset -----------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def test_admin_reset_restores_the_seeded_state(
     assert admin(http, "POST", "/reset") == {"tenants": [DEMO_TENANT_ID, OTHER_TENANT_ID]}
     assert stored(http, "users", user_id) == seeded
     assert stats(http)["requests"] == {}
-    assert admin(http, "GET", "/faults") == FaultConfig().model_dump(mode="json")
+    assert admin(http, "GET", "/faults") == FaultConfig().model_dump(mode="json", by_alias=True)
     error_of(http.get(POSITIONS, headers={"Authorization": f"Bearer {token}"}), 401)
 
 
