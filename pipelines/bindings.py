@@ -20,7 +20,9 @@ CLIENT_VARIABLES = {
     "tenant_id": "ADM_TENANT_ID",
     "rate_plan": "ADM_RATE_PLAN",
 }
-INT_VARIABLES = {"rate_per_minute": "ADM_RATE_PER_MINUTE", "concurrency": "ADM_CONCURRENCY"}
+INT_VARIABLES = {"concurrency": "ADM_CONCURRENCY", "burst": "ADM_BURST"}
+FLOAT_VARIABLES = {"rate_per_minute": "ADM_RATE_PER_MINUTE"}
+"""Dagster config has no float source for ``dg.EnvVar``: these (not secret) values are read at binding."""
 LOCAL_EMULATOR = "http://127.0.0.1:8080"
 """Where ``authority-sync emulator`` listens by default: the address used when none is configured."""
 UNLIMITED_RATE = 60_000.0
@@ -39,6 +41,7 @@ def client_resource(**overrides: Any) -> AdmClientResource:
         name: dg.EnvVar(var) for name, var in CLIENT_VARIABLES.items() if var in os.environ
     }
     fields |= {name: dg.EnvVar.int(var) for name, var in INT_VARIABLES.items() if var in os.environ}
+    fields |= {name: float(os.environ[var]) for name, var in FLOAT_VARIABLES.items() if var in os.environ}
     if not address_configured():
         fields |= {"base_url": LOCAL_EMULATOR, "token": DEMO_TOKEN, "rate_per_minute": UNLIMITED_RATE}
     return AdmClientResource(**(fields | overrides))

@@ -17,6 +17,7 @@ from emulator.service import EmulatorOptions
 from pipelines.assets import ALL_ASSETS
 from pipelines.bindings import client_resource, warehouse_resource
 from pipelines.console import query_results, run_summary
+from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.runner import TenantRun, embedded_overrides, run_tenant, service_overrides
 from pipelines.tenants import configured_tenants
 from warehouse.examples import EXAMPLES
@@ -35,6 +36,7 @@ DEMO_CHANGES = {
 app = typer.Typer(
     no_args_is_help=True, help="authority-sync: sync the Authority Delegation Management Service."
 )
+app.add_typer(hr_app, name="hr")
 
 
 @app.callback()
@@ -180,3 +182,4 @@ def demo(
         assert con is not None
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
+    show_demo_plan(console, warehouse)

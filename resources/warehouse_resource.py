@@ -18,7 +18,9 @@ class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
 
     @property
     def file(self) -> Path:
-        """The DuckDB file."""
+        """The DuckDB file (also before Dagster resolves an ``ADM_WAREHOUSE`` binding: the CLI reads it)."""
+        if isinstance(self.path, dg.EnvVar):
+            return Path(self.path.get_value() or DEFAULT_WAREHOUSE)
         return Path(self.path)
 
     def staging(self, run_id: str, tenant_id: str) -> Path:

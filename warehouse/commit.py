@@ -25,6 +25,11 @@ from warehouse.merge import (
 from warehouse.migrate import migrate
 from warehouse.staging import read_manifests, staged_tables
 
+MEMORY_LIMIT = "128MB"
+"""DuckDB's buffer for a commit. Its default (80% of the machine) lets a full refresh hold every staged
+table in memory (3.6 GB at 100,000 decisions); bounded, the merge spills to a temporary folder beside
+the warehouse instead, so the run's memory stays flat as the tenant grows (for about 30% more commit time)."""
+
 
 @dataclass
 class RunSummary:
@@ -50,7 +55,7 @@ class RunSummary:
 def connect(path: Path) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the warehouse file with its schema up to date."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path))
+    con = duckdb.connect(str(path), config={"memory_limit": MEMORY_LIMIT})
     migrate(con)
     return con
 

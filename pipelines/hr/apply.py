@@ -1,0 +1,264 @@
+"""Apply a stored plan through E1 and E3, once, safely under crashes, conflicts and unknown outcomes.
+
+Each pass reads back what changed in the service since the plan's warehouse snapshot (one paged users
+query and one groups query with ``updated_at_start``), then settles every entity still pending:
+
+* not changed since the snapshot: the plan's "before" still holds, so it is written;
+* its planned fields equal "after": applied already (by an interrupted earlier write, or by someone else),
+  so nothing is written;
+* its planned fields equal "before": it is written (a ``in_flight``/``unknown`` write proven not applied);
+* anything else: someone changed it since planning; it is skipped, not overwritten.
+
+Writes follow the journal protocol of `pipelines.hr.store.Journal`: mark ``in_flight`` and commit, send,
+record the outcome and commit. A write whose outcome is unknown (dropped connection, 5xx, unreadable
+answer) is never repeated blindly: the next pass (or the next apply) reads it back first. Groups go
+before users, parents before children; each level runs concurrently under the client's rate limiter.
+Bodies are minimal: E1 gets ``tenantId`` and the changed fields; E3 only the changed fields.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from itertools import groupby
+
+import duckdb
+
+from models.groups import UpdateGroup
+from models.queries import GroupQuery, UserQuery
+from models.users import UpdateUserEntities
+from pipelines.hr.fields import Value, Values, group_values, same, user_values
+from pipelines.hr.plan import EntityPlan
+from pipelines.hr.store import (
+    PENDING,
+    Journal,
+    StoredPlan,
+    journal_entries,
+    outcome_counts,
+    set_plan_status,
+)
+from resources.client import AdmClient
+from resources.errors import (
+    AuthenticationError,
+    ConnectionError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServiceError,
+    WriteOutcomeUnknown,
+)
+
+logger = logging.getLogger(__name__)
+
+WRITE_PASSES = 2
+"""Passes that write: the first, and one retry of writes a read-back proved were not applied."""
+CLOCK_SKEW = timedelta(minutes=10)
+"""Read-backs start this long before the snapshot, in case the service's clock is behind ours."""
+
+Key = tuple[str, str]
+Outcome = tuple[str, str | None]
+
+
+class PlanNotApplicableError(Exception):
+    """The plan cannot be applied: it was applied already, or a threshold blocks it."""
+
+
+@dataclass
+class ApplyReport:
+    """What one apply did: the plan's status after it, entities per outcome, writes sent, reads made."""
+
+    plan_id: str
+    run_id: str
+    status: str
+    outcomes: dict[str, int]
+    writes: int = 0
+    read_backs: int = 0
+
+
+def check_applicable(plan: StoredPlan) -> None:
+    """Refuse a plan that was applied already or that a threshold still blocks."""
+    if plan.status == "applied":
+        raise PlanNotApplicableError(
+            f"plan {plan.plan_id} was applied at {plan.applied_at}; a plan applies once"
+        )
+    if plan.blocked:
+        kinds = ", ".join(plan.blocked)
+        raise PlanNotApplicableError(
+            f"plan {plan.plan_id} is blocked by safety thresholds ({kinds}): lift a kind with "
+            "--allow KIND --reason TEXT after checking the plan"
+        )
+
+
+def apply_plan(
+    con: duckdb.DuckDBPyConnection, client: AdmClient, plan: StoredPlan, run_id: str
+) -> ApplyReport:
+    """Apply (or resume) ``plan``; every entity's outcome is journaled in the warehouse."""
+    check_applicable(plan)
+    set_plan_status(con, plan.plan_id, "applying", run_id, datetime.now(UTC))
+    journal = Journal(con, plan.plan_id, run_id)
+    try:
+        report = _passes(con, client, plan, journal)
+    finally:
+        journal.close()
+    set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
+    report.outcomes = outcome_counts(con, plan.plan_id)
+    return report
+
+
+def _passes(
+    con: duckdb.DuckDBPyConnection, client: AdmClient, plan: StoredPlan, journal: Journal
+) -> ApplyReport:
+    """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring)."""
+    entries = journal_entries(con, plan.plan_id)
+    status = {_key(entry.entity): entry.status for entry in entries}
+    report = ApplyReport(plan.plan_id, journal.run_id, "applying", {})
+    for number in range(WRITE_PASSES + 1):
+        pending = [entry.entity for entry in entries if status[_key(entry.entity)] in PENDING]
+        if not pending:
+            break
+        current = _read_back(client, plan, {entity.kind for entity in pending})
+        report.read_backs += 1
+        to_write = _settle(pending, status, current, journal)
+        if number < WRITE_PASSES and to_write:
+            report.writes += len(to_write)
+            _write_levels(client, journal, plan.tenant_id, to_write, status)
+    report.status = "incomplete" if any(value in PENDING for value in status.values()) else "applied"
+    return report
+
+
+def _key(entity: EntityPlan) -> Key:
+    return entity.kind, entity.entity_id
+
+
+def _read_back(client: AdmClient, plan: StoredPlan, kinds: set[str]) -> dict[Key, Values]:
+    """Current values of every user and group updated since the plan's snapshot (one query each)."""
+    since = plan.snapshot_at - CLOCK_SKEW
+    current: dict[Key, Values] = {}
+    if "user" in kinds:
+        users = client.iter_users(UserQuery(updated_at_start=since))
+        current |= {("user", user.id): user_values(user) for user in users}
+    if "group" in kinds:
+        groups = client.iter_groups(GroupQuery(tenant_id=plan.tenant_id, updated_at_start=since))
+        current |= {("group", group.id): group_values(group) for group in groups}
+    return current
+
+
+def _settle(
+    pending: list[EntityPlan], status: dict[Key, str], current: Mapping[Key, Values], journal: Journal
+) -> list[EntityPlan]:
+    """Settle each pending entity against the read-back; returns those to write now."""
+    to_write = []
+    for entity in pending:
+        was = status[_key(entity)]
+        outcome = triage(entity, was, current.get(_key(entity)))
+        if outcome is None:
+            to_write.append(entity)
+            outcome = ("planned", "read back: not applied; writing it" if was != "planned" else None)
+        if outcome != ("planned", None):
+            journal.record(entity, *outcome)
+        status[_key(entity)] = outcome[0]
+    return to_write
+
+
+def triage(entity: EntityPlan, status: str, current: Values | None) -> Outcome | None:
+    """The outcome of a pending entity given its current values (None: not updated since the snapshot),
+    or None when it must be written. See the module docstring."""
+    if current is None:
+        return None
+    if all(same(current[change.field], change.after) for change in entity.changes):
+        done = "read back: the write was applied" if status != "planned" else "already had the planned values"
+        return "applied", done
+    if all(same(current[change.field], change.before) for change in entity.changes):
+        return None
+    changed = [change.field for change in entity.changes if not same(current[change.field], change.before)]
+    return "skipped_changed", f"changed in the service since planning: {', '.join(changed)}"
+
+
+def _write_levels(
+    client: AdmClient, journal: Journal, tenant_id: str, entities: list[EntityPlan], status: dict[Key, str]
+) -> None:
+    """Write level by level (groups by depth, then users); each level concurrently."""
+    write = partial(write_entity, client, journal, tenant_id)
+    for _, level in groupby(
+        sorted(entities, key=lambda entity: entity.order), key=lambda entity: entity.order
+    ):
+        for entity, (outcome, _message) in client.map_concurrent(write, list(level)):
+            status[_key(entity)] = outcome
+
+
+def write_entity(client: AdmClient, journal: Journal, tenant_id: str, entity: EntityPlan) -> Outcome:
+    """Journal, send and check one entity's write; returns its recorded outcome. An authentication or
+    permission failure stops the whole apply (every other write would fail the same way)."""
+    journal.mark_in_flight(entity)
+    try:
+        outcome = _compare(entity, _send(client, tenant_id, entity))
+    except WriteOutcomeUnknown as error:
+        outcome = ("unknown", str(error))
+    except (RateLimitError, ConnectionError) as error:
+        # Retried by the client and still failing before the request left: certainly not applied.
+        outcome = ("planned", f"not sent: {error}")
+    except (AuthenticationError, PermissionDeniedError) as error:
+        journal.record(entity, "planned", f"not sent: {error}")
+        raise
+    except ServiceError as error:
+        outcome = ("failed", str(error))
+    journal.record(entity, *outcome)
+    logger.info("%s %s (%s): %s", entity.kind, entity.hr_key, entity.entity_id, outcome[0])
+    return outcome
+
+
+def _send(client: AdmClient, tenant_id: str, entity: EntityPlan) -> Values:
+    if entity.kind == "user":
+        return user_values(client.update_user_entities(entity.entity_id, user_body(tenant_id, entity)))
+    return group_values(client.update_group(entity.entity_id, group_body(entity)))
+
+
+def _compare(entity: EntityPlan, got: Values) -> Outcome:
+    """``applied`` when the response holds every planned value, else ``mismatch`` naming the fields."""
+    wrong = [
+        f"{change.field} (sent {change.after!r}, got {got[change.field]!r})"
+        for change in entity.changes
+        if not same(got[change.field], change.after)
+    ]
+    return ("mismatch", "the response differs: " + "; ".join(wrong)) if wrong else ("applied", None)
+
+
+def user_body(tenant_id: str, entity: EntityPlan) -> UpdateUserEntities:
+    """E1's minimal body: the tenant and the changed fields."""
+    fields: dict[str, object] = {"tenant_id": tenant_id}
+    for change in entity.changes:
+        fields |= _user_field(change.field, change.after)
+    return UpdateUserEntities.model_validate(fields)
+
+
+def _user_field(name: str, value: Value) -> dict[str, object]:
+    if name == "groups":
+        return {
+            "groups": [
+                {"group_id": key, "is_primary_org": index == 0} for index, key in enumerate(value or [])
+            ]
+        }
+    wire = {"manager": "manager_id", "positions": "position_ids", "roles": "role_ids"}
+    return {wire.get(name, name): value}
+
+
+def group_body(entity: EntityPlan) -> UpdateGroup:
+    """E3's minimal body: only the changed fields; a new parent list becomes links added and removed."""
+    fields: dict[str, object] = {}
+    for change in entity.changes:
+        if change.field == "parent":
+            fields |= _parent_links(change.before or [], change.after or [])
+        else:
+            fields[change.field] = change.after
+    return UpdateGroup.model_validate(fields)
+
+
+def _parent_links(before: Iterable[str], after: Iterable[str]) -> dict[str, object]:
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    return {
+        **({"add_parent_group_ids": added} if added else {}),
+        **({"remove_parent_group_ids": removed} if removed else {}),
+    }

@@ -1,0 +1,223 @@
+"""``authority-sync hr``: plan, apply and follow HR reverse syncs from the command line.
+
+Exit codes: 0 done (a plan ready to apply, an apply with every entity applied); 1 refused or not all
+applied (see the output); 2 a usage error; 3 a plan blocked by safety thresholds. The service's token is
+never printed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from emulator.scale import DEMO_TENANT_ID
+from pipelines.bindings import client_resource, warehouse_resource
+from pipelines.hr.apply import PlanNotApplicableError
+from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan_json
+from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping
+from pipelines.hr.report import print_apply, print_journal, print_plan, print_plans, print_problems
+from pipelines.hr.snapshot import StaleWarehouseError
+from pipelines.hr.store import PlanNotFoundError, StoredPlan, journal_entries, list_plans
+from pipelines.hr.workflow import (
+    PlanOutcome,
+    PlanRequest,
+    RefreshFailedError,
+    allow,
+    apply_stored,
+    plan_upload,
+    refresh,
+    stored_plan,
+)
+from pipelines.runner import service_overrides
+from pipelines.tenants import configured_tenants
+from resources.errors import ServiceError
+from resources.warehouse_resource import WarehouseResource
+from warehouse.commit import connect
+
+DEFAULT_REPORTS = Path("data/hr/reports")
+BLOCKED = 3
+"""Exit code of a plan that safety thresholds block (2 is click's usage error)."""
+DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+
+hr_app = typer.Typer(
+    no_args_is_help=True, help="HR reverse sync: plan org changes from HR CSVs, then apply them."
+)
+
+WarehouseOption = Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")]
+TenantOption = Annotated[
+    str | None, typer.Option(help="Tenant id; default ADM_TENANT_ID (or the demo tenant).")
+]
+AllowOption = Annotated[
+    list[str] | None,
+    typer.Option("--allow", help="Lift one safety threshold (a change kind) for this plan; repeatable."),
+]
+ReasonOption = Annotated[str | None, typer.Option(help="Why the thresholds are lifted (recorded; required).")]
+
+
+@hr_app.command("plan")
+def plan_command(
+    files: Annotated[list[Path], typer.Argument(help="HR users and/or org-units CSV files.", exists=True)],
+    mapping: Annotated[
+        Path | None, typer.Option(help="Column-mapping TOML; default the shipped one.")
+    ] = None,
+    tenant: TenantOption = None,
+    warehouse: WarehouseOption = None,
+    strict: Annotated[bool, typer.Option(help="Refuse the whole upload if any row is invalid.")] = False,
+    refresh_first: Annotated[
+        bool, typer.Option("--refresh", help="Run the incremental extract first, so the warehouse is fresh.")
+    ] = False,
+    allow_kind: AllowOption = None,
+    reason: ReasonOption = None,
+    csv: Annotated[Path | None, typer.Option(help="Also write the plan's changes to this CSV.")] = None,
+    json: Annotated[Path | None, typer.Option(help="Also write the whole plan to this JSON file.")] = None,
+    errors: Annotated[
+        Path, typer.Option(help="Folder of the error reports (<file>.errors.csv).")
+    ] = DEFAULT_REPORTS,
+    limit: Annotated[int, typer.Option(help="Changes and problems printed at most.")] = 200,
+) -> None:
+    """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
+    console = Console()
+    tenant_id = tenant or configured_tenants()[0]
+    store = warehouse_resource(str(warehouse) if warehouse else None)
+    request = PlanRequest(tuple(files), tenant_id, _mapping(mapping), strict, _allowances(allow_kind, reason))
+    if refresh_first:
+        _refresh(console, tenant_id, store)
+    outcome = show_plan(console, store.file, request, errors, limit)
+    if outcome.plan is None:
+        raise typer.Exit(1)
+    if csv:
+        console.print(f"Plan CSV: {write_plan_csv(csv, outcome.plan)}")
+    if json:
+        console.print(f"Plan JSON: {write_plan_json(json, outcome.plan)}")
+    raise typer.Exit(BLOCKED if outcome.plan.blocked else 0)
+
+
+@hr_app.command("apply")
+def apply_command(
+    plan_id: Annotated[str, typer.Argument(help="The plan to apply (see `hr status`).")],
+    warehouse: WarehouseOption = None,
+    allow_kind: AllowOption = None,
+    reason: ReasonOption = None,
+    refresh_after: Annotated[
+        bool, typer.Option("--refresh/--no-refresh", help="Run the incremental extract after applying.")
+    ] = True,
+) -> None:
+    """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
+    console = Console()
+    store = warehouse_resource(str(warehouse) if warehouse else None)
+    stored = _stored(store.file, plan_id)
+    if allow_kind:
+        stored = allow(store.file, plan_id, _allowances(allow_kind, reason))
+    with service_overrides() as overrides:
+        _note(console, overrides)
+        # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
+        adm = client_resource(**overrides).process_config_and_initialize()
+        with adm.client_for(stored.tenant_id) as client:
+            try:
+                report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
+            except (PlanNotApplicableError, ServiceError) as error:
+                # Service errors carry method, path, status and message: never a header or a token.
+                console.print(f"[red]{escape(str(error))}[/]")
+                raise typer.Exit(1) from None
+        print_apply(console, report)
+        if refresh_after:
+            _refresh_with(console, stored.tenant_id, store, overrides)
+    raise typer.Exit(0 if set(report.outcomes) <= {"applied"} else 1)
+
+
+@hr_app.command("status")
+def status_command(
+    plan_id: Annotated[str | None, typer.Argument(help="A plan; default: list the latest plans.")] = None,
+    warehouse: WarehouseOption = None,
+    tenant: TenantOption = None,
+    limit: Annotated[int, typer.Option(help="Plans listed at most.")] = 20,
+) -> None:
+    """List the latest plans, or show one plan's entities and their outcomes."""
+    console = Console()
+    path = warehouse_resource(str(warehouse) if warehouse else None).file
+    con = connect(path)
+    try:
+        if plan_id is None:
+            print_plans(console, list_plans(con, tenant, limit))
+            return
+        print_journal(console, _stored(path, plan_id), journal_entries(con, plan_id))
+    finally:
+        con.close()
+
+
+def show_plan(
+    console: Console, warehouse: Path, request: PlanRequest, errors: Path, limit: int
+) -> PlanOutcome:
+    """Plan an upload and print its problems, error reports and plan (or why there is none)."""
+    try:
+        outcome = plan_upload(warehouse, request)
+    except StaleWarehouseError as error:
+        console.print(f"[red]{error}[/]")
+        raise typer.Exit(1) from None
+    print_problems(console, outcome.validation.problems, limit)
+    for path in write_error_reports(outcome.validation, request.mapping, errors):
+        console.print(f"Error report: {path} (fix those rows and upload them again)")
+    if outcome.plan is None:
+        console.print(f"[red]{outcome.refusal}[/]")
+    else:
+        print_plan(console, outcome.plan, limit)
+    return outcome
+
+
+def show_demo_plan(console: Console, warehouse: Path) -> None:
+    """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
+    console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
+    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping())
+    show_plan(console, warehouse, request, warehouse.parent / "hr", limit=60)
+    console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
+
+
+def _mapping(path: Path | None) -> Mapping:
+    try:
+        return load_mapping(path)
+    except MappingError as error:
+        raise typer.BadParameter(str(error), param_hint="--mapping") from None
+
+
+def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
+    if not kinds:
+        return {}
+    if not reason or not reason.strip():
+        raise typer.BadParameter("--allow needs a --reason", param_hint="--reason")
+    return dict.fromkeys(kinds, reason)
+
+
+def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
+    try:
+        return stored_plan(warehouse, plan_id)
+    except PlanNotFoundError:
+        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+
+
+def _note(console: Console, overrides: dict[str, Any]) -> None:
+    if overrides:
+        console.print(
+            f"No service address configured: using the embedded emulator at {overrides['base_url']}"
+        )
+
+
+def _refresh(console: Console, tenant_id: str, store: WarehouseResource) -> None:
+    with service_overrides() as overrides:
+        _note(console, overrides)
+        _refresh_with(console, tenant_id, store, overrides)
+
+
+def _refresh_with(
+    console: Console, tenant_id: str, store: WarehouseResource, overrides: dict[str, Any]
+) -> None:
+    try:
+        run_id = refresh(tenant_id, client_resource(**overrides), store)
+    except RefreshFailedError as error:
+        console.print(f"[red]{error}[/]")
+        raise typer.Exit(1) from None
+    console.print(f"Warehouse refreshed (extract run {run_id[:8]}).")

@@ -1,0 +1,99 @@
+"""The fields the HR sync compares and writes, and their comparable values.
+
+One function per entity kind turns a service record (`User`, `Group`) into plain values: the planner diffs
+the warehouse's copy with them, and the applier compares the service's current record and each write's
+response with them. Using the same function on both sides is what makes "unchanged since planning" and
+"the response matches what was sent" exact comparisons.
+
+Values are JSON-ready: a string, a list of ids, or None. Dates compare as ``YYYY-MM-DD`` because HR
+exports carry dates while the service stores timestamps; references compare as ids.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Literal
+
+from models.groups import Group
+from models.users import User
+
+EntityKind = Literal["user", "group"]
+Value = str | list[str] | None
+Values = dict[str, Value]
+
+USER_TEXT_FIELDS = (
+    "employee_id",
+    "email",
+    "first_name",
+    "last_name",
+    "display_name",
+    "mobile_phone",
+    "employee_type",
+    "employment_type",
+)
+USER_DATE_FIELDS = ("start_date", "termination_date")
+USER_REFERENCE_FIELDS = ("manager", "positions", "groups", "roles")
+USER_FIELDS = (*USER_TEXT_FIELDS, "status", *USER_DATE_FIELDS, *USER_REFERENCE_FIELDS)
+"""Every user field a mapping may name (besides ``tenant``)."""
+
+GROUP_TEXT_FIELDS = ("external_id", "group_name", "display_name", "legal_name")
+GROUP_FIELDS = (*GROUP_TEXT_FIELDS, "status", "parent")
+"""Every group field a mapping may name (besides ``tenant``). ``external_id`` identifies; E3 cannot set it."""
+
+READ_ONLY_GROUP_FIELDS = frozenset({"external_id"})
+"""Group fields used to match rows but never written (E3 has no such body field)."""
+
+
+def user_values(user: User) -> Values:
+    """The comparable values of a user, one per field of `USER_FIELDS`."""
+    return {
+        **{name: getattr(user, name) for name in USER_TEXT_FIELDS},
+        "status": user.status.value if user.status else None,
+        "start_date": _day(user.start_date),
+        "termination_date": _day(user.termination_date),
+        "manager": user.manager.id,
+        "positions": sorted(link.positions_id for link in user.user_positions if not link.is_deleted),
+        "groups": primary_first([link.group_id for link in user.user_groups]),
+        "roles": sorted(link.tenant_role_id for link in user.user_roles if link.deleted_on is None),
+    }
+
+
+def group_values(group: Group) -> Values:
+    """The comparable values of a group: one per field of `GROUP_FIELDS`, and ``disable_option``, which
+    the plan sets (from the mapping) alongside a deactivation."""
+    return {
+        **{name: getattr(group, name) for name in GROUP_TEXT_FIELDS},
+        "status": group.status.value if group.status else None,
+        "disable_option": group.disable_option.value,
+        "parent": sorted(link.parent_id for link in group.parent_groups),
+    }
+
+
+def primary_first(ids: list[str]) -> list[str]:
+    """Group ids with the primary organization first and the rest sorted (their order means nothing)."""
+    return ids[:1] + sorted(ids[1:])
+
+
+def same(left: Value, right: Value) -> bool:
+    """Whether two values are equal as JSON (lists compare in order)."""
+    return encode(left) == encode(right)
+
+
+def encode(value: Value) -> str:
+    """A value as canonical JSON text, as stored in the plan."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def decode(text: str | None) -> Value:
+    """A value stored by `encode`."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    if value is None or isinstance(value, str):
+        return value
+    return [str(item) for item in value]
+
+
+def _day(moment: datetime | None) -> str | None:
+    return moment.date().isoformat() if moment else None

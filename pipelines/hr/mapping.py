@@ -1,0 +1,163 @@
+"""The column-mapping file (TOML): which HR column feeds which field, how rows match service records,
+how HR status words translate, CSV conventions, warehouse freshness and safety thresholds.
+
+The shipped default is ``pipelines/hr/samples/mapping.toml`` (documented line by line). Tables map
+*field = "HR column"*, so one HR column may feed two fields (an org unit's name is both its ``group_name``
+and its ``display_name``). Unknown fields, kinds or statuses are refused when the file is loaded, so a typo
+cannot silently drop a column from the sync.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from models.groups import DisableOption, GroupStatus
+from models.users import UserStatus
+from pipelines.hr.fields import GROUP_FIELDS, USER_FIELDS, EntityKind
+from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdLimit, watched_kind
+
+SAMPLES = Path(__file__).with_name("samples")
+DEFAULT_MAPPING = SAMPLES / "mapping.toml"
+TENANT_FIELD = "tenant"
+"""A mappable field of both kinds: the tenant a row belongs to, checked, never written."""
+
+
+class MappingError(ValueError):
+    """The mapping file cannot be used; the message says where and why."""
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EntityMapping(_Table):
+    """How one HR file (users or groups) maps to service fields."""
+
+    kind: ClassVar[EntityKind]
+    known_fields: ClassVar[tuple[str, ...]]
+    key_fields: ClassVar[tuple[str, ...]]
+    unique_fields: ClassVar[tuple[str, ...]]
+    statuses: ClassVar[frozenset[str]]
+
+    columns: dict[str, str]
+    match_keys: tuple[str, ...]
+    status_values: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known(self) -> EntityMapping:
+        unknown = set(self.columns) - {*self.known_fields, TENANT_FIELD}
+        if unknown:
+            raise ValueError(f"unknown {self.kind} fields {sorted(unknown)}; known: {self.known_fields}")
+        bad_keys = [key for key in self.match_keys if key not in self.key_fields or key not in self.columns]
+        if not self.match_keys or bad_keys:
+            raise ValueError(f"match_keys must be mapped fields among {self.key_fields}, got {bad_keys}")
+        bad_statuses = set(self.status_values.values()) - self.statuses
+        if bad_statuses:
+            raise ValueError(f"status_values map to unknown statuses {sorted(bad_statuses)}")
+        return self
+
+    def column(self, field: str) -> str | None:
+        """The HR column of ``field``, or None when the field is not mapped."""
+        return self.columns.get(field)
+
+    @property
+    def key_column(self) -> str:
+        """The column of the first match key: it identifies a row in messages and marks the file's kind."""
+        return self.columns[self.match_keys[0]]
+
+    def status(self, value: str) -> str:
+        """The service status of an HR status word (exact, then case-insensitive); unknown words pass
+        through unchanged for the spec's enum check to report."""
+        if value in self.status_values:
+            return self.status_values[value]
+        folded = {word.casefold(): status for word, status in self.status_values.items()}
+        return folded.get(value.casefold(), value.upper() if value.upper() in self.statuses else value)
+
+
+class UserMapping(EntityMapping):
+    """The users file: matched by employee id, then email, by default."""
+
+    kind: ClassVar[EntityKind] = "user"
+    known_fields: ClassVar[tuple[str, ...]] = USER_FIELDS
+    key_fields: ClassVar[tuple[str, ...]] = ("employee_id", "email")
+    unique_fields: ClassVar[tuple[str, ...]] = ("employee_id", "email")
+    statuses: ClassVar[frozenset[str]] = frozenset(UserStatus)
+
+
+class GroupMapping(EntityMapping):
+    """The org-units file: matched by external id, then name, by default."""
+
+    kind: ClassVar[EntityKind] = "group"
+    known_fields: ClassVar[tuple[str, ...]] = GROUP_FIELDS
+    key_fields: ClassVar[tuple[str, ...]] = ("external_id", "group_name")
+    unique_fields: ClassVar[tuple[str, ...]] = ("external_id",)
+    """Names may repeat (two regions can each have a Finance department)."""
+    statuses: ClassVar[frozenset[str]] = frozenset(GroupStatus)
+
+    disable_option: DisableOption = DisableOption.KEEP_ASSOCIATIONS
+    """Sent with a group deactivation: what happens to the group's members and decisions."""
+
+
+class CsvOptions(_Table):
+    """Conventions of the HR export."""
+
+    list_separator: str = Field(";", min_length=1, max_length=1)
+    """Separates several positions, groups or roles in one cell."""
+    date_format: str = "%Y-%m-%d"
+    """``strptime`` format of the date columns."""
+
+
+class PlanOptions(_Table):
+    """Planning rules."""
+
+    max_warehouse_age_hours: float = Field(26.0, gt=0)
+    """A plan is refused when the warehouse's last extract finished longer ago than this."""
+
+
+class Mapping(_Table):
+    """A whole mapping file."""
+
+    csv: CsvOptions = Field(default_factory=CsvOptions)
+    users: UserMapping
+    groups: GroupMapping
+    plan: PlanOptions = Field(default_factory=PlanOptions)
+    thresholds: dict[ChangeKind, ThresholdLimit] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _with_defaults(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        for name in value:
+            watched_kind(name)
+        return {**DEFAULT_THRESHOLDS, **value}
+
+    @property
+    def max_warehouse_age(self) -> timedelta:
+        """How old the warehouse may be when a plan is made."""
+        return timedelta(hours=self.plan.max_warehouse_age_hours)
+
+    def for_kind(self, kind: EntityKind) -> UserMapping | GroupMapping:
+        """The mapping of one entity kind."""
+        return self.users if kind == "user" else self.groups
+
+
+def load_mapping(path: Path | None = None) -> Mapping:
+    """Read a mapping file (the shipped default when ``path`` is None)."""
+    source = path or DEFAULT_MAPPING
+    try:
+        with source.open("rb") as handle:
+            return Mapping.model_validate(tomllib.load(handle))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise MappingError(f"{source}: {error}") from error
+    except PydanticValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise MappingError(f"{source}: {where}: {first['msg']}") from None

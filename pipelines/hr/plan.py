@@ -1,0 +1,244 @@
+"""Diff an upload's valid rows against the warehouse: a field-level plan with every value before and after.
+
+Only fields a row fills are compared (a blank cell keeps the service's value). A user the service shows as
+INVITED is not "changed" by an HR status of ACTIVE: the service activates invited users at first sign-in.
+Rows that match no service record are listed as needing creation (the API cannot create users or
+groups). Entities are ordered for applying: groups before users, parents before children.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, same
+from pipelines.hr.graph import INACTIVE, depths
+from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.mapping import Mapping as HrMapping
+from pipelines.hr.rows import HrRow
+from pipelines.hr.snapshot import Snapshot
+from pipelines.hr.thresholds import ThresholdCheck, blocked_kinds, check_thresholds
+from pipelines.hr.validate import Validation
+
+_USER_KINDS = {
+    "manager": ChangeKind.MANAGER,
+    "email": ChangeKind.EMAIL,
+    "positions": ChangeKind.POSITION,
+    "groups": ChangeKind.GROUP,
+    "termination_date": ChangeKind.DEACTIVATION,
+}
+_GROUP_KINDS = {"parent": ChangeKind.GROUP_REPARENT, "disable_option": ChangeKind.GROUP_DEACTIVATION}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of one entity: its value before and after (ids for references) and readable labels."""
+
+    field: str
+    before: Value
+    after: Value
+    kind: ChangeKind
+    before_label: str
+    after_label: str
+
+
+@dataclass(frozen=True)
+class EntityPlan:
+    """Everything that changes on one service record, and when it is applied (lower ``order`` first)."""
+
+    kind: EntityKind
+    entity_id: str
+    hr_key: str
+    file: str
+    line: int
+    changes: tuple[Change, ...]
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class NewEntity:
+    """A valid row that matches no service record: it needs creating, which the API cannot do."""
+
+    kind: EntityKind
+    hr_key: str
+    file: str
+    line: int
+    cells: dict[str, str]
+    """The row's cells by field, as HR wrote them."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of the upload: its kind, hash and row counts."""
+
+    file: str
+    kind: str
+    sha256: str
+    rows: int
+    invalid_rows: int
+
+
+@dataclass
+class Plan:
+    """A plan: its identity and sources, what it changes, and whether thresholds let it be applied."""
+
+    plan_id: str
+    tenant_id: str
+    created_at: datetime
+    sources: list[SourceFile]
+    snapshot_run_id: str
+    snapshot_at: datetime
+    entities: list[EntityPlan]
+    new: list[NewEntity]
+    population: dict[EntityKind, int]
+    checks: list[ThresholdCheck] = field(default_factory=list)
+    allowed: dict[str, str] = field(default_factory=dict)
+    status: str = "ready"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Entities per change kind (an entity with two fields of one kind counts once)."""
+        kinds: dict[str, set[tuple[str, str]]] = {}
+        for entity in self.entities:
+            for change in entity.changes:
+                kinds.setdefault(change.kind.value, set()).add((entity.kind, entity.entity_id))
+        counts = {kind: len(entities) for kind, entities in sorted(kinds.items())}
+        return counts | ({ChangeKind.NEEDS_CREATION.value: len(self.new)} if self.new else {})
+
+    @property
+    def blocked(self) -> list[str]:
+        """Change kinds over their threshold and not allowed."""
+        return blocked_kinds(self.checks)
+
+
+def make_plan(
+    validation: Validation,
+    snapshot: Snapshot,
+    mapping: HrMapping,
+    allowed: Mapping[str, str],
+    now: datetime,
+) -> Plan:
+    """Plan the valid rows of ``validation`` against ``snapshot``; thresholds decide the status."""
+    valid = [row for row in validation.rows if row.valid]
+    option = mapping.groups.disable_option.value
+    entities = [
+        entity for row in valid if row.entity_id and (entity := _entity(row, snapshot, option)).changes
+    ]
+    plan = Plan(
+        plan_id=str(uuid.uuid4()),
+        tenant_id=snapshot.tenant_id,
+        created_at=now,
+        sources=_sources(validation),
+        snapshot_run_id=snapshot.run.run_id,
+        snapshot_at=snapshot.run.started_at,
+        entities=_ordered(entities, snapshot),
+        new=[
+            NewEntity(row.kind, row.key, row.file, row.line, row.cells) for row in valid if not row.entity_id
+        ],
+        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+    )
+    apply_allowances(plan, mapping, dict(allowed))
+    return plan
+
+
+def apply_allowances(plan: Plan, mapping: HrMapping, allowed: dict[str, str]) -> None:
+    """(Re)check thresholds with the kinds ``allowed`` (kind -> reason) lifted; sets the plan's status."""
+    plan.allowed = allowed
+    plan.checks = check_thresholds(plan.counts, plan.population, mapping.thresholds, allowed)
+    plan.status = "blocked" if plan.blocked else "ready"
+
+
+def _entity(row: HrRow, snapshot: Snapshot, disable_option: str) -> EntityPlan:
+    assert row.entity_id is not None
+    current = (snapshot.user_values if row.kind == "user" else snapshot.group_values)[row.entity_id]
+    desired = dict(row.desired)
+    if row.kind == "group" and desired.get("status") in INACTIVE:
+        # E3 takes the fate of the group's associations with a deactivation; the mapping decides it.
+        desired["disable_option"] = disable_option
+    changes = tuple(
+        _change(row.kind, name, current[name], after, snapshot)
+        for name, after in desired.items()
+        if _changes(row.kind, name, current[name], after)
+    )
+    return EntityPlan(row.kind, row.entity_id, row.key, row.file, row.line, changes)
+
+
+def _changes(kind: EntityKind, name: str, before: Value, after: Value) -> bool:
+    if kind == "group" and name in READ_ONLY_GROUP_FIELDS:
+        return False
+    if name == "status" and before == "INVITED" and after == "ACTIVE":
+        return False
+    return not same(before, after)
+
+
+def _change(kind: EntityKind, name: str, before: Value, after: Value, snapshot: Snapshot) -> Change:
+    return Change(
+        name,
+        before,
+        after,
+        _kind(kind, name, before, after),
+        _label(name, before, snapshot),
+        _label(name, after, snapshot),
+    )
+
+
+def _kind(kind: EntityKind, name: str, before: Value, after: Value) -> ChangeKind:
+    """What a change means: see `ChangeKind`."""
+    if kind == "group":
+        if name == "status":
+            return ChangeKind.GROUP_DEACTIVATION if after in INACTIVE else ChangeKind.GROUP_REACTIVATION
+        return _GROUP_KINDS.get(name, ChangeKind.GROUP_RENAME)
+    if name == "status":
+        if after in INACTIVE:
+            return ChangeKind.DEACTIVATION
+        return ChangeKind.REACTIVATION if before in INACTIVE else ChangeKind.PROFILE
+    if name == "roles":
+        removed = set(before or []) - set(after or [])
+        return ChangeKind.ROLE_REMOVAL if removed else ChangeKind.ROLE_ADDITION
+    return _USER_KINDS.get(name, ChangeKind.PROFILE)
+
+
+def _label(name: str, value: Value, snapshot: Snapshot) -> str:
+    """A value as people read it: names for references."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return snapshot.user_label(value) if name == "manager" else value
+    namers: dict[str, Callable[[str], str | None]] = {
+        "positions": snapshot.positions.get,
+        "roles": snapshot.roles.get,
+        "groups": snapshot.group_label,
+        "parent": snapshot.group_label,
+    }
+    return "; ".join(namers[name](item) or item for item in value)
+
+
+def _ordered(entities: list[EntityPlan], snapshot: Snapshot) -> list[EntityPlan]:
+    """Groups by depth in the tree the plan leaves (parents first), then users."""
+    parents = {key: list(values["parent"] or []) for key, values in snapshot.group_values.items()}
+    for entity in entities:
+        for change in entity.changes:
+            if change.field == "parent":
+                parents[entity.entity_id] = list(change.after or [])
+    depth = depths(parents)
+    user_order = 1 + max(depth.values(), default=0)
+    ordered = [
+        replace(entity, order=depth.get(entity.entity_id, 0) if entity.kind == "group" else user_order)
+        for entity in entities
+    ]
+    return sorted(ordered, key=lambda entity: (entity.order, entity.kind, entity.hr_key))
+
+
+def _sources(validation: Validation) -> list[SourceFile]:
+    return [
+        SourceFile(
+            file.name,
+            validation.kinds.get(file.name, "unreadable"),
+            file.sha256,
+            len(file.rows),
+            len(validation.invalid_lines(file.name)),
+        )
+        for file in validation.files
+    ]

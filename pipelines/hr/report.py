@@ -1,0 +1,184 @@
+"""How the HR sync shows plans, problems and outcomes: rich tables on the console, markdown for Dagster.
+
+Data cells are escaped, so a name like ``[bold]`` prints as written. Nothing here has access to a token.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pipelines.hr.apply import ApplyReport
+from pipelines.hr.plan import Plan
+from pipelines.hr.problems import Problem
+from pipelines.hr.store import JournalEntry, StoredPlan
+from pipelines.hr.thresholds import ThresholdCheck
+
+MAX_ROWS = 200
+"""Changes (or problems) printed at most; the CSV and JSON exports hold all of them."""
+
+
+def kind_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """(kind, entities, threshold, verdict) for every kind the plan holds or a threshold watches."""
+    checks = {check.kind.value: check for check in plan.checks}
+    kinds = sorted(set(plan.counts) | set(checks))
+    return [(kind, str(plan.counts.get(kind, 0)), *_threshold(checks.get(kind))) for kind in kinds]
+
+
+def _threshold(check: ThresholdCheck | None) -> tuple[str, str]:
+    if check is None:
+        return "-", "ok"
+    limit = f"{check.limit.max_count} / {check.limit.max_share:.0%}"
+    if not check.over:
+        return limit, "ok"
+    return limit, f"allowed: {check.allowed_reason}" if check.allowed_reason else "OVER: blocked"
+
+
+def change_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
+    """(entity, HR key, field, before, after, kind) for every planned field."""
+    return [
+        (entity.kind, entity.hr_key, change.field, change.before_label, change.after_label, change.kind.value)
+        for entity in plan.entities
+        for change in entity.changes
+    ]
+
+
+def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
+    """The plan: header, counts per change kind against thresholds, the changes, rows needing creation."""
+    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    console.print(
+        f"Diffed against the warehouse's extract {plan.snapshot_run_id[:8]}, which started "
+        f"{plan.snapshot_at:%Y-%m-%d %H:%M:%S} UTC."
+    )
+    for source in plan.sources:
+        console.print(
+            f"  {source.kind:6} {escape(source.file)}  sha256 {source.sha256[:16]}  {source.rows} rows, "
+            f"{source.invalid_rows} invalid"
+        )
+    console.print(_table("Changes per kind", ("kind", "entities", "threshold", "verdict"), kind_rows(plan)))
+    rows = change_rows(plan)
+    console.print(_table("Changes", ("entity", "HR key", "field", "before", "after", "kind"), rows[:limit]))
+    _more(console, len(rows), limit)
+    new = [(item.kind, item.hr_key, str(item.line)) for item in plan.new]
+    if new:
+        console.print(
+            _table(
+                "Needs creation (the API cannot create users or groups)", ("entity", "HR key", "line"), new
+            )
+        )
+    console.print(_verdict(plan))
+
+
+def _verdict(plan: Plan) -> str:
+    if plan.blocked:
+        kinds = ", ".join(plan.blocked)
+        return (
+            f"[red]Blocked by safety thresholds: {kinds}.[/] After checking, lift one kind for this plan: "
+            f"authority-sync hr apply {plan.plan_id} --allow KIND --reason TEXT"
+        )
+    if not plan.entities:
+        return "[green]Nothing to change.[/]"
+    return f"[green]Ready.[/] Apply it with: authority-sync hr apply {plan.plan_id}"
+
+
+def print_problems(console: Console, problems: list[Problem], limit: int = MAX_ROWS) -> None:
+    """Problems by file and line, then a count per rule."""
+    if not problems:
+        return
+    rows = [(Path(p.file).name, str(p.line), p.column, p.rule, p.message) for p in problems]
+    console.print(
+        _table(f"{len(problems)} problem(s)", ("file", "line", "column", "rule", "message"), rows[:limit])
+    )
+    _more(console, len(rows), limit)
+    per_rule = Counter(problem.rule for problem in problems)
+    console.print("By rule: " + ", ".join(f"{rule} {count}" for rule, count in sorted(per_rule.items())))
+
+
+def print_apply(console: Console, report: ApplyReport) -> None:
+    """What an apply did."""
+    outcomes = ", ".join(f"{status} {count}" for status, count in report.outcomes.items()) or "nothing to do"
+    console.print(
+        f"Plan {report.plan_id}: {report.status} (run {report.run_id[:8]}): {outcomes}; "
+        f"{report.writes} write(s) sent, {report.read_backs} read-back(s)."
+    )
+
+
+def print_plans(console: Console, plans: list[StoredPlan]) -> None:
+    """A table of stored plans."""
+    rows = [
+        (
+            plan.plan_id,
+            f"{plan.created_at:%Y-%m-%d %H:%M}",
+            plan.status,
+            ", ".join(f"{kind} {count}" for kind, count in plan.counts.get("changes", {}).items()),
+            ", ".join(source["file"].rsplit("/", 1)[-1] for source in plan.sources),
+        )
+        for plan in plans
+    ]
+    console.print(_table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows))
+
+
+def print_journal(console: Console, plan: StoredPlan, entries: list[JournalEntry]) -> None:
+    """One plan's status: allowances and every entity's outcome."""
+    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    for kind, reason in plan.allowed.items():
+        console.print(f"Threshold {kind} lifted: {escape(reason)}")
+    if plan.blocked:
+        console.print(f"[red]Blocked by safety thresholds: {', '.join(plan.blocked)}[/]")
+    rows = [
+        (
+            e.entity.kind,
+            e.entity.hr_key,
+            e.status,
+            str(e.write_count),
+            f"{e.updated_at:%H:%M:%S}",
+            e.message or "",
+        )
+        for e in entries
+    ]
+    console.print(_table("Entities", ("entity", "HR key", "status", "writes", "at (UTC)", "message"), rows))
+
+
+def plan_markdown(plan: Plan, limit: int = 50) -> str:
+    """The plan as markdown (Dagster metadata)."""
+    lines = [
+        f"**Plan** `{plan.plan_id}`: **{plan.status}**",
+        "",
+        *_markdown_table(("kind", "entities", "threshold", "verdict"), kind_rows(plan)),
+        "",
+        *_markdown_table(("entity", "HR key", "field", "before", "after", "kind"), change_rows(plan)[:limit]),
+    ]
+    if plan.new:
+        lines += ["", f"{len(plan.new)} row(s) need creation: " + ", ".join(item.hr_key for item in plan.new)]
+    return "\n".join(lines)
+
+
+def _markdown_table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
+    return [
+        _markdown_row(header),
+        _markdown_row("---" for _ in header),
+        *(_markdown_row(row) for row in rows),
+    ]
+
+
+def _markdown_row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _table(title: str, header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in header:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def _more(console: Console, total: int, limit: int) -> None:
+    if total > limit:
+        console.print(f"... and {total - limit} more (write them all with --csv or --json)")

@@ -1,0 +1,156 @@
+"""One HR row turned into desired field values, with the rules a single row can break.
+
+Field rules are the spec's own: the values are validated by the request models of E1
+(`UpdateUserEntities`: lengths, email format, phone pattern, status enum, timestamps) and E3
+(`UpdateGroup`), so the file is held to exactly what the service accepts. What the models normalise (an
+email's domain case) is what gets planned, so a write's response can be compared with the plan exactly.
+
+References (manager, positions, groups, roles, parent) stay HR-side keys and names here; they are
+resolved to ids against the warehouse in `pipelines.hr.resolve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from models.groups import UpdateGroup
+from models.users import UpdateUserEntities
+from pipelines.hr.csv_input import CsvRow, formula_prefixed
+from pipelines.hr.fields import USER_DATE_FIELDS, USER_REFERENCE_FIELDS, EntityKind, Values
+from pipelines.hr.mapping import TENANT_FIELD, CsvOptions, EntityMapping
+from pipelines.hr.problems import Problem
+
+REFERENCE_FIELDS = frozenset({*USER_REFERENCE_FIELDS, "parent"})
+SINGLE_REFERENCES = frozenset({"manager", "parent"})
+"""References that take one key; the others take a list (``list_separator``)."""
+UNCHECKED_FIELDS = frozenset({"external_id"})
+"""Fields with no rule of their own in E1/E3 (a group's externalId cannot be written)."""
+_RULES = {
+    "string_too_long": "max_length",
+    "string_pattern_mismatch": "phone_pattern",
+    "value_error": "email_format",
+    "enum": "enum",
+}
+"""Pydantic error types of the E1/E3 models, as rule names (the only pattern is the phone's, the only
+value check the email's)."""
+
+
+@dataclass
+class HrRow:
+    """One row of an HR file: where it is, its key, what it asks for, and what it matches."""
+
+    kind: EntityKind
+    file: str
+    line: int
+    key: str
+    """The row's first match key (employee id or external id), as written; may be blank."""
+    cells: dict[str, str]
+    """Trimmed cell of every mapped field, blank ones included."""
+    desired: Values = field(default_factory=dict)
+    """Field -> value the row asks for; references hold ids once resolved. Blank cells are absent."""
+    references: dict[str, list[str]] = field(default_factory=dict)
+    """Reference field -> HR keys or names as written."""
+    entity_id: str | None = None
+    """The service record the row matches; None when it needs creation."""
+    problems: list[Problem] = field(default_factory=list)
+
+    def problem(self, mapping: EntityMapping, field_name: str, rule: str, message: str) -> None:
+        """Record a broken rule at the column of ``field_name``."""
+        self.problems.append(Problem(self.file, self.line, mapping.column(field_name) or "", rule, message))
+
+    @property
+    def valid(self) -> bool:
+        """Whether the row broke no rule."""
+        return not self.problems
+
+
+def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOptions, tenant_id: str) -> HrRow:
+    """Check one row's cells and turn them into desired values."""
+    raw = {name: row.values.get(column, "") for name, column in mapping.columns.items()}
+    parsed = HrRow(mapping.kind, file, row.line, raw[mapping.match_keys[0]].strip(), {})
+    for name, value in raw.items():
+        if formula_prefixed(value, phone=name == "mobile_phone"):
+            parsed.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
+        else:
+            parsed.cells[name] = value.strip()
+    _check_tenant(parsed, mapping, tenant_id)
+    scalars = _scalars(parsed, mapping, options)
+    parsed.desired = _validated(parsed, mapping, scalars, tenant_id)
+    parsed.references = {
+        name: _split(value, name, options.list_separator)
+        for name, value in parsed.cells.items()
+        if name in REFERENCE_FIELDS and value
+    }
+    return parsed
+
+
+def _check_tenant(row: HrRow, mapping: EntityMapping, tenant_id: str) -> None:
+    value = row.cells.get(TENANT_FIELD)
+    if value is not None and value.casefold() != tenant_id.casefold():
+        shown = value or "blank"
+        row.problem(mapping, TENANT_FIELD, "wrong_tenant", f"{shown}: this file is for tenant {tenant_id}")
+
+
+def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[str, str]:
+    """Non-blank, non-reference cells, with status words translated and dates in ISO form."""
+    scalars: dict[str, str] = {}
+    for name, value in row.cells.items():
+        if not value or name in REFERENCE_FIELDS or name == TENANT_FIELD:
+            continue
+        if name == "status":
+            scalars[name] = mapping.status(value)
+        elif name in USER_DATE_FIELDS:
+            day = _date(value, options.date_format)
+            if day is None:
+                row.problem(
+                    mapping, name, "date", f"{value!r} is not a date of the form {options.date_format}"
+                )
+            else:
+                scalars[name] = day.isoformat()
+        else:
+            scalars[name] = value
+    return scalars
+
+
+def _date(value: str, form: str) -> date | None:
+    try:
+        return datetime.strptime(value, form).date()
+    except ValueError:
+        return None
+
+
+def _validated(row: HrRow, mapping: EntityMapping, scalars: dict[str, str], tenant_id: str) -> Values:
+    """The scalars as the E1/E3 model normalises them; each broken rule becomes a problem of its field."""
+    checked = {name: value for name, value in scalars.items() if name not in UNCHECKED_FIELDS}
+    model = UpdateUserEntities if row.kind == "user" else UpdateGroup
+    payload: dict[str, Any] = {"tenant_id": tenant_id} if row.kind == "user" else {}
+    try:
+        validated = model.model_validate(payload | checked)
+    except PydanticValidationError as error:
+        for item in error.errors(include_url=False, include_input=False):
+            name = str(item["loc"][0])
+            rule = _RULES.get(item["type"]) or ("date" if "date" in item["type"] else item["type"])
+            row.problem(mapping, name, rule, f"{scalars[name]!r}: {item['msg']}")
+            checked.pop(name, None)
+        validated = model.model_validate(payload | checked)
+    plain: Values = {name: _plain(getattr(validated, name)) for name in checked}
+    return plain | {name: scalars[name] for name in UNCHECKED_FIELDS if name in scalars}
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    return str(value)
+
+
+def _split(value: str, name: str, separator: str) -> list[str]:
+    if name in SINGLE_REFERENCES:
+        return [value]
+    return [part.strip() for part in value.split(separator) if part.strip()]

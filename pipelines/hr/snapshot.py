@@ -1,0 +1,180 @@
+"""The warehouse's copy of a tenant's users, groups, positions and roles, as the HR sync plans against it.
+
+Users and groups are rebuilt from the ``raw`` JSON the extract stored, as the same models the client
+returns, so `pipelines.hr.fields` reads both the same way. Names (positions, roles, groups) resolve
+case-insensitively with runs of spaces collapsed; a name shared by two records is ambiguous, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+
+import duckdb
+
+from models.groups import Group
+from models.users import User
+from pipelines.hr.fields import Values, group_values, user_values
+
+
+class StaleWarehouseError(Exception):
+    """The warehouse is too old (or older than the last HR apply) to plan against."""
+
+
+@dataclass(frozen=True)
+class SyncRun:
+    """The extract run a snapshot comes from; ``started_at`` bounds what it can have seen."""
+
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+
+
+@dataclass
+class Snapshot:
+    """One tenant's users and groups as of one extract run, with lookups by HR-side keys and names."""
+
+    tenant_id: str
+    run: SyncRun
+    users: dict[str, User]
+    groups: dict[str, Group]
+    positions: dict[str, str]
+    """Position id -> name."""
+    roles: dict[str, str] = field(default_factory=dict)
+    """Role id -> name (the tenant's roles as held by its users: the API lists no roles)."""
+
+    def __post_init__(self) -> None:
+        for user in self.users.values():
+            self.roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
+
+    @cached_property
+    def user_values(self) -> dict[str, Values]:
+        """Comparable values of every user, by id."""
+        return {key: user_values(user) for key, user in self.users.items()}
+
+    @cached_property
+    def group_values(self) -> dict[str, Values]:
+        """Comparable values of every group, by id."""
+        return {key: group_values(group) for key, group in self.groups.items()}
+
+    @cached_property
+    def _user_index(self) -> dict[str, dict[str, list[str]]]:
+        return {
+            "employee_id": _index((user.employee_id, key) for key, user in self.users.items()),
+            "email": _index((user.email, key) for key, user in self.users.items()),
+        }
+
+    @cached_property
+    def _group_index(self) -> dict[str, dict[str, list[str]]]:
+        return {
+            "external_id": _index((group.external_id, key) for key, group in self.groups.items()),
+            "group_name": _index((group.group_name, key) for key, group in self.groups.items()),
+        }
+
+    @cached_property
+    def _names(self) -> dict[str, dict[str, list[str]]]:
+        return {
+            "positions": _index((name, key) for key, name in self.positions.items()),
+            "roles": _index((name, key) for key, name in self.roles.items()),
+        }
+
+    def find_users(self, key_field: str, value: str) -> list[str]:
+        """Ids of the users whose ``employee_id`` or ``email`` is ``value``."""
+        return self._user_index[key_field].get(fold(value), [])
+
+    def find_groups(self, key_field: str, value: str) -> list[str]:
+        """Ids of the groups whose ``external_id`` or ``group_name`` is ``value``."""
+        return self._group_index[key_field].get(fold(value), [])
+
+    def find_named(self, kind: str, name: str) -> list[str]:
+        """Ids of the positions or roles (``kind``) called ``name``."""
+        return self._names[kind].get(fold(name), [])
+
+    def user_label(self, user_id: str) -> str:
+        """A user as people recognise them: name and employee id."""
+        user = self.users.get(user_id)
+        return f"{user.name} ({user.employee_id})" if user else user_id
+
+    def group_label(self, group_id: str) -> str:
+        """A group as people recognise it: name and external id."""
+        group = self.groups.get(group_id)
+        return f"{group.group_name} ({group.external_id})" if group else group_id
+
+
+def fold(text: str) -> str:
+    """A name as compared: case-folded, with runs of whitespace collapsed."""
+    return " ".join(text.split()).casefold()
+
+
+def _index(pairs: Iterable[tuple[str | None, str]]) -> dict[str, list[str]]:
+    index: dict[str, list[str]] = defaultdict(list)
+    for value, key in pairs:
+        if value:
+            index[fold(value)].append(key)
+    return dict(index)
+
+
+def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None:
+    """The tenant's latest successful extract, if any."""
+    row = con.execute(
+        "SELECT run_id, started_at, finished_at FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded' "
+        "ORDER BY finished_at DESC LIMIT 1",
+        [tenant_id],
+    ).fetchone()
+    return SyncRun(*row) if row else None
+
+
+def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
+    """The tenant's current users, groups and positions from the warehouse."""
+    users = con.execute("SELECT raw FROM users WHERE tenant_id = ?", [tenant_id]).fetchall()
+    groups = con.execute("SELECT raw FROM groups WHERE tenant_id = ?", [tenant_id]).fetchall()
+    positions = con.execute(
+        "SELECT id, position_name FROM positions WHERE tenant_id = ?", [tenant_id]
+    ).fetchall()
+    return Snapshot(
+        tenant_id,
+        run,
+        {user.id: user for user in (User.model_validate_json(raw) for (raw,) in users)},
+        {group.id: group for group in (Group.model_validate_json(raw) for (raw,) in groups)},
+        {str(key): str(name) for key, name in positions if name},
+    )
+
+
+def fresh_run(con: duckdb.DuckDBPyConnection, tenant_id: str, max_age: timedelta, now: datetime) -> SyncRun:
+    """The run to plan against; `StaleWarehouseError` when there is none, it is older than ``max_age``, or it
+    started before the tenant's last HR write (it cannot show what that write changed)."""
+    run = latest_run(con, tenant_id)
+    if run is None:
+        raise StaleWarehouseError(
+            f"the warehouse holds no extract of tenant {tenant_id}: run the extract first"
+        )
+    age = now - run.finished_at
+    if age > max_age:
+        raise StaleWarehouseError(
+            f"the warehouse's last extract of tenant {tenant_id} finished {_hours(age)} ago, more than "
+            f"the {_hours(max_age)} allowed: refresh it (--refresh, or `authority-sync extract`)"
+        )
+    last_write = last_hr_write(con, tenant_id)
+    if last_write is not None and last_write >= run.started_at:
+        raise StaleWarehouseError(
+            f"the warehouse's last extract started before the HR writes of {last_write:%Y-%m-%d %H:%M:%S} "
+            "UTC and does not show them: refresh it (--refresh, or `authority-sync extract`)"
+        )
+    return run
+
+
+def last_hr_write(con: duckdb.DuckDBPyConnection, tenant_id: str) -> datetime | None:
+    """When the tenant's last HR write was journaled (None if there was none)."""
+    row = con.execute(
+        "SELECT max(e.updated_at) FROM hr_plan_entities e JOIN hr_plans p USING (plan_id) "
+        "WHERE p.tenant_id = ? AND e.write_count > 0",
+        [tenant_id],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _hours(span: timedelta) -> str:
+    return f"{span / timedelta(hours=1):.1f} h"

@@ -1,0 +1,126 @@
+"""Validate an upload (one or more HR files) before anything is planned.
+
+Order: the files (readable, a known kind, every mapped column present), each row's fields (E1/E3 rules,
+formula injection, tenant), duplicate keys, matching to service records, references, dates across
+fields, then the org graph (cycles, inactive managers). Every problem names file, physical line, HR
+column and rule; a row with any problem is invalid and never planned.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+
+from pipelines.hr.csv_input import CsvFile
+from pipelines.hr.fields import EntityKind
+from pipelines.hr.graph import check_org_graph
+from pipelines.hr.mapping import EntityMapping, Mapping
+from pipelines.hr.problems import Problem
+from pipelines.hr.resolve import References, match_rows
+from pipelines.hr.rows import HrRow, parse_row
+from pipelines.hr.snapshot import Snapshot, fold
+
+
+@dataclass
+class Validation:
+    """An upload after validation: its files, what kind each is, its rows and every problem."""
+
+    files: list[CsvFile]
+    kinds: dict[str, EntityKind] = field(default_factory=dict)
+    rows: list[HrRow] = field(default_factory=list)
+    file_problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Every problem, by file, line and column."""
+        return sorted([*self.file_problems, *(p for row in self.rows for p in row.problems)])
+
+    def of_kind(self, kind: EntityKind) -> list[HrRow]:
+        """The rows of one kind."""
+        return [row for row in self.rows if row.kind == kind]
+
+    def invalid_lines(self, file: str) -> dict[int, list[Problem]]:
+        """Problems of each invalid row of one file, by line."""
+        lines: dict[int, list[Problem]] = defaultdict(list)
+        for row in self.rows:
+            if row.file == file:
+                lines[row.line] += row.problems
+        return {line: problems for line, problems in lines.items() if problems}
+
+
+def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: date) -> Validation:
+    """Check every file and row of an upload against the mapping and the warehouse."""
+    result = Validation(files)
+    for file in files:
+        kind = _kind(file, mapping, result.file_problems)
+        if kind is not None:
+            result.kinds[file.name] = kind
+            result.rows += _rows(file, mapping.for_kind(kind), mapping, snapshot.tenant_id)
+    users, groups = result.of_kind("user"), result.of_kind("group")
+    for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
+        _duplicates(rows, entity_mapping)
+        match_rows(rows, entity_mapping, snapshot)
+    references = References(snapshot, users, groups)
+    for row in users:
+        references.resolve_user(row, mapping.users)
+        _termination_after_start(row, mapping.users, snapshot)
+    for row in groups:
+        references.resolve_group(row, mapping.groups)
+    check_org_graph(users, groups, (mapping.users, mapping.groups), snapshot, today)
+    return result
+
+
+def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKind | None:
+    """The file's kind (by which key column its header has), checking every mapped column is there."""
+    fatal = [problem for problem in file.problems if problem.line <= 1]
+    problems += fatal
+    if fatal:
+        return None
+    kinds: list[EntityKind] = [
+        kind for kind in ("user", "group") if mapping.for_kind(kind).key_column in file.header
+    ]
+    if len(kinds) != 1:
+        columns = f"{mapping.users.key_column!r} or {mapping.groups.key_column!r}"
+        problems.append(Problem(file.name, 1, "", "unknown_file_kind", f"the header must name {columns}"))
+        return None
+    missing = sorted(set(mapping.for_kind(kinds[0]).columns.values()) - set(file.header))
+    problems += [
+        Problem(file.name, 1, column, "missing_column", "mapped but not in the header") for column in missing
+    ]
+    return None if missing else kinds[0]
+
+
+def _rows(file: CsvFile, entity_mapping: EntityMapping, mapping: Mapping, tenant_id: str) -> list[HrRow]:
+    shape = {problem.line: problem for problem in file.problems if problem.line > 1}
+    rows = []
+    for csv_row in file.rows:
+        row = parse_row(file.name, csv_row, entity_mapping, mapping.csv, tenant_id)
+        if csv_row.line in shape:
+            row.problems.insert(0, shape[csv_row.line])
+        rows.append(row)
+    return rows
+
+
+def _duplicates(rows: list[HrRow], mapping: EntityMapping) -> None:
+    """Rows sharing a value that identifies one record: each is reported, since which one is right cannot
+    be known."""
+    for key_field in mapping.unique_fields:
+        lines: dict[str, list[HrRow]] = defaultdict(list)
+        for row in rows:
+            if row.cells.get(key_field):
+                lines[fold(row.cells[key_field])].append(row)
+        for same in (group for group in lines.values() if len(group) > 1):
+            for row in same:
+                others = ", ".join(str(other.line) for other in same if other is not row)
+                row.problem(mapping, key_field, "duplicate_key", f"also on line {others}")
+
+
+def _termination_after_start(row: HrRow, mapping: EntityMapping, snapshot: Snapshot) -> None:
+    ends = row.desired.get("termination_date")
+    current = snapshot.user_values.get(row.entity_id or "", {})
+    starts = row.desired.get("start_date") or current.get("start_date")
+    if ends and starts and str(ends) < str(starts):
+        row.problem(
+            mapping, "termination_date", "termination_before_start", f"{ends} is before the start {starts}"
+        )

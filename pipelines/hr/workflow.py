@@ -1,0 +1,134 @@
+"""The HR sync's steps, as the CLI, the Dagster job and the demo run them: refresh, plan, allow, apply.
+
+Each step opens the warehouse for itself and closes it before returning, because the extract (which a
+refresh runs in-process) opens the same DuckDB file and one process cannot hold it twice in two modes.
+
+After an apply the warehouse is refreshed by the incremental extract (the CLI and the job do it unless
+told not to), and planning refuses a warehouse whose last extract started before the tenant's last HR
+write: the next plan always diffs against what the service holds now, so re-applying the same file plans
+nothing. (Patching warehouse rows from write responses instead would bypass the extract's history and
+cursors.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipelines.hr.apply import ApplyReport, apply_plan
+from pipelines.hr.csv_input import read_csv
+from pipelines.hr.mapping import Mapping as HrMapping
+from pipelines.hr.plan import Plan, make_plan
+from pipelines.hr.snapshot import fresh_run, load_snapshot
+from pipelines.hr.store import StoredPlan, load_plan, record_allowances, save_plan
+from pipelines.hr.thresholds import watched_kind
+from pipelines.hr.validate import Validation, validate
+from pipelines.runner import run_tenant
+from resources.client import AdmClient
+from resources.dagster_resource import AdmClientResource
+from resources.warehouse_resource import WarehouseResource
+from warehouse.commit import connect
+
+
+class RefreshFailedError(Exception):
+    """The extract run before planning failed; the warehouse is unchanged."""
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan: the HR files, for which tenant, with which mapping and options."""
+
+    files: tuple[Path, ...]
+    tenant_id: str
+    mapping: HrMapping
+    strict: bool = False
+    allow: Mapping[str, str] = field(default_factory=dict)
+    """Watched change kinds to lift for this plan -> the reason recorded with it."""
+
+
+@dataclass
+class PlanOutcome:
+    """A validated upload and its stored plan, or why no plan was made."""
+
+    validation: Validation
+    plan: Plan | None
+    refusal: str | None = None
+
+
+def refresh(tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource) -> str:
+    """Run the (incremental) extract of one tenant; returns its run id."""
+    run = run_tenant(tenant_id, adm, warehouse)
+    if not run.success:
+        raise RefreshFailedError(f"the extract of tenant {tenant_id} failed: {run.error}")
+    return run.run_id
+
+
+def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = None) -> PlanOutcome:
+    """Validate the files against a fresh enough warehouse and store the plan of their valid rows.
+    Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
+    moment = now or datetime.now(UTC)
+    checked_allowances(request.allow)
+    files = [read_csv(path) for path in request.files]
+    con = connect(warehouse)
+    try:
+        run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
+        snapshot = load_snapshot(con, request.tenant_id, run)
+        validation = validate(files, request.mapping, snapshot, moment.date())
+        refusal = _refusal(validation, request.strict)
+        if refusal:
+            return PlanOutcome(validation, None, refusal)
+        plan = make_plan(validation, snapshot, request.mapping, request.allow, moment)
+        save_plan(con, plan)
+        return PlanOutcome(validation, plan)
+    finally:
+        con.close()
+
+
+def _refusal(validation: Validation, strict: bool) -> str | None:
+    if validation.file_problems:
+        return "the upload cannot be read as mapped; nothing was planned"
+    if strict and validation.problems:
+        return f"--strict: {len(validation.problems)} problem(s) in the upload; nothing was planned"
+    return None
+
+
+def checked_allowances(allow: Mapping[str, str]) -> dict[str, str]:
+    """``allow`` after checking each kind has a threshold and a reason."""
+    for kind, reason in allow.items():
+        watched_kind(kind)
+        if not reason.strip():
+            raise ValueError(f"lifting {kind} needs a reason")
+    return dict(allow)
+
+
+def allow(warehouse: Path, plan_id: str, kinds: Mapping[str, str]) -> StoredPlan:
+    """Lift watched kinds (-> reasons) for one stored plan; returns the plan as now stored."""
+    lifted = checked_allowances(kinds)
+    con = connect(warehouse)
+    try:
+        plan = load_plan(con, plan_id)
+        blocked = [kind for kind in plan.blocked if kind not in lifted]
+        record_allowances(con, plan_id, plan.allowed | lifted, blocked)
+        return load_plan(con, plan_id)
+    finally:
+        con.close()
+
+
+def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
+    """A stored plan; `pipelines.hr.store.PlanNotFoundError` when there is none."""
+    con = connect(warehouse)
+    try:
+        return load_plan(con, plan_id)
+    finally:
+        con.close()
+
+
+def apply_stored(warehouse: Path, plan_id: str, client: AdmClient, run_id: str) -> ApplyReport:
+    """Apply (or resume) a stored plan."""
+    con = connect(warehouse)
+    try:
+        return apply_plan(con, client, load_plan(con, plan_id), run_id)
+    finally:
+        con.close()

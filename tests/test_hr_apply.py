@@ -1,0 +1,256 @@
+"""Applying plans against the emulator over loopback: exactly the planned fields change, nothing is written
+twice (re-apply, dropped connections, crashes, server errors), conflicts are skipped, 429s absorbed."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from duckdb import connect as duckdb_connect
+
+from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
+from emulator.server import EmulatorServer
+from models.groups import Group
+from models.users import User
+from pipelines.bindings import client_resource
+from pipelines.hr.apply import PlanNotApplicableError, group_body, user_body
+from pipelines.hr.fields import Values, group_values, user_values
+from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.plan import Change, EntityPlan, Plan
+from pipelines.hr.store import Journal
+from pipelines.hr.workflow import refresh
+from pipelines.runner import embedded_overrides
+from resources.dagster_resource import AdmClientResource
+from resources.warehouse_resource import WarehouseResource
+from tests.conftest import stored
+from tests.test_hr_support import (
+    apply,
+    faults,
+    plan,
+    row_of,
+    seeded_snapshot,
+    user_id,
+    user_rows,
+    write_users,
+    writes,
+)
+
+pytest_plugins = ["tests.test_hr_support"]
+
+DEMO = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+
+
+def demo_plan(store: WarehouseResource) -> Plan:
+    """The plan of the shipped demo export (19 entities: 2 groups, 17 users)."""
+    made = plan(store, *DEMO).plan
+    assert made is not None and len(made.entities) == 19
+    return made
+
+
+def current(server: EmulatorServer, kind: str, entity_id: str) -> Values:
+    """An entity's values as the emulator holds them now."""
+    with httpx.Client(base_url=server.base_url) as client:
+        record = stored(client, f"{kind}s", entity_id)
+    if kind == "user":
+        return user_values(User.model_validate(record))
+    return group_values(Group.model_validate(record))
+
+
+def journal(store: WarehouseResource, plan_id: str) -> dict[str, tuple[str, int, str | None]]:
+    """Each entity's journaled (status, write count, message), by HR key."""
+    with duckdb_connect(str(store.file), read_only=True) as con:
+        rows = con.execute(
+            "SELECT hr_key, status, write_count, message FROM hr_plan_entities WHERE plan_id = ?", [plan_id]
+        ).fetchall()
+    return {key: (status, count, message) for key, status, count, message in rows}
+
+
+def each_written_once(server: EmulatorServer, made: Plan) -> bool:
+    """Whether every planned entity was written exactly once, and nothing else was."""
+    expected = {f"{entity.kind}:{entity.entity_id}": 1 for entity in made.entities}
+    return writes(server) == expected
+
+
+def test_apply_changes_exactly_the_planned_fields(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer
+) -> None:
+    made = demo_plan(hr_store)
+    report = apply(hr_store, adm, made.plan_id)
+    assert (report.status, report.outcomes) == ("applied", {"applied": 19})
+    snapshot = seeded_snapshot()
+    for entity in made.entities:
+        before = (snapshot.user_values if entity.kind == "user" else snapshot.group_values)[entity.entity_id]
+        expected = before | {change.field: change.after for change in entity.changes}
+        assert current(server, entity.kind, entity.entity_id) == expected, entity.hr_key
+    assert each_written_once(server, made)
+
+
+def test_reapplying_the_same_file_after_success_writes_nothing(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer
+) -> None:
+    made = demo_plan(hr_store)
+    apply(hr_store, adm, made.plan_id)
+    with pytest.raises(PlanNotApplicableError, match="applies once"):
+        apply(hr_store, adm, made.plan_id)
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    again = plan(hr_store, *DEMO).plan
+    assert again is not None and again.entities == [] and len(again.new) == 2
+    assert apply(hr_store, adm, again.plan_id).writes == 0
+    assert each_written_once(server, made)
+
+
+def test_an_entity_changed_since_planning_is_skipped(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    row_of(rows, "E100010")["positions"] = "Buyer"
+    row_of(rows, "E100011")["manager"] = "E100003"
+    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
+    assert made is not None and len(made.entities) == 2
+    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+        for employee, body in (
+            ("E100011", {"managerId": user_id("E100001")}),
+            ("E100010", {"lastName": "Moss"}),
+        ):
+            path = f"/auth/v1/user/update-entities/{user_id(employee)}"
+            http.patch(path, json={"tenantId": DEMO_TENANT_ID, **body}).raise_for_status()
+    report = apply(hr_store, adm, made.plan_id)
+    assert report.outcomes == {"applied": 1, "skipped_changed": 1}
+    status, count, message = journal(hr_store, made.plan_id)["E100011"]
+    assert (status, count) == ("skipped_changed", 0) and message and "manager" in message
+    assert current(server, "user", user_id("E100011"))["manager"] == user_id("E100001")
+    assert writes(server) == {f"user:{user_id('E100010')}": 2, f"user:{user_id('E100011')}": 1}
+
+
+def adm_headers() -> dict[str, str]:
+    """The demo tenant's bearer header (an emulator-only credential)."""
+    return {"Authorization": f"Bearer {DEMO_TOKEN}"}
+
+
+def test_a_dropped_connection_mid_apply_never_writes_twice(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer
+) -> None:
+    made = demo_plan(hr_store)
+    faults(server, after_writes=5, drop_rate=1.0, methods=["PATCH"])
+    report = apply(hr_store, adm, made.plan_id)
+    assert report.status == "applied"
+    outcomes = journal(hr_store, made.plan_id).values()
+    assert {(status, count) for status, count, _ in outcomes} == {("applied", 1)}
+    # About 14 of 19 answers are cut (concurrent writes can race past the fifth): each is read back.
+    assert sum(1 for *_, message in outcomes if message == "read back: the write was applied") >= 10
+    faults(server)
+    with pytest.raises(PlanNotApplicableError):
+        apply(hr_store, adm, made.plan_id)
+    assert each_written_once(server, made)
+
+
+class Crash(BaseException):
+    """The process dies."""
+
+
+def test_a_crash_between_write_and_journal_is_settled_by_reading_back(
+    hr_store: WarehouseResource,
+    adm: AdmClientResource,
+    server: EmulatorServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = demo_plan(hr_store)
+    recorded = Journal.record
+    calls: list[str] = []
+
+    def dying(self: Journal, entity: object, status: str, message: str | None) -> None:
+        calls.append(status)
+        if len(calls) > 4:
+            raise Crash
+        recorded(self, entity, status, message)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Journal, "record", dying)
+    with pytest.raises(Crash):
+        apply(hr_store, adm, made.plan_id)
+    monkeypatch.setattr(Journal, "record", recorded)
+    left = {status for status, _, _ in journal(hr_store, made.plan_id).values()}
+    assert "in_flight" in left
+    report = apply(hr_store, adm, made.plan_id)
+    assert (report.status, report.outcomes) == ("applied", {"applied": 19})
+    assert each_written_once(server, made)
+
+
+def test_server_errors_on_writes_are_read_back_then_written_once(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer
+) -> None:
+    made = demo_plan(hr_store)
+    faults(server, error_rate=1.0, methods=["PATCH"], max_faults=3)
+    report = apply(hr_store, adm, made.plan_id)
+    assert (report.status, report.outcomes) == ("applied", {"applied": 19})
+    counts = sorted(count for _, count, _ in journal(hr_store, made.plan_id).values())
+    assert counts == [1] * 16 + [2] * 3
+    assert each_written_once(server, made)
+
+
+def test_unreadable_write_answers_are_read_back_not_repeated(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer
+) -> None:
+    made = demo_plan(hr_store)
+    faults(server, malformed_rate=1.0, methods=["PATCH"], max_faults=3)
+    report = apply(hr_store, adm, made.plan_id)
+    assert report.status == "applied"
+    messages = [message for _, _, message in journal(hr_store, made.plan_id).values()]
+    assert messages.count("read back: the write was applied") == 3
+    assert each_written_once(server, made)
+
+
+def test_429s_during_apply_are_absorbed(hr_store: WarehouseResource, server: EmulatorServer) -> None:
+    made = demo_plan(hr_store)
+    faults(server, rate_limit_per_minute=600, rate_burst=4)
+    # The client's plan has the service's rate but a larger burst, so the service answers some 429s.
+    limited = client_resource(**embedded_overrides(server) | {"rate_per_minute": 600.0, "burst": 20})
+    report = apply(hr_store, limited, made.plan_id)
+    assert (report.status, report.outcomes) == ("applied", {"applied": 19})
+    statuses = httpx.get(f"{server.base_url}/_admin/stats").json()["statuses"]
+    assert statuses.get("429", 0) > 0
+    assert each_written_once(server, made)
+
+
+def test_bodies_hold_only_what_changes() -> None:
+    ids = [str(uuid.UUID(int=number)) for number in range(1, 5)]
+    user = EntityPlan(
+        "user",
+        ids[0],
+        "E100010",
+        "users.csv",
+        2,
+        (
+            Change("positions", [ids[1]], [ids[2]], ChangeKind.POSITION, "", ""),
+            Change("status", "ACTIVE", "INACTIVE", ChangeKind.DEACTIVATION, "", ""),
+            Change("termination_date", None, "2025-12-31", ChangeKind.DEACTIVATION, "", ""),
+            Change("groups", [ids[1]], [ids[3], ids[2]], ChangeKind.GROUP, "", ""),
+        ),
+    )
+    assert user_body(DEMO_TENANT_ID, user).to_wire() == {
+        "tenantId": DEMO_TENANT_ID,
+        "positionIds": [ids[2]],
+        "status": "INACTIVE",
+        "terminationDate": "2025-12-31T00:00:00.000Z",
+        "groups": [{"groupId": ids[3], "isPrimaryOrg": True}, {"groupId": ids[2], "isPrimaryOrg": False}],
+    }
+    group = EntityPlan(
+        "group",
+        ids[0],
+        "ORG-0007",
+        "groups.csv",
+        2,
+        (
+            Change("parent", [ids[1]], [ids[2]], ChangeKind.GROUP_REPARENT, "", ""),
+            Change("status", "ACTIVE", "INACTIVE", ChangeKind.GROUP_DEACTIVATION, "", ""),
+            Change("disable_option", "NA", "KEEP_ASSOCIATIONS", ChangeKind.GROUP_DEACTIVATION, "", ""),
+        ),
+    )
+    assert group_body(group).to_wire() == {
+        "addParentGroupIds": [ids[2]],
+        "removeParentGroupIds": [ids[1]],
+        "status": "INACTIVE",
+        "disableOption": "KEEP_ASSOCIATIONS",
+    }

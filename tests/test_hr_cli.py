@@ -1,0 +1,132 @@
+"""The ``authority-sync hr`` commands end to end, the secrets they must never show, the demo samples and
+the benchmark's generator."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN, Scale
+from emulator.server import EmulatorServer
+from pipelines.cli import app
+from pipelines.hr.demo_export import benchmark_users_csv, write_demo_export
+from pipelines.hr.mapping import SAMPLES
+from resources.warehouse_resource import WarehouseResource
+from tests.test_hr_support import MAPPING, writes
+
+pytest_plugins = ["tests.test_hr_support"]
+
+DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
+
+
+@pytest.fixture
+def service_env(server: EmulatorServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The CLI pointed at the test's emulator through the environment, working in ``tmp_path``."""
+    monkeypatch.delenv("ADM_ENVIRONMENT", raising=False)
+    monkeypatch.delenv("ADM_ACCESS_KEY", raising=False)
+    monkeypatch.setenv("ADM_BASE_URL", server.base_url)
+    monkeypatch.setenv("ADM_TOKEN", DEMO_TOKEN)
+    monkeypatch.setenv("ADM_TENANT_ID", DEMO_TENANT_ID)
+    monkeypatch.setenv("ADM_RATE_PER_MINUTE", "60000")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def hr(*args: str) -> tuple[int, str]:
+    """Run ``authority-sync hr ARGS``; its exit code and output."""
+    result = CliRunner().invoke(app, ["hr", *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def test_plan_apply_status_from_the_command_line_never_show_the_token(
+    service_env: Path, hr_store: WarehouseResource, server: EmulatorServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    code, planned = hr(
+        "plan", *DEMO, "--warehouse", hr_store.path, "--csv", "plan.csv", "--json", "plan.json"
+    )
+    assert code == 0, planned
+    document = json.loads(Path("plan.json").read_text(encoding="utf-8"))
+    assert document["status"] == "ready" and document["plan_id"] in planned
+    code, applied = hr("apply", document["plan_id"], "--warehouse", hr_store.path)
+    assert code == 0, applied
+    assert "applied 19" in applied and "Warehouse refreshed" in applied
+    assert len(writes(server)) == 19
+    listed = (
+        hr("status", "--warehouse", hr_store.path)[1]
+        + hr("status", document["plan_id"], "--warehouse", hr_store.path)[1]
+    )
+    assert document["plan_id"] in listed
+    files = [Path("plan.csv"), Path("plan.json"), *Path("data/hr/reports").glob("*.csv")]
+    texts = [planned, applied, listed, caplog.text, *(path.read_text(encoding="utf-8-sig") for path in files)]
+    assert all(DEMO_TOKEN not in text for text in texts)
+
+
+def test_a_refused_token_is_reported_without_being_shown(
+    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert hr("plan", *DEMO, "--warehouse", hr_store.path, "--json", "plan.json")[0] == 0
+    plan_id = json.loads(Path("plan.json").read_text(encoding="utf-8"))["plan_id"]
+    monkeypatch.setenv("ADM_TOKEN", "adm-very-secret-token")
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 1 and "401" in output
+    assert "adm-very-secret-token" not in output
+
+
+def test_plan_csv_holds_every_change_made_safe(service_env: Path, hr_store: WarehouseResource) -> None:
+    code, _ = hr("plan", *DEMO, "--warehouse", hr_store.path, "--csv", "plan.csv")
+    assert code == 0
+    with Path("plan.csv").open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    kinds = {row["change_kind"] for row in rows}
+    assert {
+        "position",
+        "manager",
+        "group",
+        "deactivation",
+        "email",
+        "group_reparent",
+        "needs_creation",
+    } <= kinds
+    assert all(not cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row.values())
+
+
+def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: WarehouseResource) -> None:
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--strict")
+    assert code == 1 and "--strict" in output
+    strict = Path("strict.toml")
+    mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
+    strict.write_text(
+        mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
+    )
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict))
+    assert code == 3 and "Blocked by safety thresholds: manager" in output
+    allowed = ("--allow", "manager", "--reason", "reorg")
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), *allowed)
+    assert code == 0 and "allowed: reorg" in output
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--allow", "manager")
+    assert code == 2 and "--reason" in output
+
+
+def test_the_demo_export_reproduces_the_committed_samples(tmp_path: Path) -> None:
+    users, groups = write_demo_export(tmp_path)
+    assert users.read_bytes() == (SAMPLES / "demo_users.csv").read_bytes()
+    assert groups.read_bytes() == (SAMPLES / "demo_groups.csv").read_bytes()
+
+
+def test_the_benchmark_export_changes_the_requested_share(tmp_path: Path) -> None:
+    path = benchmark_users_csv(tmp_path / "bench.csv", rows=400, changed_share=0.05, scale=Scale(users=400))
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    plain = benchmark_users_csv(tmp_path / "plain.csv", rows=400, changed_share=0.0, scale=Scale(users=400))
+    with plain.open(encoding="utf-8-sig", newline="") as handle:
+        baseline = list(csv.DictReader(handle))
+    assert len(rows) == 400 and list(rows[0]) == [*MAPPING.users.columns.values(), "Cost Center"]
+    assert sum(1 for row, base in zip(rows, baseline, strict=True) if row != base) == 20

@@ -1,0 +1,155 @@
+"""Fixtures and helpers of the HR sync tests (this module holds no tests; the HR test modules load it with
+``pytest_plugins``).
+
+The warehouse is built once per session by the real extract from the seeded emulator and copied for each
+test: every test starts from the seeded emulator (the `server` fixture re-seeds it), so the copy is
+exactly what an extract would give.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import httpx
+import pytest
+
+from emulator import render
+from emulator.faults import FaultConfig
+from emulator.scale import DEMO_TENANT_ID, SEED_EPOCH, Scale
+from emulator.seed import seed_tenant
+from emulator.server import EmulatorServer
+from emulator.state import TenantState
+from models.groups import Group
+from models.users import User
+from pipelines.bindings import client_resource
+from pipelines.hr.apply import ApplyReport
+from pipelines.hr.demo_export import (
+    GROUP_EXTRA,
+    GROUP_FIELDS_ORDER,
+    LABEL,
+    SEED,
+    USER_EXTRA,
+    USER_FIELDS_ORDER,
+    Row,
+    export_groups,
+    export_users,
+    write_export,
+)
+from pipelines.hr.mapping import Mapping, load_mapping
+from pipelines.hr.snapshot import Snapshot, SyncRun
+from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
+from pipelines.runner import embedded_overrides, run_tenant
+from resources.dagster_resource import AdmClientResource
+from resources.warehouse_resource import WarehouseResource
+from tests.conftest import set_faults
+
+MAPPING = load_mapping()
+
+
+@cache
+def seeded_state() -> TenantState:
+    """The demo tenant as the emulator seeds it (never modified by the tests)."""
+    return seed_tenant(SEED, DEMO_TENANT_ID, Scale(), LABEL)
+
+
+def user_rows() -> list[Row]:
+    """A fresh copy of the seeded users as HR rows, by employee id."""
+    return export_users(seeded_state())
+
+
+def group_rows() -> list[Row]:
+    """A fresh copy of the seeded groups as HR org-unit rows, by external id."""
+    return export_groups(seeded_state())
+
+
+def row_of(rows: list[Row], employee_id: str) -> Row:
+    """The row of one employee."""
+    return next(row for row in rows if row["employee_id"] == employee_id)
+
+
+def write_users(path: Path, rows: Iterable[Row]) -> Path:
+    """An HR users CSV in the default mapping's shape."""
+    return write_export(path, list(rows), MAPPING.users, USER_FIELDS_ORDER, USER_EXTRA)
+
+
+def write_groups(path: Path, rows: Iterable[Row]) -> Path:
+    """An HR org-units CSV in the default mapping's shape."""
+    return write_export(path, list(rows), MAPPING.groups, GROUP_FIELDS_ORDER, GROUP_EXTRA)
+
+
+@cache
+def seeded_snapshot() -> Snapshot:
+    """The seeded tenant as the planner sees it, built without a warehouse (for validation tests)."""
+    state = seeded_state()
+    users = {key: User.model_validate(render.user(state, key)) for key in state.users}
+    groups = {key: Group.model_validate(render.group(state, key)) for key in state.groups}
+    positions = {key: str(record["positionName"]) for key, record in state.positions.items()}
+    return Snapshot(DEMO_TENANT_ID, SyncRun("seed", SEED_EPOCH, SEED_EPOCH), users, groups, positions)
+
+
+def user_id(employee_id: str) -> str:
+    """The service id of a seeded employee."""
+    return next(key for key, user in seeded_state().users.items() if user["employeeId"] == employee_id)
+
+
+def group_id(external_id: str) -> str:
+    """The service id of a seeded group."""
+    return next(key for key, group in seeded_state().groups.items() if group["externalId"] == external_id)
+
+
+@pytest.fixture(scope="session")
+def hr_template(emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse of the seeded demo tenant, made once by the real extract."""
+    emulator_server.emulator.reset()
+    folder = tmp_path_factory.mktemp("hr_template")
+    store = WarehouseResource(path=str(folder / "wh.duckdb"), staging_root=str(folder / "staging"))
+    run = run_tenant(DEMO_TENANT_ID, client_resource(**embedded_overrides(emulator_server)), store)
+    assert run.success, run.error
+    return store.file
+
+
+@pytest.fixture
+def hr_store(server: EmulatorServer, hr_template: Path, tmp_path: Path) -> WarehouseResource:
+    """This test's copy of the template warehouse, next to a freshly seeded emulator."""
+    shutil.copy(hr_template, tmp_path / "wh.duckdb")
+    return WarehouseResource(path=str(tmp_path / "wh.duckdb"), staging_root=str(tmp_path / "staging"))
+
+
+@pytest.fixture
+def adm(server: EmulatorServer) -> AdmClientResource:
+    """The client resource of the demo tenant on the test's emulator."""
+    return client_resource(**embedded_overrides(server))
+
+
+def plan(
+    store: WarehouseResource,
+    *files: Path,
+    mapping: Mapping = MAPPING,
+    strict: bool = False,
+    allow: dict[str, str] | None = None,
+) -> PlanOutcome:
+    """Plan ``files`` for the demo tenant."""
+    request = PlanRequest(tuple(files), DEMO_TENANT_ID, mapping, strict, allow or {})
+    return plan_upload(store.file, request, datetime.now(UTC))
+
+
+def apply(store: WarehouseResource, adm: AdmClientResource, plan_id: str) -> ApplyReport:
+    """Apply a stored plan with a client of the demo tenant."""
+    with adm.client_for(DEMO_TENANT_ID) as client:
+        return apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
+
+
+def writes(server: EmulatorServer) -> dict[str, int]:
+    """The emulator's applied writes per entity (``user:<id>``, ``group:<id>``)."""
+    counted: dict[str, int] = httpx.get(f"{server.base_url}/_admin/stats").json()["writes"]
+    return counted
+
+
+def faults(server: EmulatorServer, **config: object) -> None:
+    """Set the emulator's faults."""
+    set_faults(server, FaultConfig.model_validate(config))
