@@ -34,7 +34,9 @@ DEMO_CHANGES = {
 """About 1% of the demo tenant's records, changed between the demo's two syncs."""
 
 app = typer.Typer(
-    no_args_is_help=True, help="authority-sync: sync the Authority Delegation Management Service."
+    pretty_exceptions_show_locals=False,
+    no_args_is_help=True,
+    help="authority-sync: sync the Authority Delegation Management Service.",
 )
 app.add_typer(hr_app, name="hr")
 

@@ -45,7 +45,9 @@ BLOCKED = 3
 DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
 
 hr_app = typer.Typer(
-    no_args_is_help=True, help="HR reverse sync: plan org changes from HR CSVs, then apply them."
+    pretty_exceptions_show_locals=False,
+    no_args_is_help=True,
+    help="HR reverse sync: plan org changes from HR CSVs, then apply them.",
 )
 
 WarehouseOption = Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")]
