@@ -19,6 +19,12 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
 	touch $@
 
+# The benchmark extra (dlt, psutil, pyinstrument) on top of the same lock. It touches both stamps: the
+# venv then serves `make test` as well, and a later plain sync (a new lock) outdates this stamp too.
+$(VENV)/.synced-bench: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --locked --compile-bytecode --extra bench --python $(PYTHON)
+	touch $(VENV)/.synced $@
+
 demo: $(VENV)/.synced
 	$(VENV)/bin/authority-sync demo
 
@@ -32,6 +38,11 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The scenarios of benchmarks/run.py (latency, rate limit, incremental, memory, reverse sync); not part
+# of `make test`. Tables print here and land as JSON under data/bench/.
+bench: $(VENV)/.synced-bench
+	$(VENV)/bin/python -m benchmarks.run
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator

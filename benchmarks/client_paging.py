@@ -5,9 +5,9 @@ serves every page; the client reads the whole list with concurrency 1 and 16. Th
 alone: ``ceil(pages / concurrency) * 0.05`` s. The client cannot quite reach it, because page 1 must come
 back (with ``total``) before pages 2..N can be asked for: one round trip more than the bound counts.
 
-The emulator serves from a thread of the same process, so its CPU work and the client's (validating
-35 MB of decisions into models takes about 0.4 s) share one interpreter lock: at high concurrency the
-run is bound by that CPU work more than by the latency.
+The emulator runs in its own process (``authority-sync emulator``), so its CPU work does not share the
+client's interpreter lock: an emulator on a thread of the client's process used to bind the run at high
+concurrency by that shared CPU work more than by the latency.
 
 One untimed read first warms the emulator's caches (selection and serialised records), so that both timed
 runs measure the client and the latency, not the emulator's first sort. Figures go to
@@ -22,12 +22,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import httpx
-
-from emulator.faults import FaultConfig
-from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from emulator.server import EmulatorServer
-from emulator.service import EmulatorOptions
+from benchmarks.harness import EmulatorProcess, EmulatorSpec
+from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models import DecisionQuery
 from resources import AdmClient, ClientSettings
 
@@ -38,6 +34,9 @@ CONCURRENCIES = (1, 16)
 UNLIMITED_RATE = 10_000_000.0
 """Requests per minute: the emulator enforces no budget here, so the client's limiter must not either."""
 OUTPUT = Path("data/bench/client_paging.json")
+SPEC = EmulatorSpec(
+    decisions=DECISIONS, delegations=400, documents=200, users=300, latency_ms=LATENCY_S * 1000
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class Run:
     peak_in_flight: int
 
 
-def read_all(server: EmulatorServer, concurrency: int) -> tuple[int, float]:
+def read_all(server: EmulatorProcess, concurrency: int) -> tuple[int, float]:
     """Read every decision with ``concurrency``; the records read and the wall seconds."""
     settings = ClientSettings(
         base_url=server.base_url,
@@ -69,11 +68,11 @@ def read_all(server: EmulatorServer, concurrency: int) -> tuple[int, float]:
         return records, time.perf_counter() - started
 
 
-def measure(server: EmulatorServer, concurrency: int) -> Run:
+def measure(server: EmulatorProcess, concurrency: int) -> Run:
     """A timed read, with the emulator's own count of the calls it served."""
-    httpx.post(f"{server.base_url}/_admin/stats/reset").raise_for_status()
+    server.reset_stats()
     records, wall = read_all(server, concurrency)
-    stats = httpx.get(f"{server.base_url}/_admin/stats").json()
+    stats = server.stats()
     pages = math.ceil(records / PAGE_SIZE)
     bound = math.ceil(pages / concurrency) * LATENCY_S
     return Run(
@@ -108,10 +107,7 @@ def table(runs: list[Run]) -> str:
 
 def main() -> None:
     """Start the emulator, warm it, time each concurrency, print the table and write the JSON."""
-    options = EmulatorOptions(
-        scale=Scale(decisions=DECISIONS), faults=FaultConfig(latency_ms=LATENCY_S * 1000)
-    )
-    with EmulatorServer(options) as server:
+    with EmulatorProcess(SPEC, OUTPUT.parent / "work" / "client_paging_emulator.log") as server:
         read_all(server, max(CONCURRENCIES))
         runs = [measure(server, concurrency) for concurrency in CONCURRENCIES]
     print(table(runs))

@@ -1,0 +1,161 @@
+"""The two contenders, each run as its own process against a scenario's emulator.
+
+- ``authority-sync``: the product's nightly extract, ``authority-sync extract`` configured through the
+  ``ADM_*`` variables, as an operator runs it.
+- ``dlt rest_api``: ``python -m benchmarks.dlt_pipeline`` (see that module for its configuration).
+
+API calls and 429s are the emulator's own counts (server side), zeroed before each run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from benchmarks.harness import (
+    CLI,
+    DEMO,
+    EmulatorProcess,
+    Observed,
+    Row,
+    base_env,
+    last_line_json,
+    run_observed,
+    tail,
+)
+
+OURS = "authority-sync"
+DLT = "dlt rest_api"
+
+
+@dataclass(frozen=True)
+class OursConfig:
+    """The ``ADM_*`` settings of one run of ours."""
+
+    concurrency: int
+    rate_per_minute: float
+    burst: int | None = None
+
+
+def run_ours(
+    emulator: EmulatorProcess,
+    warehouse: Path,
+    config: OursConfig,
+    *,
+    full_refresh: bool,
+    label: str = OURS,
+    command: list[str] | None = None,
+) -> Row:
+    """One ``authority-sync extract`` into ``warehouse``; rows are those the run committed. Another
+    ``authority-sync`` ``command`` runs the same way (the caller then says what its rows are)."""
+    env = base_env() | {
+        "ADM_BASE_URL": emulator.base_url,
+        "ADM_TOKEN": DEMO["token"],
+        "ADM_TENANT_ID": DEMO["tenant_id"],
+        "ADM_WAREHOUSE": str(warehouse),
+        "ADM_CONCURRENCY": str(config.concurrency),
+        "ADM_RATE_PER_MINUTE": f"{config.rate_per_minute:g}",
+    }
+    if config.burst is not None:
+        env["ADM_BURST"] = str(config.burst)
+    extract = command is None
+    arguments = ["extract", *(["--full-refresh"] if full_refresh else [])] if command is None else command
+    emulator.reset_stats()
+    observed = run_observed([CLI, *arguments], env, emulator)
+    rows, mode = committed_rows(warehouse) if observed.returncode == 0 and extract else (0, "")
+    note = "" if observed.returncode == 0 else f"exit {observed.returncode}: {tail(observed.stdout)}"
+    return _row(label, emulator, observed, rows, note, {"mode": mode})
+
+
+def committed_rows(warehouse: Path) -> tuple[int, str]:
+    """Rows the warehouse's latest run delivered (inserted, updated or unchanged) and its mode."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        found = con.execute(
+            "SELECT row_counts, mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1"
+        ).fetchone()
+    finally:
+        con.close()
+    if found is None:
+        return 0, ""
+    counts: dict[str, dict[str, int]] = json.loads(found[0])
+    total = sum(c["inserted"] + c["updated"] + c["unchanged"] for c in counts.values())
+    return total, str(found[1])
+
+
+def run_dlt(
+    emulator: EmulatorProcess,
+    workdir: Path,
+    workers: int,
+    *,
+    label: str = DLT,
+    max_attempts: int | None = None,
+) -> Row:
+    """One run of the dlt pipeline whose state and DuckDB file live in ``workdir``; ``max_attempts``
+    sets dlt's documented ``[runtime] request_max_attempts`` (default 5) of its HTTP retries."""
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.dlt_pipeline",
+        f"--base-url={emulator.base_url}",
+        f"--token={DEMO['token']}",
+        f"--tenant-id={DEMO['tenant_id']}",
+        f"--workdir={workdir}",
+        f"--workers={workers}",
+    ]
+    env = base_env()
+    if max_attempts is not None:
+        env["RUNTIME__REQUEST_MAX_ATTEMPTS"] = str(max_attempts)
+    emulator.reset_stats()
+    observed = run_observed(command, env, emulator)
+    result = last_line_json(observed.stdout, "BENCH_RESULT ")
+    ok = observed.returncode == 0 and result is not None
+    note = "" if ok else f"exit {observed.returncode}: {tail(observed.stderr or observed.stdout, 3)}"
+    return _row(label, emulator, observed, int(result["rows"]) if result else 0, note, {}, ok=ok)
+
+
+def fresh(path: Path) -> Path:
+    """``path`` emptied (a file or folder of an earlier run removed)."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _row(
+    label: str,
+    emulator: EmulatorProcess,
+    observed: Observed,
+    rows: int,
+    note: str,
+    extra: dict[str, object],
+    *,
+    ok: bool | None = None,
+) -> Row:
+    stats = emulator.stats()
+    requests: dict[str, int] = stats["requests"]
+    return Row(
+        contender=label,
+        ok=observed.returncode == 0 if ok is None else ok,
+        wall_s=observed.wall_s,
+        api_calls=sum(requests.values()),
+        rate_limited=int(stats["statuses"].get("429", 0)),
+        rows=rows,
+        peak_rss_mb=observed.peak_rss_mb,
+        bound_s=None,
+        calls_by_endpoint=dict(sorted(requests.items())),
+        note=note,
+        extra=extra
+        | {
+            "first_call_s": observed.first_call_s,
+            "last_call_s": observed.last_call_s,
+            "api_window_s": observed.api_window_s,
+        },
+    )
