@@ -29,12 +29,14 @@ def emulator_server() -> Iterator[EmulatorServer]:
 
 
 @pytest.fixture
-def server(emulator_server: EmulatorServer) -> EmulatorServer:
-    """The session emulator, back to its seeded state with no faults and zero counters."""
+def server(emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The session emulator, back to its seeded state with no faults and zero counters. Faults are
+    cleared again afterwards, so that no fault outlives its test (session fixtures reuse the server)."""
     emulator_server.emulator.reset()
     emulator_server.emulator.reset_stats()
     set_faults(emulator_server, FaultConfig())
-    return emulator_server
+    yield emulator_server
+    set_faults(emulator_server, FaultConfig())
 
 
 @pytest.fixture

@@ -106,6 +106,7 @@ def group_id(external_id: str) -> str:
 def hr_template(emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse of the seeded demo tenant, made once by the real extract."""
     emulator_server.emulator.reset()
+    set_faults(emulator_server, FaultConfig())
     folder = tmp_path_factory.mktemp("hr_template")
     store = WarehouseResource(path=str(folder / "wh.duckdb"), staging_root=str(folder / "staging"))
     run = run_tenant(DEMO_TENANT_ID, client_resource(**embedded_overrides(emulator_server)), store)

@@ -68,9 +68,11 @@ class MergeContext:
 
 
 def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None:
-    """Staged Parquet files as temp tables ``stg_<table>`` (they vanish with the connection)."""
+    """Staged Parquet files as temp views ``stg_<table>`` (read in place, not copied; they vanish with the
+    connection)."""
     for table, path in staged.items():
-        con.execute(f"CREATE OR REPLACE TEMP TABLE stg_{table} AS SELECT * FROM read_parquet(?)", [str(path)])
+        literal = str(path).replace("'", "''")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW stg_{table} AS SELECT * FROM read_parquet('{literal}')")
 
 
 def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[str, Counts]:
