@@ -15,6 +15,7 @@ from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TE
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from emulator.state import TenantState
+from resources import AdmClient
 
 # Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a
 # Dagster partition. Set before any test module imports the pipelines (partitions are fixed at load).
@@ -37,6 +38,16 @@ def server(emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
     set_faults(emulator_server, FaultConfig())
     yield emulator_server
     set_faults(emulator_server, FaultConfig())
+
+
+@pytest.fixture
+def client(server: EmulatorServer) -> Iterator[AdmClient]:
+    """A typed client of the demo tenant, tuned for fast tests (see tests/test_client_support.py)."""
+    # Imported here: the support module itself imports this conftest.
+    from tests.test_client_support import make_client
+
+    with make_client(server) as adm_client:
+        yield adm_client
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import FrozenInstanceError
 from typing import Any
 
@@ -34,13 +33,6 @@ from models import (
 )
 from resources import AdmClient, NotFoundError, PermissionDeniedError, ValidationError
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
-from tests.test_client_support import make_client
-
-
-@pytest.fixture
-def client(server: EmulatorServer) -> Iterator[AdmClient]:
-    with make_client(server) as client:
-        yield client
 
 
 @pytest.fixture

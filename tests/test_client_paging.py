@@ -25,12 +25,6 @@ A = TypeVar("A")
 R = TypeVar("R")
 
 
-@pytest.fixture
-def client(server: EmulatorServer) -> Iterator[AdmClient]:
-    with make_client(server) as client:
-        yield client
-
-
 def stats(server: EmulatorServer) -> dict[str, Any]:
     response = httpx.get(f"{server.base_url}/_admin/stats")
     response.raise_for_status()

@@ -4,7 +4,6 @@ may have been applied, and the emulator's write counters prove it."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,12 +23,6 @@ from resources import (
 )
 from tests.conftest import DEMO_TENANT_ID, set_faults
 from tests.test_client_support import make_client
-
-
-@pytest.fixture
-def client(server: EmulatorServer) -> Iterator[AdmClient]:
-    with make_client(server) as client:
-        yield client
 
 
 @pytest.fixture
