@@ -1,257 +1,237 @@
-"""Dagster assets of the nightly extract, partitioned by tenant.
+"""The tenant sync as one Dagster step: a tenant-partitioned multi-asset, in the shape of Dagster's own
+extract-load integrations (``@dlt_assets``, ``@sling_assets``).
 
-Each extract asset is named after the warehouse table it feeds and *stages* that table for the run (Parquet
-under the run's staging folder). ``sync_runs`` then merges everything staged into the DuckDB warehouse in
-one transaction and records the run. Blocking checks on the staged data run in between: if one fails,
-``sync_runs`` does not run and the warehouse stays exactly as it was.
+The step extracts every list, pulls the revision ids, runs the blocking checks, commits in one transaction
+and only then materializes the table assets: a green table asset means its rows are committed, and its
+``dagster/row_count`` is what the table holds for the tenant. A failed check shows its figures, the run
+is red and no table is materialized. Re-executing a run (from failure or not) reruns the whole tenant sync.
+
+Selecting any table (``dagster asset materialize --select adm/users``) runs the whole tenant sync, because
+a table alone cannot be committed consistently; the other tables, committed too, are reported as runtime
+materializations of the same run.
+
+The mode is read from the run's tags, which every launch path carries (job tags reach runs launched from
+the UI, a schedule, the GraphQL API or ``dagster job execute``): ``adm/mode=full`` reads everything.
 """
 
-from collections.abc import Callable, Iterator
-from datetime import timedelta
-from pathlib import Path
+# No `from __future__ import annotations`: Dagster reads the annotations of the decorated functions.
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 
-from pipelines.checks import (
-    Check,
-    documents_have_revisions,
-    ids_unique,
-    managers_resolve,
-    row_count_matches_total,
-    spec,
+from pipelines.checks import BLOCKING_CHECKS, CheckOutcome
+from pipelines.sync import (
+    SyncBlockedError,
+    SyncOutcome,
+    SyncRefusedError,
+    SyncRequest,
+    SyncServices,
+    sync_tenant,
 )
-from pipelines.extract import (
-    LISTS,
-    ExtractContext,
-    ExtractReport,
-    extract_current_user_positions,
-    extract_delegation_revisions,
-    extract_document_revisions,
-    extract_list,
-)
-from pipelines.tenants import tenant_partitions
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
-from warehouse import reads
-from warehouse.commit import commit_run
+from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
+from warehouse.runs import RunRecord
 from warehouse.schema import arrow_schema
-from warehouse.staging import discard
 
-WAREHOUSE_POOL = "duckdb_warehouse"
-"""Dagster concurrency pool of the warehouse writer; give it a limit of 1 (see the README)."""
-
-
-class ExtractConfig(dg.Config):
-    """Run options of the extract assets."""
-
-    full_refresh: bool = False
-    """Read everything instead of what changed since the cursor; marks vanished records as deleted."""
-    overlap_minutes: int = 10
-    """How far before the cursor an incremental read starts, so that nothing written mid-run is missed."""
+ASSET_PREFIX = "adm"
+MODE_TAG = "adm/mode"
+ALLOW_OVER_QUOTA_TAG = "adm/allow_over_quota"
+OWNERS = ["team:data-platform"]
 
 
-TABLE_DESCRIPTIONS = {
-    "decisions": "Decisions (E8): one row per decision with its section, category, status and owner.",
-    "decision_groups": "Groups each decision applies to.",
-    "decision_authorities": "Authority limits of each decision; limit_number/limit_unit parse the value.",
-    "decision_documents": "Documents attached to each decision.",
-    "delegations": "Delegations (list extension).",
-    "delegation_revisions": "Changelog revision ids of each delegation (E11); only new or changed ones.",
-    "document_revisions": "Changelog revision ids of each document (E12), pulled for new or changed ones.",
-    "users": "Users with their manager id (list extension).",
-    "user_roles": "Roles of each user.",
-    "user_positions": "Positions of each user.",
-    "user_groups": "Groups of each user.",
-    "groups": "Groups with their type and address columns (list extension).",
-    "group_parents": "Parent links of the group tree.",
-    "positions": "Positions (list extension).",
-    "current_user_positions": "Positions of the user the credentials stand for (E9).",
+@dataclass(frozen=True)
+class TableInfo:
+    """A warehouse table as an asset: its group and what a row is."""
+
+    group: str
+    description: str
+
+
+TABLES: dict[str, TableInfo] = {
+    "decisions": TableInfo(
+        "decisions", "Decisions (E8): one row per decision with section, category, status, owner."
+    ),
+    "decision_groups": TableInfo("decisions", "Groups each decision applies to."),
+    "decision_authorities": TableInfo(
+        "decisions", "Authority limits of each decision; limit_number/limit_unit parse the value."
+    ),
+    "decision_documents": TableInfo("decisions", "Documents attached to each decision."),
+    "delegations": TableInfo("delegations", "Delegations (list extension)."),
+    "delegation_revisions": TableInfo("delegations", "Changelog revision ids of each delegation (E11)."),
+    "document_revisions": TableInfo("documents", "Changelog revision ids of each document (E12)."),
+    "users": TableInfo("org", "Users with their manager id (list extension)."),
+    "user_roles": TableInfo("org", "Roles of each user."),
+    "user_positions": TableInfo("org", "Positions of each user."),
+    "user_groups": TableInfo("org", "Groups of each user."),
+    "groups": TableInfo("org", "Groups with their type and address columns (list extension)."),
+    "group_parents": TableInfo("org", "Parent links of the group tree."),
+    "positions": TableInfo("org", "Positions (list extension)."),
+    "current_user_positions": TableInfo("org", "Positions of the user the credentials stand for (E9)."),
+    "sync_runs": TableInfo(
+        "runs", "One row per run of the tenant sync: status, error, mode, API calls, rows changed per table."
+    ),
 }
+"""Every table the tenant sync commits, in commit order of their families."""
+
+_PERSONAL = {"users", "user_roles", "user_positions", "user_groups", "current_user_positions"}
 
 
-def _spec(table: str, group: str, deps: tuple[str, ...] = ()) -> dg.AssetSpec:
+def table_key(table: str) -> dg.AssetKey:
+    """The asset key of a warehouse table: prefixed, so it cannot collide in a shared deployment."""
+    return dg.AssetKey([ASSET_PREFIX, table])
+
+
+def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
+    info = TABLES[table]
     return dg.AssetSpec(
-        table,
-        group_name=group,
-        description=TABLE_DESCRIPTIONS[table],
-        deps=list(deps),
-        metadata={"dagster/column_schema": _column_schema(table)},
+        table_key(table),
+        group_name=f"{ASSET_PREFIX}_{info.group}",
+        description=info.description,
+        owners=OWNERS,
+        tags={"domain": "authority", **({"pii": ""} if table in _PERSONAL else {})},
         kinds={"duckdb"},
+        metadata={"dagster/column_schema": _column_schema(table), "dagster/table_name": table},
+        freshness_policy=freshness,
     )
 
 
 def _column_schema(table: str) -> dg.TableSchema:
-    return dg.TableSchema(
-        columns=[dg.TableColumn(field.name, str(field.type)) for field in arrow_schema(table)]
-    )
+    return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in arrow_schema(table)])
 
 
-Extract = Callable[[ExtractContext, Path], ExtractReport]
-"""An extract: gets the run context and the warehouse file (for what is already committed)."""
+def _check_spec(table: str, name: str, description: str) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(name, asset=table_key(table), blocking=True, description=description)
 
 
-def extract_asset(
-    name: str,
-    group: str,
-    tables: tuple[str, ...],
-    extract: Extract,
-    checks: tuple[tuple[dg.AssetCheckSpec, Check], ...] = (),
-    deps: tuple[str, ...] = (),
+def tenant_sync_asset(
+    partitions: dg.PartitionsDefinition, freshness: dg.FreshnessPolicy
 ) -> dg.AssetsDefinition:
-    """A tenant-partitioned multi-asset that stages ``tables`` and runs its blocking checks on them."""
+    """The multi-asset of the whole tenant sync, one partition per tenant."""
 
     @dg.multi_asset(
-        name=name,
-        specs=[_spec(table, group, deps) for table in tables],
-        partitions_def=tenant_partitions,
-        can_subset=False,
-        check_specs=[check_spec for check_spec, _ in checks],
-        description=f"Stages {', '.join(tables)} for this run (committed by sync_runs).",
+        name="adm_tenant_sync",
+        specs=[_spec(table, freshness) for table in TABLES],
+        check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS],
+        partitions_def=partitions,
+        can_subset=True,
+        description="Extracts every list of one tenant, pulls revision ids, checks and commits in one "
+        "transaction; then materializes each table.",
     )
-    def _asset(
+    def adm_tenant_sync(
         context: dg.AssetExecutionContext,
-        config: ExtractConfig,
         adm: AdmClientResource,
         warehouse: WarehouseResource,
-    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetCheckResult]:
-        tenant = context.partition_key
-        with adm.client_for(tenant) as client:
-            ctx = ExtractContext(
-                client=client,
-                tenant_id=tenant,
-                staging=warehouse.staging(context.run.run_id, tenant),
-                full_refresh=config.full_refresh,
-                cursors=reads.cursors(warehouse.file, tenant),
-                overlap=timedelta(minutes=config.overlap_minutes),
-            )
-            report = extract(ctx, warehouse.file)
-        for warning in report.warnings:
+        sync_policy: SyncPolicyResource,
+    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
+        request = _request(context, partitions)
+        outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
+        context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")
+        try:
+            sync_tenant(request, SyncServices(adm, warehouse, sync_policy), outcome)
+        except SyncBlockedError as error:
+            yield from _check_results(context, outcome.checks)
+            raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
+        except SyncRefusedError as error:
+            raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
+        for warning in outcome.record.warnings:
             context.log.warning(warning)
-        for table in tables:
-            yield dg.MaterializeResult(asset_key=table, metadata=_metadata(report, table))
-        for _, check in checks:
-            yield check(ctx, report, warehouse.file)
+        yield from _materializations(context, request.tenant_id, outcome)
+        yield from _check_results(context, outcome.checks)
 
-    return _asset
+    # Code references are a Dagster beta: they link the UI to this file, and their warning is not news here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
 
 
-def _metadata(report: ExtractReport, table: str) -> dict[str, Any]:
-    return {
-        "dagster/row_count": report.tables.get(table, 0),
-        "mode": report.mode,
-        "service_total": report.service_total if report.service_total is not None else -1,
-        "api_calls": sum(report.api_calls.values()),
-        "rate_limited_429": report.rate_limited,
+def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> SyncRequest:
+    """What to run, from the partition and the run's tags (present on every launch path)."""
+    tags = context.run.tags
+    return SyncRequest(
+        tenant_id=_tenant(context, partitions),
+        run_id=context.run.run_id,
+        full_refresh=tags.get(MODE_TAG, "").strip().lower() == "full",
+        allow_over_quota=tags.get(ALLOW_OVER_QUOTA_TAG, "").strip().lower() in {"true", "1", "yes"},
+        job_name=context.run.job_name,
+    )
+
+
+def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:
+    """The run's tenant: its partition; a run without one (``dagster job execute`` with no partition tag)
+    syncs the only configured tenant, and is refused when there are several."""
+    if context.has_partition_key:
+        return str(context.partition_key)
+    tenants = partitions.get_partition_keys()
+    if len(tenants) == 1:
+        return tenants[0]
+    raise dg.Failure(
+        description=f"this run names no tenant; configured tenants: {', '.join(tenants)}. Launch one run "
+        'per tenant (the schedules do), e.g. --tags \'{"dagster/partition": "<tenant>"}\''
+    )
+
+
+def _materializations(
+    context: dg.AssetExecutionContext, tenant_id: str, outcome: SyncOutcome
+) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization]:
+    """One materialization per committed table: an output for each selected one, a runtime event (of the
+    tenant's partition) for the others, which the run committed all the same."""
+    assert outcome.commit is not None
+    for table in TABLES:
+        metadata = _table_metadata(table, outcome)
+        key = table_key(table)
+        if key in context.selected_asset_keys and context.has_partition_key:
+            yield dg.MaterializeResult(asset_key=key, metadata=metadata)
+        else:
+            yield dg.AssetMaterialization(asset_key=key, partition=tenant_id, metadata=metadata)
+
+
+def _table_metadata(table: str, outcome: SyncOutcome) -> dict[str, Any]:
+    assert outcome.commit is not None
+    counts = outcome.commit.row_counts.get(table, {})
+    metadata: dict[str, Any] = {
+        "dagster/row_count": outcome.commit.table_rows.get(table, 0),
+        "inserted": counts.get("inserted", 0),
+        "updated": counts.get("updated", 0),
+        "deleted": counts.get("deleted", 0),
+        "unchanged": counts.get("unchanged", 0),
+        "mode": outcome.record.mode,
     }
+    return metadata | (_run_metadata(outcome) if table == "sync_runs" else {})
 
 
-def list_asset(
-    entity: str, group: str, extra: tuple[tuple[dg.AssetCheckSpec, Check], ...] = ()
-) -> dg.AssetsDefinition:
-    """The extract asset of one paged list, with the row-count and unique-id checks."""
-    checks = (
-        (
-            spec(
-                entity, "row_count_matches_service_total", "Rows staged equal the total the service reported."
-            ),
-            row_count_matches_total(entity),
-        ),
-        (spec(entity, "ids_unique", "No id is staged twice."), ids_unique(entity)),
-        *extra,
-    )
-    return extract_asset(
-        f"{entity}_extract", group, LISTS[entity].tables, lambda ctx, _: extract_list(ctx, entity), checks
-    )
-
-
-decisions_extract = list_asset("decisions", "decisions")
-delegations_extract = list_asset("delegations", "delegations")
-users_extract = list_asset(
-    "users",
-    "org",
-    ((spec("users", "manager_ids_resolve", "Every manager id is a known user."), managers_resolve),),
-)
-groups_extract = list_asset("groups", "org")
-positions_extract = list_asset("positions", "org")
-current_user_positions_extract = extract_asset(
-    "current_user_positions_extract",
-    "org",
-    ("current_user_positions",),
-    lambda ctx, _: extract_current_user_positions(ctx),
-)
-delegation_revisions_extract = extract_asset(
-    "delegation_revisions_extract",
-    "delegations",
-    ("delegation_revisions",),
-    lambda ctx, _: extract_delegation_revisions(ctx),
-    deps=("delegations",),
-)
-document_revisions_extract = extract_asset(
-    "document_revisions_extract",
-    "documents",
-    ("document_revisions",),
-    lambda ctx, warehouse: extract_document_revisions(
-        ctx, reads.documents_never_pulled(warehouse, ctx.tenant_id)
-    ),
-    checks=(
-        (
-            spec(
-                "document_revisions",
-                "documents_have_revisions",
-                "Every document of a staged decision has its revision ids pulled.",
-            ),
-            documents_have_revisions,
-        ),
-    ),
-    deps=("decision_documents",),
-)
-
-
-STAGED_TABLES = tuple(TABLE_DESCRIPTIONS)
-
-
-@dg.asset(
-    deps=list(STAGED_TABLES),
-    partitions_def=tenant_partitions,
-    group_name="runs",
-    pool=WAREHOUSE_POOL,
-    kinds={"duckdb"},
-    description="Commits the run: one transaction merges every staged table into the warehouse (current "
-    "tables and SCD2 history), moves the extract cursors and adds this run's row to sync_runs.",
-)
-def sync_runs(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult[Any]:
-    """Merge the run's staging into the warehouse in one transaction."""
-    tenant = context.partition_key
-    staging = warehouse.staging(context.run.run_id, tenant)
-    summary = commit_run(warehouse.file, staging, context.run.run_id, tenant)
-    discard(staging)
-    changed = {
-        table: counts
-        for table, counts in summary.row_counts.items()
-        if counts["inserted"] or counts["updated"] or counts["deleted"]
+def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
+    """The run's figures: API calls, 429s, retries, the quota projection, warnings and errors."""
+    record = outcome.record
+    metadata: dict[str, Any] = {
+        "run_status": record.status.value,
+        "api_calls": record.api_calls_total,
+        "api_calls_by_endpoint": dg.MetadataValue.json(record.api_calls),
+        "rate_limited_429": record.rate_limited,
+        "retries": record.retries,
+        "warnings": dg.MetadataValue.json(record.warnings),
     }
-    return dg.MaterializeResult(
-        metadata={
-            "mode": summary.mode,
-            "api_calls": summary.api_calls_total,
-            "rate_limited_429": summary.rate_limited,
-            "retries": summary.retries,
-            "row_counts": dg.MetadataValue.json(summary.row_counts),
-            "changed_tables": dg.MetadataValue.json(changed),
-            "warnings": dg.MetadataValue.json(summary.warnings),
-        }
-    )
+    if outcome.projection is not None:
+        metadata["api_budget"] = dg.MetadataValue.text(outcome.projection.describe())
+        metadata["api_budget_figures"] = dg.MetadataValue.json(outcome.projection.as_metadata())
+    return metadata
 
 
-EXTRACT_ASSETS = [
-    decisions_extract,
-    delegations_extract,
-    delegation_revisions_extract,
-    document_revisions_extract,
-    users_extract,
-    groups_extract,
-    positions_extract,
-    current_user_positions_extract,
-]
-ALL_ASSETS = [*EXTRACT_ASSETS, sync_runs]
+def _check_results(
+    context: dg.AssetExecutionContext, outcomes: list[CheckOutcome]
+) -> Iterator[dg.AssetCheckResult]:
+    selected = context.selected_asset_check_keys
+    for outcome in outcomes:
+        key = dg.AssetCheckKey(table_key(outcome.table), outcome.name)
+        if key in selected:
+            yield dg.AssetCheckResult(
+                asset_key=key.asset_key,
+                check_name=outcome.name,
+                passed=outcome.passed,
+                description=outcome.description,
+                metadata=outcome.metadata,
+            )

@@ -1,5 +1,5 @@
-"""Bind the resources to the environment. Secrets reach Dagster only as ``dg.EnvVar`` references, so
-their values never appear in definitions, config displays or logs."""
+"""Bind the resources to the settings. Secrets read from the environment reach Dagster only as
+``dg.EnvVar`` references, so their values never appear in definitions, config displays or logs."""
 
 from __future__ import annotations
 
@@ -7,50 +7,87 @@ import os
 from typing import Any
 
 import dagster as dg
+from pydantic import SecretStr
 
-from emulator.scale import DEMO_TOKEN
-from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import DEFAULT_WAREHOUSE, WarehouseResource
-
-CLIENT_VARIABLES = {
-    "environment": "ADM_ENVIRONMENT",
-    "base_url": "ADM_BASE_URL",
-    "token": "ADM_TOKEN",
-    "access_key": "ADM_ACCESS_KEY",
-    "tenant_id": "ADM_TENANT_ID",
-    "rate_plan": "ADM_RATE_PLAN",
-}
-INT_VARIABLES = {"concurrency": "ADM_CONCURRENCY", "burst": "ADM_BURST"}
-FLOAT_VARIABLES = {"rate_per_minute": "ADM_RATE_PER_MINUTE"}
-"""Dagster config has no float source for ``dg.EnvVar``: these (not secret) values are read at binding."""
-LOCAL_EMULATOR = "http://127.0.0.1:8080"
-"""Where ``authority-sync emulator`` listens by default: the address used when none is configured."""
-UNLIMITED_RATE = 60_000.0
-"""Rate budget against a local emulator, which enforces none unless told to."""
+from pipelines.settings import (
+    ACCESS_KEY_PREFIX,
+    TOKEN_PREFIX,
+    SyncSettings,
+    credential_for,
+    tenant_variable_suffix,
+)
+from resources.dagster_resource import AdmClientResource, TenantCredential
+from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 
 
-def address_configured() -> bool:
-    """Whether a service address (``ADM_BASE_URL`` or ``ADM_ENVIRONMENT``) is configured."""
-    return bool(os.environ.get("ADM_BASE_URL") or os.environ.get("ADM_ENVIRONMENT"))
-
-
-def client_resource(**overrides: Any) -> AdmClientResource:
-    """The client resource from the ``ADM_*`` variables that are set; ``overrides`` win. With no address
-    configured it points at a local emulator with the demo token (a public, emulator-only credential)."""
+def client_resource(settings: SyncSettings) -> AdmClientResource:
+    """The client resource the settings describe, with per-tenant credentials where given."""
     fields: dict[str, Any] = {
-        name: dg.EnvVar(var) for name, var in CLIENT_VARIABLES.items() if var in os.environ
+        "environment": settings.environment.value if settings.environment else None,
+        "base_url": settings.base_url,
+        "token": _secret("ADM_TOKEN", settings.token),
+        "access_key": _secret("ADM_ACCESS_KEY", settings.access_key),
+        "tenant_id": settings.sync_tenants[0],
+        "rate_plan": settings.rate_plan.value,
+        "rate_per_minute": settings.rate_per_minute,
+        "burst": settings.burst,
+        "concurrency": settings.concurrency,
+        "tenant_credentials": [
+            credential
+            for tenant in settings.sync_tenants
+            if (credential := _tenant_credential(settings, tenant)) is not None
+        ],
     }
-    fields |= {name: dg.EnvVar.int(var) for name, var in INT_VARIABLES.items() if var in os.environ}
-    fields |= {name: float(os.environ[var]) for name, var in FLOAT_VARIABLES.items() if var in os.environ}
-    if not address_configured():
-        fields |= {"base_url": LOCAL_EMULATOR, "token": DEMO_TOKEN, "rate_per_minute": UNLIMITED_RATE}
-    return AdmClientResource(**(fields | overrides))
+    return AdmClientResource(**fields)
 
 
-def warehouse_resource(path: str | None = None) -> WarehouseResource:
-    """The warehouse at ``path``, else ``ADM_WAREHOUSE``, else ``data/warehouse.duckdb``."""
-    if path is not None:
-        return WarehouseResource(path=path)
-    if "ADM_WAREHOUSE" in os.environ:
-        return WarehouseResource(path=dg.EnvVar("ADM_WAREHOUSE"))
-    return WarehouseResource(path=DEFAULT_WAREHOUSE)
+def _tenant_credential(settings: SyncSettings, tenant_id: str) -> TenantCredential | None:
+    suffix = tenant_variable_suffix(tenant_id)
+    token = credential_for(settings.tenant_tokens, tenant_id)
+    access_key = credential_for(settings.tenant_access_keys, tenant_id)
+    if token is None and access_key is None:
+        return None
+    return TenantCredential(
+        tenant_id=tenant_id,
+        token=_secret(_variable(TOKEN_PREFIX, suffix), token),
+        access_key=_secret(_variable(ACCESS_KEY_PREFIX, suffix), access_key),
+    )
+
+
+def _variable(prefix: str, suffix: str) -> str:
+    """The variable as the operator spelled it (any case of the suffix), so that the EnvVar resolves."""
+    return next((name for name in os.environ if name.upper() == f"{prefix}{suffix}"), f"{prefix}{suffix}")
+
+
+def _secret(variable: str, value: SecretStr | None) -> Any:
+    """An EnvVar when the value comes from ``variable``; otherwise the value itself (the emulator's public
+    demo token, which the CLI sets when it starts an embedded emulator)."""
+    if value is None:
+        return None
+    secret = value.get_secret_value()
+    return dg.EnvVar(variable) if os.environ.get(variable) == secret else secret
+
+
+def warehouse_resource(settings: SyncSettings) -> WarehouseResource:
+    """Where the warehouse file and the staging folder are."""
+    return WarehouseResource(path=str(settings.warehouse), staging_root=str(settings.staging_root))
+
+
+def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
+    """How a tenant sync behaves: overlap, API quota, lock waits."""
+    return SyncPolicyResource(
+        overlap_minutes=settings.overlap_minutes,
+        monthly_quota=settings.quota,
+        quota_max_share=settings.quota_max_share,
+        allow_over_quota=settings.allow_over_quota,
+        lock_wait_s=settings.lock_wait_s,
+    )
+
+
+def resources(settings: SyncSettings) -> dict[str, Any]:
+    """Every resource of the code location, by the name assets and ops ask for."""
+    return {
+        "adm": client_resource(settings),
+        "warehouse": warehouse_resource(settings),
+        "sync_policy": policy_resource(settings),
+    }

@@ -1,88 +1,157 @@
-"""Data checks on a run's staged tables, before they are committed. Each returns a Dagster check result;
-the extract assets declare them blocking, so a failure stops ``sync_runs`` and the warehouse is untouched."""
+"""Blocking checks on a tenant's staged data, before it is committed. A failed check stops the commit:
+the warehouse stays as it was, the run is recorded as ``blocked_by_check`` and the check's description
+gives the figures (``staged 1000, service total 1003``).
+
+Each check is a plain function of the extract and the committed warehouse, free of Dagster; the tenant
+sync asset turns the outcomes into Dagster check results of the table they judge.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import dagster as dg
 import duckdb
+import pyarrow.parquet as pq
 
-from pipelines.extract import ExtractContext, ExtractReport, staged_ids
-from resources.warehouse_resource import WarehouseResource
+from pipelines.extract import LISTS, TenantExtract
 from warehouse import reads
 
-Check = Callable[[ExtractContext, ExtractReport, Path], dg.AssetCheckResult]
 
-FRESHNESS_MAX_AGE = timedelta(hours=26)
-"""A nightly sync older than this is stale (a day plus slack for a slow run)."""
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check's verdict on one table of the staged run."""
+
+    table: str
+    name: str
+    passed: bool
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def as_record(self) -> dict[str, Any]:
+        """JSON-ready form, as stored with the run in ``sync_runs.checks``."""
+        return {
+            "table": self.table,
+            "check": self.name,
+            "passed": self.passed,
+            "description": self.description,
+        }
 
 
-def row_count_matches_total(asset: str) -> Check:
-    """Rows staged equal the ``total`` the service reported for the same query."""
+Check = Callable[[TenantExtract, Path, str], CheckOutcome]
+"""A check: the staged extract, the warehouse file (for what is committed already) and the tenant."""
 
-    def check(ctx: ExtractContext, report: ExtractReport, warehouse: Path) -> dg.AssetCheckResult:
-        passed = report.service_total is None or report.rows == report.service_total
-        return dg.AssetCheckResult(
-            asset_key=asset,
-            check_name="row_count_matches_service_total",
-            passed=passed,
-            metadata={"rows": report.rows, "service_total": report.service_total or 0, "mode": report.mode},
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A blocking check: the table it judges, its name, what it asserts, and the function that judges."""
+
+    table: str
+    name: str
+    description: str
+    run: Check
+
+
+def row_count_matches_total(entity: str) -> Check:
+    """Records staged equal the ``total`` the service reported for the same query."""
+
+    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+        report = extract.reports[entity]
+        total = report.service_total
+        passed = total is None or report.rows == total
+        return CheckOutcome(
+            entity,
+            "row_count_matches_service_total",
+            passed,
+            f"staged {report.rows}, service total {total}",
+            {"staged": report.rows, "service_total": total if total is not None else -1, "mode": report.mode},
         )
 
     return check
 
 
-def ids_unique(asset: str) -> Check:
-    """No id appears twice among the staged rows."""
+def ids_unique(entity: str) -> Check:
+    """No id is staged twice (the merge keys every table by tenant and id)."""
 
-    def check(ctx: ExtractContext, report: ExtractReport, warehouse: Path) -> dg.AssetCheckResult:
-        duplicates = _duplicates(ctx.staging / f"{asset}.parquet")
-        return dg.AssetCheckResult(
-            asset_key=asset,
-            check_name="ids_unique",
-            passed=not duplicates,
-            metadata={"duplicate_ids": duplicates[:20]},
+    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+        duplicates = _duplicates(extract.staging / f"{entity}.parquet")
+        description = f"{len(duplicates)} id(s) staged twice" + (
+            f": {', '.join(duplicates[:5])}" if duplicates else ""
+        )
+        return CheckOutcome(
+            entity, "ids_unique", not duplicates, description, {"duplicate_ids": duplicates[:20]}
         )
 
     return check
 
 
-def managers_resolve(ctx: ExtractContext, report: ExtractReport, warehouse: Path) -> dg.AssetCheckResult:
+def managers_resolve(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
     """Every staged user's ``manager_id`` is a user staged now or already in the warehouse."""
-    known = staged_ids(ctx.staging / "users.parquet", "id") | reads.column_values(
-        warehouse, ctx.tenant_id, "users", "id"
-    )
-    missing = sorted(staged_ids(ctx.staging / "users.parquet", "manager_id") - known)
-    return dg.AssetCheckResult(
-        asset_key="users",
-        check_name="manager_ids_resolve",
-        passed=not missing,
-        metadata={"unresolved_manager_ids": missing[:20]},
+    staged = extract.staging / "users.parquet"
+    known = staged_values(staged, "id") | reads.column_values(warehouse, tenant_id, "users", "id")
+    missing = sorted(staged_values(staged, "manager_id") - known)
+    return CheckOutcome(
+        "users",
+        "manager_ids_resolve",
+        not missing,
+        f"{len(missing)} manager id(s) resolve to no user",
+        {"unresolved_manager_ids": missing[:20]},
     )
 
 
-def documents_have_revisions(
-    ctx: ExtractContext, report: ExtractReport, warehouse: Path
-) -> dg.AssetCheckResult:
+def documents_have_revisions(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
     """Every document of a staged decision has its revision ids pulled (now or by an earlier run)."""
-    pulled = staged_ids(ctx.staging / "document_revisions.parquet", "document_id") | reads.column_values(
-        warehouse, ctx.tenant_id, "document_revisions", "document_id"
-    )
-    missing = sorted(staged_ids(ctx.staging / "decision_documents.parquet", "document_id") - pulled)
-    return dg.AssetCheckResult(
-        asset_key="document_revisions",
-        check_name="documents_have_revisions",
-        passed=not missing,
-        metadata={"documents_without_revisions": missing[:20]},
+    pulled = staged_values(
+        extract.staging / "document_revisions.parquet", "document_id"
+    ) | reads.column_values(warehouse, tenant_id, "document_revisions", "document_id")
+    missing = sorted(staged_values(extract.staging / "decision_documents.parquet", "document_id") - pulled)
+    return CheckOutcome(
+        "document_revisions",
+        "documents_have_revisions",
+        not missing,
+        f"{len(missing)} document(s) of staged decisions without revision ids",
+        {"documents_without_revisions": missing[:20]},
     )
 
 
-def spec(asset: str, name: str, description: str) -> dg.AssetCheckSpec:
-    """A blocking check spec."""
-    return dg.AssetCheckSpec(name, asset=asset, blocking=True, description=description)
+def _list_checks(entity: str) -> list[CheckSpec]:
+    return [
+        CheckSpec(
+            entity,
+            "row_count_matches_service_total",
+            "Records staged equal the total the service reported.",
+            row_count_matches_total(entity),
+        ),
+        CheckSpec(entity, "ids_unique", "No id is staged twice.", ids_unique(entity)),
+    ]
+
+
+BLOCKING_CHECKS: list[CheckSpec] = [
+    *(spec for entity in LISTS for spec in _list_checks(entity)),
+    CheckSpec("users", "manager_ids_resolve", "Every manager id is a known user.", managers_resolve),
+    CheckSpec(
+        "document_revisions",
+        "documents_have_revisions",
+        "Every document of a staged decision has its revision ids pulled.",
+        documents_have_revisions,
+    ),
+]
+"""Every blocking check of a tenant sync, in the order they run."""
+
+
+def run_checks(extract: TenantExtract, warehouse: Path, tenant_id: str) -> list[CheckOutcome]:
+    """Every blocking check's outcome."""
+    return [spec.run(extract, warehouse, tenant_id) for spec in BLOCKING_CHECKS]
+
+
+def staged_values(path: Path, column: str) -> set[str]:
+    """Distinct non-null values of one column of a staged table (empty if the table was not staged)."""
+    if not path.exists():
+        return set()
+    values = pq.read_table(path, columns=[column]).column(column).to_pylist()
+    return {str(value) for value in values if value is not None}
 
 
 def _duplicates(path: Path) -> list[str]:
@@ -93,26 +162,3 @@ def _duplicates(path: Path) -> list[str]:
             "SELECT id FROM read_parquet(?) GROUP BY id HAVING count(*) > 1 ORDER BY id", [str(path)]
         ).fetchall()
     return [str(row[0]) for row in rows]
-
-
-@dg.asset_check(asset="sync_runs", description="The last successful sync of every tenant is recent.")
-def sync_runs_fresh(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    """Each tenant's latest committed run finished within ``FRESHNESS_MAX_AGE``."""
-    with reads.read_only(warehouse.file) as con:
-        rows = (
-            con.execute(
-                "SELECT tenant_id, max(finished_at) FROM sync_runs WHERE status = 'succeeded' GROUP BY ALL"
-            ).fetchall()
-            if con is not None
-            else []
-        )
-    now = datetime.now(UTC)
-    stale = {tenant: str(finished) for tenant, finished in rows if now - finished > FRESHNESS_MAX_AGE}
-    return dg.AssetCheckResult(
-        passed=bool(rows) and not stale,
-        metadata={
-            "tenants": len(rows),
-            "stale": dg.MetadataValue.json(stale),
-            "max_age_hours": FRESHNESS_MAX_AGE / timedelta(hours=1),
-        },
-    )

@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
+from rich.markup import escape
 
 from emulator.faults import FaultConfig
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
 from emulator.server import EmulatorServer, serve
 from emulator.service import EmulatorOptions
-from pipelines.assets import ALL_ASSETS
-from pipelines.bindings import client_resource, warehouse_resource
+from pipelines.cli_support import service_for, settings_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
-from pipelines.runner import TenantRun, embedded_overrides, run_tenant, service_overrides
-from pipelines.tenants import configured_tenants
+from pipelines.location import sync_definitions
+from pipelines.runner import TenantRun, cli_instance, run_tenant
+from pipelines.settings import SyncSettings
 from warehouse.examples import EXAMPLES
 from warehouse.reads import read_only
 
-STEPS = len(ALL_ASSETS)
 DEMO_CHANGES = {
     "decisionsUpdated": 8,
     "decisionsInserted": 2,
@@ -107,53 +106,50 @@ def extract(
         list[str] | None, typer.Option(help="Tenant id to sync (repeatable); default all.")
     ] = None,
     warehouse: Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")] = None,
+    allow_over_quota: Annotated[
+        bool, typer.Option(help="Run even when the month's API calls would pass the quota share.")
+    ] = False,
 ) -> None:
-    """Run the nightly extract in-process (the same assets as Dagster), with progress and a summary.
-    With no ADM_BASE_URL or ADM_ENVIRONMENT it runs against an embedded emulator."""
+    """Run the tenant sync in-process: the same jobs as Dagster (and, with DAGSTER_HOME set, in that
+    instance's history). With no ADM_BASE_URL or ADM_ENVIRONMENT it runs against an embedded emulator."""
     console = Console()
-    with service_overrides() as overrides:
-        if overrides:
-            console.print(
-                f"No service address configured: using the embedded emulator at {overrides['base_url']}"
-            )
-        runs = sync_tenants(console, tenant or configured_tenants(), overrides, warehouse, full_refresh)
-    target = warehouse_resource(str(warehouse) if warehouse else None).file
-    run_summary(console, target, [run.run_id for run in runs if run.success])
+    settings = settings_or_exit(warehouse)
+    with service_for(settings) as (settings, embedded):
+        if embedded:
+            console.print(f"No service address configured: using the embedded emulator at {embedded}")
+        runs = sync_tenants(
+            console, settings, tenant or settings.sync_tenants, full_refresh, allow_over_quota
+        )
+    run_summary(console, settings.warehouse, [run.run_id for run in runs])
     failed = [run for run in runs if not run.success]
     for run in failed:
-        console.print(
-            f"[red]tenant {run.tenant_id} failed; the warehouse keeps its previous state.[/]\n{run.error}"
-        )
+        console.print(f"[red]tenant {run.tenant_id} failed; the warehouse keeps its previous data.[/]")
+        console.print(escape(run.error or ""))
     raise typer.Exit(1 if failed else 0)
 
 
 def sync_tenants(
     console: Console,
+    settings: SyncSettings,
     tenants: list[str],
-    overrides: dict[str, Any],
-    warehouse: Path | None,
     full_refresh: bool,
+    allow_over_quota: bool = False,
 ) -> list[TenantRun]:
-    """Run each tenant in turn with a progress bar over its steps."""
-    adm = client_resource(**overrides)
-    store = warehouse_resource(str(warehouse) if warehouse else None)
+    """Run each tenant's sync job in turn, with a spinner."""
+    defs = sync_definitions(settings)
     runs = []
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with cli_instance() as instance:
         for tenant_id in tenants:
-            task = progress.add_task(f"tenant {tenant_id}", total=STEPS)
-
-            def on_step(event: str, step: str, task: TaskID = task, tenant_id: str = tenant_id) -> None:
-                if event in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
-                    progress.update(task, advance=1, description=f"tenant {tenant_id}: {step}")
-
-            runs.append(run_tenant(tenant_id, adm, store, full_refresh=full_refresh, listener=on_step))
+            with console.status(f"tenant {tenant_id}: {'full' if full_refresh else 'incremental'} sync"):
+                runs.append(
+                    run_tenant(
+                        defs,
+                        tenant_id,
+                        instance,
+                        full_refresh=full_refresh,
+                        allow_over_quota=allow_over_quota,
+                    )
+                )
     return runs
 
 
@@ -167,15 +163,16 @@ def demo(
     records, an incremental sync, example analyst queries, then a dry-run HR plan."""
     console = Console()
     warehouse.unlink(missing_ok=True)
+    base = settings_or_exit(warehouse).model_copy(update={"tenants": [DEMO_TENANT_ID]})
     with EmulatorServer() as server:
-        overrides = embedded_overrides(server)
+        settings = base.embedded(server.base_url)
         console.rule(f"Nightly sync against the embedded emulator at {server.base_url}")
-        first = sync_tenants(console, [DEMO_TENANT_ID], overrides, warehouse, full_refresh=False)
+        first = sync_tenants(console, settings, [DEMO_TENANT_ID], full_refresh=False)
         httpx.post(f"{server.base_url}/_admin/mutate", json=DEMO_CHANGES).raise_for_status()
         console.rule("About 1% of the records changed in the service; the next sync reads only those")
-        second = sync_tenants(console, [DEMO_TENANT_ID], overrides, warehouse, full_refresh=False)
+        second = sync_tenants(console, settings, [DEMO_TENANT_ID], full_refresh=False)
     runs = first + second
-    run_summary(console, warehouse, [run.run_id for run in runs if run.success])
+    run_summary(console, warehouse, [run.run_id for run in runs])
     if not all(run.success for run in runs):
         console.print(f"[red]{next(run.error for run in runs if not run.success)}[/]")
         raise typer.Exit(1)

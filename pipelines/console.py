@@ -4,38 +4,66 @@ are identified by tenant and run id, the service by its address."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from warehouse.reads import read_only
 
 
 def run_summary(console: Console, warehouse: Path, run_ids: list[str]) -> None:
-    """One table per committed run: mode, API calls, 429s and rows changed per table."""
+    """One table per run as ``sync_runs`` holds it: status, mode, API calls (and the month's against the
+    quota), 429s and rows changed per table; the error of a run that did not commit."""
     with read_only(warehouse) as con:
         if con is None:
             return
         rows = con.execute(
-            "SELECT tenant_id, run_id, mode, api_calls_total, rate_limited_429, retries, row_counts, "
-            "warnings, finished_at - started_at FROM sync_runs WHERE list_contains(?, run_id) "
-            "ORDER BY finished_at",
+            "SELECT tenant_id, run_id, status, mode, api_calls_total, rate_limited_429, retries, row_counts, "
+            "warnings, finished_at - started_at, error, monthly_quota, (SELECT sum(api_calls_total) "
+            "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
+            "AND date_trunc('month', timezone('UTC', m.started_at)) "
+            "= date_trunc('month', timezone('UTC', r.started_at))) "
+            "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
-    for tenant, run_id, mode, calls, limited, retries, counts, warnings, took in rows:
-        table = Table(
-            title=f"tenant {tenant} | {mode} run {run_id[:8]} | {calls} API calls, {limited} x 429, "
-            f"{retries} retries, {took.total_seconds():.1f} s"
-        )
-        for column in ("table", "inserted", "updated", "unchanged", "deleted"):
-            table.add_column(column, justify="left" if column == "table" else "right")
-        for name, count in json.loads(counts).items():
-            table.add_row(name, *(str(count[key]) for key in ("inserted", "updated", "unchanged", "deleted")))
-        console.print(table)
-        for warning in json.loads(warnings):
-            console.print(f"[yellow]warning:[/] {warning}")
+    for row in rows:
+        _print_run(console, *row)
+
+
+def _print_run(
+    console: Console,
+    tenant: str,
+    run_id: str,
+    status: str,
+    mode: str,
+    calls: int,
+    limited: int,
+    retries: int,
+    counts: str,
+    warnings: str,
+    took: timedelta,
+    error: str | None,
+    quota: int | None,
+    month_calls: int,
+) -> None:
+    budget = f" ({month_calls:,} this month of {quota:,}, {month_calls / quota:.0%})" if quota else ""
+    table = Table(
+        title=f"tenant {tenant} | {mode} run {run_id[:8]} {status} | {calls} API calls{budget}, "
+        f"{limited} x 429, {retries} retries, {took.total_seconds():.1f} s"
+    )
+    for column in ("table", "inserted", "updated", "unchanged", "deleted"):
+        table.add_column(column, justify="left" if column == "table" else "right")
+    for name, count in json.loads(counts).items():
+        table.add_row(name, *(str(count[key]) for key in ("inserted", "updated", "unchanged", "deleted")))
+    console.print(table)
+    if error:
+        console.print(f"[red]{status}:[/] {escape(error)}")
+    for warning in json.loads(warnings):
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def query_results(console: Console, con: duckdb.DuckDBPyConnection, title: str, sql: str) -> None:

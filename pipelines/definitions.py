@@ -1,20 +1,15 @@
-"""The Dagster code location: every asset, check, job and schedule, with resources bound in one place."""
+"""The Dagster code location (``workspace.yaml``): the tenant sync and the HR reverse sync, with resources
+bound in one place from the one settings object. A bad ``ADM_*`` value stops the load with one line
+naming the variable and what it accepts."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.assets import ALL_ASSETS
-from pipelines.bindings import client_resource, warehouse_resource
-from pipelines.checks import sync_runs_fresh
 from pipelines.hr.dagster import HR_JOBS, HR_SENSORS
-from pipelines.jobs import full_refresh, nightly_sync, nightly_sync_schedule, weekly_full_refresh_schedule
+from pipelines.location import sync_definitions
+from pipelines.settings import load_settings
 
-defs = dg.Definitions(
-    assets=ALL_ASSETS,
-    asset_checks=[sync_runs_fresh],
-    jobs=[nightly_sync, full_refresh, *HR_JOBS],
-    schedules=[nightly_sync_schedule, weekly_full_refresh_schedule],
-    sensors=HR_SENSORS,
-    resources={"adm": client_resource(), "warehouse": warehouse_resource()},
+defs = dg.Definitions.merge(
+    sync_definitions(load_settings()), dg.Definitions(jobs=HR_JOBS, sensors=HR_SENSORS)
 )

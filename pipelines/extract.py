@@ -1,26 +1,33 @@
-"""Extract one entity of one tenant into staging: the work behind each asset, free of Dagster.
+"""Extract one tenant into staging: every list side by side, revision ids as their owners stream.
+
+One client, so one rate limiter and one window of requests in flight for the whole tenant. Each list is
+read on a thread of its own (its pages concurrently, through the client's window) and staged as it
+arrives; the revision-id calls (E11 per delegation, E12 per document) start as soon as the first
+delegation or decision is staged, so parsing and staging overlap the network waits.
 
 Incremental by default: decisions, delegations, users and groups are asked only for records updated since
 the committed cursor minus an overlap window (records written during the previous run's read are read
 again rather than missed). If a returned record is older than the window, the service ignored the filter
 (its parameter name is an assumption): the answer is then the whole list, so the extract is treated as a
 full read (deletions detected too) and a warning is recorded. Revision ids are pulled only for delegations
-and documents that are new or changed in this run.
+and documents that are new or changed in this run, and for documents the warehouse never got them for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pyarrow.parquet as pq
-
-from models.base import ServiceModel
 from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery, PositionQuery, UserQuery
 from resources.client import AdmClient
+from resources.concurrency import Feed
+from resources.metrics import MetricsSnapshot
 from warehouse.rows import (
     TableRows,
     current_user_position_rows,
@@ -31,39 +38,60 @@ from warehouse.rows import (
     revision_rows,
     user_rows,
 )
-from warehouse.staging import StagingWriter, write_manifest
+from warehouse.staging import StagingWriter
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_OVERLAP = timedelta(minutes=10)
-DEPENDENT = "dependent"
-"""Mode of an extract whose scope follows another's (the revision lists)."""
+FULL, INCREMENTAL, DEPENDENT = "full", "incremental", "dependent"
+"""Modes of one entity's read; a dependent read's scope follows its owner's (the revision lists)."""
 PAGE_LIMIT = 100
 
-M = TypeVar("M", bound=ServiceModel)
+
+class ExtractStoppedError(RuntimeError):
+    """Another read of the same extract failed, so this one stopped."""
 
 
 @dataclass
-class ExtractReport:
-    """What one extract did; written as its manifest and shown as asset metadata."""
+class EntityReport:
+    """What the read of one entity did; shown as metadata and judged by the blocking checks."""
 
     entity: str
     mode: str
-    started_at: str
     rows: int = 0
     service_total: int | None = None
-    cursor: str | None = None
-    api_calls: dict[str, int] = field(default_factory=dict)
-    rate_limited: int = 0
-    retries: int = 0
+    cursor: datetime | None = None
     warnings: list[str] = field(default_factory=list)
     tables: dict[str, int] = field(default_factory=dict)
 
-    def as_manifest(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+
+@dataclass
+class TenantExtract:
+    """Everything one tenant's extract staged."""
+
+    staging: Path
+    reports: dict[str, EntityReport]
+    metrics: MetricsSnapshot
+
+    @property
+    def tables(self) -> dict[str, int]:
+        """Rows staged per table."""
+        return {table: rows for report in self.reports.values() for table, rows in report.tables.items()}
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every entity's warnings."""
+        return [warning for report in self.reports.values() for warning in report.warnings]
+
+    @property
+    def mode(self) -> str:
+        """``full`` when every list was read whole, else ``incremental``."""
+        modes = {report.mode for report in self.reports.values()} - {DEPENDENT}
+        return FULL if modes == {FULL} else INCREMENTAL
 
 
 @dataclass(frozen=True)
-class ExtractContext:
+class ExtractRequest:
     """Where and how one tenant's run extracts."""
 
     client: AdmClient
@@ -72,6 +100,14 @@ class ExtractContext:
     full_refresh: bool
     cursors: dict[str, datetime | None]
     overlap: timedelta = DEFAULT_OVERLAP
+    documents_never_pulled: frozenset[str] = frozenset()
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set when one read fails: the others stop at their next record instead of reading to the end."""
+
+    def check_stop(self) -> None:
+        """Raise `ExtractStoppedError` once another read of this extract has failed."""
+        if self.stop.is_set():
+            raise ExtractStoppedError("stopped: another read of this tenant failed")
 
     def since(self, entity: str) -> datetime | None:
         """Start of the incremental window, or None for a full read."""
@@ -83,7 +119,7 @@ class ExtractContext:
 class ListExtract:
     """How one paged list is extracted: its query, its rows, its updated-at field and its tables."""
 
-    query: Callable[[ExtractContext, datetime | None], PageQuery]
+    query: Callable[[ExtractRequest, datetime | None], PageQuery]
     flatten: Callable[[str, Any], TableRows]
     updated_of: Callable[[Any], datetime] | None
     tables: tuple[str, ...]
@@ -92,32 +128,32 @@ class ListExtract:
 
 LISTS: dict[str, ListExtract] = {
     "decisions": ListExtract(
-        lambda ctx, since: DecisionQuery(limit=PAGE_LIMIT, updated_at_start=since),
+        lambda req, since: DecisionQuery(limit=PAGE_LIMIT, updated_at_start=since),
         decision_rows,
         lambda record: record.updated_at,
         ("decisions", "decision_groups", "decision_authorities", "decision_documents"),
     ),
     "delegations": ListExtract(
-        lambda ctx, since: DelegationQuery(limit=PAGE_LIMIT, updated_at_start=since),
+        lambda req, since: DelegationQuery(limit=PAGE_LIMIT, updated_at_start=since),
         delegation_rows,
         lambda record: record.updated_at,
         ("delegations",),
     ),
     "users": ListExtract(
-        lambda ctx, since: UserQuery(limit=PAGE_LIMIT, updated_at_start=since),
+        lambda req, since: UserQuery(limit=PAGE_LIMIT, updated_at_start=since),
         user_rows,
         lambda record: record.updated_on,
         ("users", "user_roles", "user_positions", "user_groups"),
     ),
     "groups": ListExtract(
-        lambda ctx, since: GroupQuery(tenant_id=ctx.tenant_id, limit=PAGE_LIMIT, updated_at_start=since),
+        lambda req, since: GroupQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT, updated_at_start=since),
         group_rows,
         lambda record: record.updated_on,
         ("groups", "group_parents"),
     ),
     # Positions have no updated-at filter and are few: always read whole.
     "positions": ListExtract(
-        lambda ctx, since: PositionQuery(tenant_id=ctx.tenant_id, limit=PAGE_LIMIT),
+        lambda req, since: PositionQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT),
         position_rows,
         None,
         ("positions",),
@@ -125,110 +161,131 @@ LISTS: dict[str, ListExtract] = {
     ),
 }
 
+REVISION_LISTS = {
+    "delegation_revisions": ("delegation_id", "delegations", "E11"),
+    "document_revisions": ("document_id", "decisions", "E12"),
+}
+"""Revision table -> (parent-id column, the list whose records name the parents, endpoint)."""
 
-def extract_list(ctx: ExtractContext, entity: str) -> ExtractReport:
-    """Stage one paged list: the records updated since the cursor, or all of them."""
+ENTITIES = (*LISTS, "current_user_positions", *REVISION_LISTS)
+"""Every entity one tenant's extract reads."""
+
+Feeds = dict[str, Feed[str]]
+
+
+def extract_tenant(request: ExtractRequest) -> TenantExtract:
+    """Stage every entity of the tenant; the first failure of any read stops the others and is raised."""
+    feeds: Feeds = {table: Feed[str]() for table in REVISION_LISTS}
+    for document_id in sorted(request.documents_never_pulled):
+        feeds["document_revisions"].put(document_id)
+    with ThreadPoolExecutor(len(ENTITIES), thread_name_prefix="adm-extract") as pool:
+        futures = {entity: pool.submit(extract_list, request, entity, feeds) for entity in LISTS}
+        futures["current_user_positions"] = pool.submit(extract_current_user_positions, request)
+        for table, feed in feeds.items():
+            futures[table] = pool.submit(extract_revisions, request, table, feed)
+        done, _ = wait(futures.values(), return_when=FIRST_EXCEPTION)
+        failed = next((future for future in done if future.exception() is not None), None)
+        if failed is not None:
+            request.stop.set()
+            raise failed.exception()  # type: ignore[misc]
+    reports = {entity: future.result() for entity, future in futures.items()}
+    return TenantExtract(request.staging, reports, request.client.metrics)
+
+
+def extract_list(request: ExtractRequest, entity: str, feeds: Feeds) -> EntityReport:
+    """Stage one paged list (what changed since the cursor, or all of it) and feed the revision reads
+    with the ids its records name; the feeds are closed however the read ends."""
     spec = LISTS[entity]
-    since = ctx.since(entity) if spec.incremental else None
-    report = _report(ctx, entity, since)
-    stream = ctx.client.iter_pages(spec.query(ctx, since))  # type: ignore[call-overload]
-    newest = ctx.cursors.get(entity)
-    with StagingWriter(ctx.staging) as writer:
+    since = request.since(entity) if spec.incremental else None
+    cursor = request.cursors.get(entity) if spec.updated_of is not None else None
+    report = EntityReport(entity, INCREMENTAL if since is not None else FULL, cursor=cursor)
+    owned = [feed for table, feed in feeds.items() if REVISION_LISTS[table][1] == entity]
+    try:
+        _stage_list(request, spec, report, since, feeds)
+    except BaseException as error:
+        for feed in owned:
+            feed.close(error)
+        raise
+    for feed in owned:
+        feed.close()
+    logger.info("%s: %d records staged (%s)", entity, report.rows, report.mode)
+    return report
+
+
+def _stage_list(
+    request: ExtractRequest, spec: ListExtract, report: EntityReport, since: datetime | None, feeds: Feeds
+) -> None:
+    stream = request.client.iter_pages(spec.query(request, since))  # type: ignore[call-overload]
+    with StagingWriter(request.staging) as writer:
         writer.declare(*spec.tables)
         for record in stream.items():
-            writer.add(spec.flatten(ctx.tenant_id, record))
+            request.check_stop()
+            rows = spec.flatten(request.tenant_id, record)
+            writer.add(rows)
+            _feed_parents(report.entity, rows, feeds)
             report.rows += 1
             if spec.updated_of is not None:
-                updated = spec.updated_of(record)
-                newest = updated if newest is None or updated > newest else newest
-                _notice_ignored_filter(report, since, updated)
+                _advance_cursor(report, since, spec.updated_of(record))
     # The total of the last page: a list that grew while it was read was read to its new end.
     report.service_total = stream.last_total
-    report.cursor = newest.isoformat() if newest and spec.updated_of else None
-    return _finish(ctx, report, writer)
-
-
-def _notice_ignored_filter(report: ExtractReport, since: datetime | None, updated: datetime) -> None:
-    """A record older than the window means the service ignored the filter and sent the whole list."""
-    if since is None or updated >= since or report.mode != "incremental":
-        return
-    report.mode = "full"
-    report.warnings.append(
-        f"{report.entity}: the service returned a record updated before {since.isoformat()}, so it ignored "
-        "the updated-at filter; this run read the whole list instead"
-    )
-
-
-def extract_current_user_positions(ctx: ExtractContext) -> ExtractReport:
-    """The positions of the user the credentials stand for (E9); one call, always full."""
-    report = _report(ctx, "current_user_positions", None)
-    with StagingWriter(ctx.staging) as writer:
-        writer.declare("current_user_positions")
-        for link in ctx.client.current_user_positions():
-            writer.add(current_user_position_rows(ctx.tenant_id, link))
-            report.rows += 1
-    return _finish(ctx, report, writer)
-
-
-def extract_delegation_revisions(ctx: ExtractContext) -> ExtractReport:
-    """E11 for every delegation staged by this run (new or changed ones; all of them on a full read)."""
-    ids = staged_ids(ctx.staging / "delegations.parquet", "id")
-    return _extract_revisions(
-        ctx, "delegation_revisions", "delegation_id", ids, ctx.client.delegation_revision_ids
-    )
-
-
-def extract_document_revisions(ctx: ExtractContext, never_pulled: set[str]) -> ExtractReport:
-    """E12 for every document of a decision staged by this run, plus documents the warehouse references
-    but never pulled (a previous run that failed half-way, say)."""
-    referenced = staged_ids(ctx.staging / "decision_documents.parquet", "document_id")
-    return _extract_revisions(
-        ctx, "document_revisions", "document_id", referenced | never_pulled, ctx.client.document_revision_ids
-    )
-
-
-def staged_ids(path: Path, column: str) -> set[str]:
-    """Distinct values of one column of a staged table (empty if the table was not staged)."""
-    if not path.exists():
-        return set()
-    return {str(value) for value in pq.read_table(path, columns=[column]).column(column).to_pylist()}
-
-
-def _extract_revisions(
-    ctx: ExtractContext, table: str, parent_column: str, ids: set[str], fetch: Callable[[str], list[str]]
-) -> ExtractReport:
-    report = _report(ctx, table, None)
-    # Revision lists follow their owner's list: which ones are read depends on what that list staged.
-    report.mode = DEPENDENT
-    with StagingWriter(ctx.staging) as writer:
-        writer.declare(table)
-        for parent_id, revision_ids in ctx.client.map_concurrent(fetch, sorted(ids)):
-            writer.add({table: revision_rows(ctx.tenant_id, parent_column, parent_id, revision_ids)})
-            report.rows += 1
-    report.service_total = len(ids)
-    return _finish(ctx, report, writer)
-
-
-def _report(ctx: ExtractContext, entity: str, since: datetime | None) -> ExtractReport:
-    mode = "incremental" if since is not None else "full"
-    report = ExtractReport(entity=entity, mode=mode, started_at=datetime.now(UTC).isoformat())
-    before = ctx.client.metrics
-    report.api_calls = dict(before.calls)
-    report.rate_limited = before.rate_limited
-    report.retries = before.retries
-    return report
-
-
-def _finish(ctx: ExtractContext, report: ExtractReport, writer: StagingWriter) -> ExtractReport:
-    """Turn the client's counters into this extract's share and write the manifest."""
-    after = ctx.client.metrics
-    report.api_calls = {
-        k: v - report.api_calls.get(k, 0)
-        for k, v in after.calls.items()
-        if v - report.api_calls.get(k, 0) > 0
-    }
-    report.rate_limited = after.rate_limited - report.rate_limited
-    report.retries = after.retries - report.retries
     report.tables = dict(writer.counts)
-    write_manifest(ctx.staging, report.entity, report.as_manifest())
+
+
+def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
+    """Hand the revision reads the delegations and documents this record names."""
+    if entity == "delegations":
+        for row in rows["delegations"]:
+            feeds["delegation_revisions"].put(row["id"])
+    elif entity == "decisions":
+        for row in rows["decision_documents"]:
+            feeds["document_revisions"].put(row["document_id"])
+
+
+def _advance_cursor(report: EntityReport, since: datetime | None, updated: datetime) -> None:
+    if report.cursor is None or updated > report.cursor:
+        report.cursor = updated
+    # A record older than the window means the service ignored the filter and sent the whole list.
+    if since is not None and updated < since and report.mode == INCREMENTAL:
+        report.mode = FULL
+        report.warnings.append(
+            f"{report.entity}: the service returned a record updated before {since.isoformat()}, so it "
+            "ignored the updated-at filter; this run read the whole list instead"
+        )
+
+
+def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
+    """The positions of the user the credentials stand for (E9); one call, always full."""
+    report = EntityReport("current_user_positions", FULL)
+    with StagingWriter(request.staging) as writer:
+        writer.declare("current_user_positions")
+        for link in request.client.current_user_positions():
+            writer.add(current_user_position_rows(request.tenant_id, link))
+            report.rows += 1
+    report.tables = dict(writer.counts)
     return report
+
+
+def extract_revisions(request: ExtractRequest, table: str, parents: Feed[str]) -> EntityReport:
+    """E11 or E12 for every distinct parent id the feed brings, as they arrive."""
+    parent_column, _, endpoint = REVISION_LISTS[table]
+    fetch = (
+        request.client.delegation_revision_ids if endpoint == "E11" else request.client.document_revision_ids
+    )
+    report = EntityReport(table, DEPENDENT)
+    with StagingWriter(request.staging) as writer:
+        writer.declare(table)
+        for parent_id, revision_ids in request.client.map_concurrent(fetch, _distinct(parents)):
+            request.check_stop()
+            writer.add({table: revision_rows(request.tenant_id, parent_column, parent_id, revision_ids)})
+            report.rows += 1
+    report.service_total = report.rows
+    report.tables = dict(writer.counts)
+    return report
+
+
+def _distinct(items: Feed[str]) -> Iterator[str]:
+    seen: set[str] = set()
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            yield item

@@ -1,47 +1,64 @@
-"""Jobs and schedules of the nightly extract."""
+"""Jobs and schedules of the tenant sync.
+
+The mode of a run is a job tag, not run config: tags reach every run of a job however it is launched
+(the UI's launchpad, a schedule, Dagster's GraphQL API with no run config, ``dagster job execute``), where
+a default run config is only the launchpad's. Each run carries its tenant as its partition, and the
+instance's run queue (``pipelines/dagster.yaml``) runs at most one run per tenant at a time.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import dagster as dg
 
-from pipelines.assets import EXTRACT_ASSETS, ExtractConfig
-from pipelines.tenants import configured_tenants
+from pipelines.assets import MODE_TAG
 
-NIGHTLY_CRON = os.environ.get("ADM_NIGHTLY_CRON", "0 2 * * *")
-"""When the nightly sync runs (UTC); ``ADM_NIGHTLY_CRON`` overrides it."""
-WEEKLY_FULL_REFRESH_CRON = os.environ.get("ADM_FULL_REFRESH_CRON", "0 3 * * 0")
-"""When the weekly full refresh runs (UTC, Sunday 03:00 by default)."""
-
-nightly_sync = dg.define_asset_job(
-    "nightly_sync",
-    selection=dg.AssetSelection.all(),
-    description="Incremental extract of every tenant partition into the DuckDB warehouse.",
-)
-
-full_refresh = dg.define_asset_job(
-    "full_refresh",
-    selection=dg.AssetSelection.all(),
-    description="Re-read everything; records that disappeared are marked deleted in history.",
-    config=dg.RunConfig(ops={asset.op.name: ExtractConfig(full_refresh=True) for asset in EXTRACT_ASSETS}),
-)
+NIGHTLY_JOB = "nightly_sync"
+FULL_REFRESH_JOB = "full_refresh"
 
 
-def _every_tenant(context: dg.ScheduleEvaluationContext, job: str) -> Iterator[dg.RunRequest]:
-    stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
-    for tenant in configured_tenants():
-        yield dg.RunRequest(run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant)
+def sync_jobs(
+    sync: dg.AssetsDefinition, freshness: dg.AssetChecksDefinition
+) -> list[dg.UnresolvedAssetJobDefinition]:
+    """The incremental and the full-refresh job of the tenant sync. Its blocking checks run inside its step;
+    the freshness check is left to its sensor, which evaluates it whether or not a sync succeeds."""
+    selection = dg.AssetSelection.assets(sync) - dg.AssetSelection.checks(freshness)
+    return [
+        dg.define_asset_job(
+            NIGHTLY_JOB,
+            selection=selection,
+            tags={MODE_TAG: "incremental"},
+            description="Incremental sync of one tenant: what changed since the last committed run.",
+        ),
+        dg.define_asset_job(
+            FULL_REFRESH_JOB,
+            selection=selection,
+            tags={MODE_TAG: "full"},
+            description="Full sync of one tenant: re-reads everything; vanished records are marked deleted.",
+        ),
+    ]
 
 
-@dg.schedule(job=nightly_sync, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC")
-def nightly_sync_schedule(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
-    """One nightly run per tenant."""
-    yield from _every_tenant(context, "nightly_sync")
+def sync_schedules(
+    tenants: list[str], nightly_cron: str, full_refresh_cron: str
+) -> list[dg.ScheduleDefinition]:
+    """One run per tenant nightly (incremental) and weekly (full), in UTC."""
+    return [
+        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants),
+        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants),
+    ]
 
 
-@dg.schedule(job=full_refresh, cron_schedule=WEEKLY_FULL_REFRESH_CRON, execution_timezone="UTC")
-def weekly_full_refresh_schedule(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
-    """One weekly full refresh per tenant."""
-    yield from _every_tenant(context, "full_refresh")
+def _schedule(name: str, job: str, cron: str, tenants: list[str]) -> dg.ScheduleDefinition:
+    description = f"One {job} run per tenant ({cron}, UTC)."
+
+    @dg.schedule(
+        name=name, job_name=job, cron_schedule=cron, execution_timezone="UTC", description=description
+    )
+    def every_tenant(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
+        stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
+        for tenant in tenants:
+            yield dg.RunRequest(run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant)
+
+    return every_tenant

@@ -2,20 +2,53 @@
 
 Used for the pages of a list and for per-entity calls (revision ids of thousands of delegations): work is
 submitted as earlier work completes, never all at once, so memory and in-flight requests stay bounded.
+
+The items may arrive slowly: a `Feed` that another thread fills while it streams a list (the delegation
+ids E11 needs, say) can be mapped while it is still being filled, so that the calls start at once instead
+of after the whole list. A feeder thread drains the items into the same event queue that completed calls
+report to, so a slow source never delays handing out a finished result.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from itertools import islice
-from typing import TypeVar
+from concurrent.futures import Executor, Future
+from typing import Generic, TypeVar
 
 A = TypeVar("A")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _worker = threading.local()
+_END = object()
+
+
+class Feed(Generic[T]):
+    """A thread-safe stream of items: producers `put` then `close`; iterating blocks until the next item
+    and ends once the feed is closed and drained. ``close(error)`` makes the iteration raise ``error``."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+    def put(self, item: T) -> None:
+        """Add an item."""
+        self._queue.put(item)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """No more items (or: the producer failed with ``error``)."""
+        self._queue.put(error if error is not None else _END)
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
 
 
 def bounded_map(
@@ -23,34 +56,69 @@ def bounded_map(
 ) -> Generator[tuple[A, R], None, None]:
     """``(item, func(item))`` for every item, in completion order, at most ``window`` running at once.
 
-    The first failure cancels every call not yet started and is raised. Closing the iterator early
-    cancels the rest as well. Called from inside a call it runs (a nested map), it runs sequentially on the
-    calling thread, because waiting on the same pool from its own workers could deadlock it.
+    The first failure (of a call or of the source) cancels every call not yet started and is raised.
+    Closing the iterator early cancels the rest as well. Called from inside a call it runs (a nested map),
+    it runs sequentially on the calling thread, because waiting on the same pool from its own workers could
+    deadlock it.
     """
     if getattr(_worker, "active", False):
         yield from ((item, func(item)) for item in items)
         return
-    source = iter(items)
+    events: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
+    # The feeder pulls at most ``window`` items ahead of the calls, so a large source is never drained.
+    room = threading.Semaphore(window)
+    threading.Thread(target=_feed, args=(items, events, room), daemon=True, name="adm-feeder").start()
     pending: dict[Future[R], A] = {}
+    backlog: deque[A] = deque()
+    source_done = False
     try:
-        _top_up(executor, func, source, pending, window)
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                item = pending.pop(future)
-                result = future.result()
-                _top_up(executor, func, source, pending, window)
+        while not (source_done and not pending and not backlog):
+            kind, value = events.get()
+            if kind == "item":
+                backlog.append(value)  # type: ignore[arg-type]
+            elif kind == "end":
+                source_done = True
+            elif kind == "error":
+                raise value  # type: ignore[misc]
+            else:
+                future: Future[R] = value  # type: ignore[assignment]
+                item, result = pending.pop(future), future.result()
+            _top_up(executor, func, backlog, pending, window, events, room)
+            if kind == "done":
                 yield item, result
     finally:
         for future in pending:
             future.cancel()
 
 
-def _top_up(
-    executor: Executor, func: Callable[[A], R], source: Iterator[A], pending: dict[Future[R], A], window: int
+def _feed(
+    items: Iterable[A], events: queue.SimpleQueue[tuple[str, object]], room: threading.Semaphore
 ) -> None:
-    for item in islice(source, window - len(pending)):
-        pending[executor.submit(_as_worker, func, item)] = item
+    try:
+        source = iter(items)
+        while room.acquire() and (item := next(source, _END)) is not _END:
+            events.put(("item", item))
+    except BaseException as error:  # handed to the consumer, which raises it
+        events.put(("error", error))
+        return
+    events.put(("end", None))
+
+
+def _top_up(
+    executor: Executor,
+    func: Callable[[A], R],
+    backlog: deque[A],
+    pending: dict[Future[R], A],
+    window: int,
+    events: queue.SimpleQueue[tuple[str, object]],
+    room: threading.Semaphore,
+) -> None:
+    while backlog and len(pending) < window:
+        item = backlog.popleft()
+        room.release()
+        future = executor.submit(_as_worker, func, item)
+        pending[future] = item
+        future.add_done_callback(lambda done: events.put(("done", done)))
 
 
 def _as_worker(func: Callable[[A], R], item: A) -> R:

@@ -29,6 +29,14 @@ from resources.client import AdmClient
 from resources.settings import ClientSettings
 
 
+class TenantCredential(dg.Config):
+    """One tenant's own credential, for operators who hold a key per tenant (bind the secrets as EnvVars)."""
+
+    tenant_id: str
+    token: str | None = Field(default=None, repr=False, description="Bearer token of this tenant.")
+    access_key: str | None = Field(default=None, repr=False, description="Access key of this tenant.")
+
+
 class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     """Configuration of the service client; `get_client` builds a client (close it, or use ``with``)."""
 
@@ -49,16 +57,21 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     )
     burst: int | None = Field(default=None, description="Overrides the burst (default twice the rate).")
     concurrency: int | None = Field(default=None, description="Requests in flight at most (default 8).")
+    tenant_credentials: list[TenantCredential] = Field(
+        default_factory=list, description="Per-tenant credentials; a tenant not listed uses token/access_key."
+    )
 
     def client_settings(self, tenant_id: str | None = None) -> ClientSettings:
         """The client settings this configuration describes, for ``tenant_id`` (default: the configured
-        tenant). Fields left None take the settings' defaults."""
+        tenant). Fields left None take the settings' defaults; a tenant's own credential wins."""
+        tenant = tenant_id or self.tenant_id
+        token, access_key = self._credential(tenant)
         values: dict[str, Any] = {
             "environment": self.environment,
             "base_url": self.base_url,
-            "token": SecretStr(self.token) if self.token else None,
-            "access_key": SecretStr(self.access_key) if self.access_key else None,
-            "tenant_id": tenant_id or self.tenant_id,
+            "token": SecretStr(token) if token else None,
+            "access_key": SecretStr(access_key) if access_key else None,
+            "tenant_id": tenant,
             "rate_plan": self.rate_plan,
             "rate_per_minute": self.rate_per_minute,
             "burst": self.burst,
@@ -66,6 +79,11 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
         }
         given = {key: value for key, value in values.items() if value is not None}
         return ClientSettings.model_validate(given)
+
+    def _credential(self, tenant_id: str | None) -> tuple[str | None, str | None]:
+        """(token, access key) of the tenant: its own when listed, else the shared ones."""
+        own = next((c for c in self.tenant_credentials if c.tenant_id == tenant_id), None)
+        return (own.token, own.access_key) if own else (self.token, self.access_key)
 
     def get_client(self) -> AdmClient:
         """A new client of the configured tenant (close it, or use it in a ``with`` block)."""

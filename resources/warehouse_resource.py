@@ -1,28 +1,43 @@
-"""The DuckDB warehouse as a Dagster resource: where the file and the per-run staging live."""
+"""The DuckDB warehouse and the tenant sync's policy as Dagster resources."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
-DEFAULT_STAGING = "data/staging"
 
 
 class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
     """The warehouse file (``ADM_WAREHOUSE``) and the folder where runs stage their extracts."""
 
-    path: str = DEFAULT_WAREHOUSE
-    staging_root: str = DEFAULT_STAGING
+    path: str = Field(default=DEFAULT_WAREHOUSE, description="The DuckDB file.")
+    staging_root: str = Field(
+        default="data/staging",
+        description="Where runs stage their extracts (personal data: keep it private).",
+    )
 
     @property
     def file(self) -> Path:
-        """The DuckDB file (also before Dagster resolves an ``ADM_WAREHOUSE`` binding: the CLI reads it)."""
-        if isinstance(self.path, dg.EnvVar):
-            return Path(self.path.get_value() or DEFAULT_WAREHOUSE)
+        """The DuckDB file."""
         return Path(self.path)
 
     def staging(self, run_id: str, tenant_id: str) -> Path:
         """The staging folder of one run and tenant."""
         return Path(self.staging_root) / run_id / tenant_id
+
+
+class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
+    """How a tenant sync behaves: its incremental overlap, its API budget and how long it waits for locks."""
+
+    overlap_minutes: int = Field(
+        default=10, description="An incremental read starts this long before the cursor."
+    )
+    monthly_quota: int = Field(default=25_000, description="API calls a month of the tenant's plan.")
+    quota_max_share: float = Field(
+        default=0.9, description="A run projected to push the month's calls past this share is refused."
+    )
+    allow_over_quota: bool = Field(default=False, description="Run even when over the quota share.")
+    lock_wait_s: float = Field(default=300.0, description="How long a commit waits for the warehouse writer.")

@@ -1,18 +1,25 @@
 """Commit one tenant's staged run: one transaction merges every staged table, moves the extract cursors
-and records the run in ``sync_runs``. Any error rolls everything back: the warehouse stays as it was."""
+and records the run in ``sync_runs``. Any error rolls everything back: the warehouse stays as it was.
+
+Writers take turns: the commit holds the warehouse's writer lock (`warehouse.locks`) and waits a bounded
+time for it, and for DuckDB's own file lock (an analyst's session, say), before giving up with a message
+naming the holder.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections import Counter
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
+import pyarrow.parquet as pq
 
+from warehouse.locks import LockBusyError, held, writer_lock_path
 from warehouse.merge import (
     FAMILIES,
     REVISIONS,
@@ -24,7 +31,8 @@ from warehouse.merge import (
     prune_orphan_revisions,
 )
 from warehouse.migrate import migrate
-from warehouse.staging import read_manifests, staged_tables
+from warehouse.runs import RunRecord, RunStatus, insert_run, table_rows
+from warehouse.staging import staged_tables
 
 logger = logging.getLogger(__name__)
 
@@ -35,140 +43,162 @@ the warehouse instead, so the run's memory stays flat as the tenant grows (for a
 What DuckDB cannot spill (the primary-key indexes) grows with the tenant (96 MB no longer holds 100,000
 decisions): a commit that outgrows the buffer rolls back and runs again with DuckDB's default."""
 
-
-@dataclass
-class RunSummary:
-    """What a committed run did, as stored in ``sync_runs``."""
-
-    run_id: str
-    tenant_id: str
-    mode: str
-    started_at: datetime
-    finished_at: datetime
-    api_calls: dict[str, int] = field(default_factory=dict)
-    rate_limited: int = 0
-    retries: int = 0
-    row_counts: dict[str, Counts] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def api_calls_total(self) -> int:
-        """Calls of every endpoint together."""
-        return sum(self.api_calls.values())
+POLL_S = 0.2
 
 
-def connect(path: Path, memory_limit: str | None = MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the warehouse file with its schema up to date; ``memory_limit`` bounds
-    DuckDB's buffer (None: DuckDB's default)."""
+class StagingMismatchError(RuntimeError):
+    """The staging folder does not hold what this run's extract reported: it is never committed."""
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """What one run staged, as its extract reported it (in memory, never read back from the folder)."""
+
+    staging: Path
+    tables: dict[str, int]
+    """Table -> rows staged."""
+    modes: dict[str, str]
+    """Entity -> full, incremental or dependent."""
+    cursors: dict[str, str] = field(default_factory=dict)
+    """Entity -> the newest updated-at seen (ISO), moved on commit."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What the commit changed and what the tables hold afterwards, for the tenant."""
+
+    row_counts: dict[str, Counts]
+    table_rows: dict[str, int]
+
+
+def connect(
+    path: Path, memory_limit: str | None = MEMORY_LIMIT, wait_s: float = 0.0
+) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the warehouse file with its schema up to date, waiting up to ``wait_s``
+    while another process holds DuckDB's lock on it; ``memory_limit`` bounds DuckDB's buffer."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), config={"memory_limit": memory_limit} if memory_limit else {})
+    deadline = time.monotonic() + wait_s
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {"memory_limit": memory_limit} if memory_limit else {}
+    )
+    while True:
+        try:
+            con = duckdb.connect(str(path), config=config)
+            break
+        except duckdb.IOException as error:
+            if "lock" not in str(error).lower():
+                raise
+            if time.monotonic() >= deadline:
+                raise LockBusyError(f"the warehouse {path} is in use: {_holder(error)}") from None
+            time.sleep(POLL_S)
     migrate(con)
     return con
 
 
-def commit_run(warehouse: Path, staging: Path, run_id: str, tenant_id: str) -> RunSummary:
-    """Merge everything staged for ``tenant_id`` by ``run_id`` in one transaction."""
+def _holder(error: duckdb.IOException) -> str:
+    message = str(error)
+    start = message.find("Conflicting lock")
+    return message[start:].split(". See also")[0] if start >= 0 else message
+
+
+@contextmanager
+def writing(
+    warehouse: Path, holder: str, wait_s: float, memory_limit: str | None = MEMORY_LIMIT
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection of the warehouse's one writer: the writer lock held, DuckDB's lock awaited."""
+    deadline = time.monotonic() + wait_s
+    with held(writer_lock_path(warehouse), holder, wait_s, f"the warehouse {warehouse}"):
+        con = connect(warehouse, memory_limit, max(0.0, deadline - time.monotonic()))
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+def commit_run(warehouse: Path, staged: StagedRun, record: RunRecord, wait_s: float) -> CommitResult:
+    """Merge everything staged for the record's tenant in one transaction and add the run's row."""
+    verify_staging(staged)
     try:
-        return _commit(warehouse, staging, run_id, tenant_id, MEMORY_LIMIT)
+        return _commit(warehouse, staged, record, wait_s, MEMORY_LIMIT)
     except duckdb.OutOfMemoryException:
         # The transaction rolled back, so nothing was written: once more with DuckDB's default buffer.
-        logger.warning("commit of run %s needs more than %s: committing unbounded", run_id, MEMORY_LIMIT)
-        return _commit(warehouse, staging, run_id, tenant_id, None)
+        logger.warning(
+            "commit of run %s needs more than %s: committing unbounded", record.run_id, MEMORY_LIMIT
+        )
+        return _commit(warehouse, staged, record, wait_s, None)
+
+
+def verify_staging(staged: StagedRun) -> None:
+    """Every table the extract reported is staged with exactly its rows, and nothing else is staged."""
+    found = staged_tables(staged.staging)
+    if set(found) != set(staged.tables):
+        raise StagingMismatchError(
+            f"staging {staged.staging} holds {sorted(found)}, the extract reported {sorted(staged.tables)}"
+        )
+    for table, rows in staged.tables.items():
+        on_disk = pq.ParquetFile(found[table]).metadata.num_rows
+        if on_disk != rows:
+            raise StagingMismatchError(f"staged {table} holds {on_disk} rows, the extract reported {rows}")
 
 
 def _commit(
-    warehouse: Path, staging: Path, run_id: str, tenant_id: str, memory_limit: str | None
-) -> RunSummary:
-    manifests = read_manifests(staging)
-    summary = _summary(run_id, tenant_id, manifests)
-    con = connect(warehouse, memory_limit)
-    try:
+    warehouse: Path, staged: StagedRun, record: RunRecord, wait_s: float, memory_limit: str | None
+) -> CommitResult:
+    with writing(warehouse, f"run {record.run_id}", wait_s, memory_limit) as con:
         con.begin()
         try:
-            summary.row_counts = _merge_all(con, staging, manifests, run_id, tenant_id, summary.finished_at)
-            _move_cursors(con, manifests, run_id, tenant_id)
-            _record_run(con, summary)
+            now = datetime.now(UTC)
+            record.row_counts = _merge_all(con, staged, record, now)
+            _move_cursors(con, staged.cursors, record)
+            record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
+            insert_run(con, record)
+            counts = table_rows(con, record.tenant_id, sorted(staged.tables))
             con.commit()
         except BaseException:
             con.rollback()
             raise
-    finally:
-        con.close()
-    return summary
+    return CommitResult(record.row_counts, counts)
+
+
+def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool:
+    """Add the row of a run that did not commit, in a transaction of its own. Returns False (and logs)
+    when even that cannot be written: the run's own error matters more."""
+    record.finished_at = record.finished_at or datetime.now(UTC)
+    try:
+        with writing(warehouse, f"run {record.run_id}", wait_s) as con:
+            insert_run(con, record)
+    except (duckdb.Error, LockBusyError, OSError) as error:
+        logger.warning("could not record run %s in sync_runs: %s", record.run_id, error)
+        return False
+    return True
 
 
 def _merge_all(
-    con: duckdb.DuckDBPyConnection,
-    staging: Path,
-    manifests: dict[str, dict[str, Any]],
-    run_id: str,
-    tenant_id: str,
-    now: datetime,
+    con: duckdb.DuckDBPyConnection, staged: StagedRun, record: RunRecord, now: datetime
 ) -> dict[str, Counts]:
-    staged = staged_tables(staging)
-    load_staged(con, staged)
+    files = staged_tables(staged.staging)
+    load_staged(con, files)
     counts: dict[str, Counts] = {}
+    tenant, run_id = record.tenant_id, record.run_id
     for name, family in FAMILIES.items():
-        if family.root in staged:
-            full = manifests.get(name, {}).get("mode", "full") == "full"
-            counts |= merge_family(MergeContext(con, tenant_id, run_id, now, full), family, set(staged))
+        if family.root in files:
+            full = staged.modes.get(name, "full") == "full"
+            counts |= merge_family(MergeContext(con, tenant, run_id, now, full), family, set(files))
     for table, (_, owner) in REVISIONS.items():
-        ctx = MergeContext(con, tenant_id, run_id, now, full=False)
-        if table in staged:
+        ctx = MergeContext(con, tenant, run_id, now, full=False)
+        if table in files:
             counts[table] = merge_revisions(ctx, table)
         owner_family = "delegations" if owner == "delegations" else "decisions"
-        if manifests.get(owner_family, {}).get("mode") == "full":
+        if staged.modes.get(owner_family) == "full":
             pruned = prune_orphan_revisions(ctx, table)
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned
     return counts
 
 
-def _move_cursors(
-    con: duckdb.DuckDBPyConnection, manifests: dict[str, dict[str, Any]], run_id: str, tenant_id: str
-) -> None:
-    for entity, manifest in manifests.items():
-        if manifest.get("cursor"):
-            con.execute(
-                "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, ?)",
-                [tenant_id, entity, manifest["cursor"], run_id],
-            )
-
-
-def _summary(run_id: str, tenant_id: str, manifests: dict[str, dict[str, Any]]) -> RunSummary:
-    calls: Counter[str] = Counter()
-    for manifest in manifests.values():
-        calls.update(manifest.get("api_calls", {}))
-    modes = {manifest.get("mode", "full") for manifest in manifests.values()} & {"full", "incremental"}
-    starts = [datetime.fromisoformat(m["started_at"]) for m in manifests.values() if m.get("started_at")]
-    now = datetime.now(UTC)
-    return RunSummary(
-        run_id=run_id,
-        tenant_id=tenant_id,
-        mode="full" if modes == {"full"} else "incremental",
-        started_at=min(starts, default=now),
-        finished_at=now,
-        api_calls=dict(calls),
-        rate_limited=sum(m.get("rate_limited", 0) for m in manifests.values()),
-        retries=sum(m.get("retries", 0) for m in manifests.values()),
-        warnings=[w for m in manifests.values() for w in m.get("warnings", [])],
-    )
-
-
-def _record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary) -> None:
-    con.execute(
-        "INSERT INTO sync_runs VALUES (?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            summary.run_id,
-            summary.tenant_id,
-            summary.mode,
-            summary.started_at,
-            summary.finished_at,
-            summary.api_calls_total,
-            json.dumps(summary.api_calls),
-            summary.rate_limited,
-            summary.retries,
-            json.dumps(summary.row_counts),
-            json.dumps(summary.warnings),
-        ],
-    )
+def _move_cursors(con: duckdb.DuckDBPyConnection, cursors: dict[str, str], record: RunRecord) -> None:
+    for entity, cursor in cursors.items():
+        con.execute(
+            "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, ?)",
+            [record.tenant_id, entity, cursor, record.run_id],
+        )

@@ -40,7 +40,7 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
 def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
     """The committed extract cursor of each entity of a tenant."""
     with read_only(path) as con:
-        if con is None or not _has_table(con, "extract_cursors"):
+        if con is None or not table_exists(con, "extract_cursors"):
             return {}
         rows = con.execute(
             "SELECT entity, cursor_value FROM extract_cursors WHERE tenant_id = ?", [tenant_id]
@@ -51,7 +51,7 @@ def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
 def column_values(path: Path, tenant_id: str, table: str, column: str) -> set[str]:
     """Distinct values of one column of a committed table, for one tenant."""
     with read_only(path) as con:
-        if con is None or not _has_table(con, table):
+        if con is None or not table_exists(con, table):
             return set()
         rows = con.execute(
             f'SELECT DISTINCT "{column}" FROM "{table}" WHERE tenant_id = ?',  # noqa: S608 - fixed names
@@ -66,7 +66,8 @@ def documents_never_pulled(path: Path, tenant_id: str) -> set[str]:
     return referenced - column_values(path, tenant_id, "document_revisions", "document_id")
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the connected database has ``table``."""
     found = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
     ).fetchone()

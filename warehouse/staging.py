@@ -1,19 +1,18 @@
-"""Per-run staging: each extract streams its rows into Parquet files (one per table) and a manifest;
-the commit step merges them into the warehouse in one transaction.
+"""Per-run staging: each list of a tenant sync streams its rows into Parquet files (one per table); the
+commit merges them into the warehouse in one transaction.
 
-Parquet on disk, not a DuckDB file, because the extract steps may run in separate processes at the same
-time while DuckDB allows one writing process per file; and a staging area that is never committed leaves
-the warehouse untouched.
+Parquet on disk, not memory, so that a tenant of any size is staged in bounded memory; not the warehouse
+itself, so that a run that never commits leaves the warehouse untouched and holds no lock while it reads
+the service for minutes.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -80,27 +79,22 @@ class StagingWriter:
             writer.close()
 
 
-def write_manifest(directory: Path, name: str, manifest: dict[str, Any]) -> None:
-    """Record what one extract did (mode, totals, cursor, API calls, warnings) beside its staged files."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.manifest.json").write_text(
-        json.dumps(manifest, default=str, indent=1), encoding="utf-8"
-    )
-
-
-def read_manifests(directory: Path) -> dict[str, dict[str, Any]]:
-    """Every extract's manifest in a staging directory, by extract name."""
-    return {
-        path.name.removesuffix(".manifest.json"): json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted(directory.glob("*.manifest.json"))
-    }
-
-
 def staged_tables(directory: Path) -> dict[str, Path]:
     """The staged Parquet file of each table."""
     return {path.stem: path for path in sorted(directory.glob("*.parquet"))}
 
 
 def discard(directory: Path) -> None:
-    """Remove a run's staging once it is committed."""
+    """Remove a run's staging (it holds personal data) and its run folder once empty."""
     shutil.rmtree(directory, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        directory.parent.rmdir()
+
+
+def clean_leftovers(root: Path, tenant_id: str) -> list[Path]:
+    """Remove the tenant's staging left behind by runs that were killed; returns what was removed. Call
+    it only while holding the tenant's lock: then no other run of the tenant can be staging."""
+    leftovers = sorted(path for path in root.glob(f"*/{tenant_id}") if path.is_dir())
+    for path in leftovers:
+        discard(path)
+    return leftovers

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import client_resource, warehouse_resource
+from pipelines.cli_support import service_for, settings_or_exit
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping
@@ -33,10 +34,8 @@ from pipelines.hr.workflow import (
     refresh,
     stored_plan,
 )
-from pipelines.runner import service_overrides
-from pipelines.tenants import configured_tenants
+from pipelines.settings import SyncSettings
 from resources.errors import ServiceError
-from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
 
 DEFAULT_REPORTS = Path("data/hr/reports")
@@ -84,11 +83,14 @@ def plan_command(
 ) -> None:
     """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
     console = Console()
-    tenant_id = tenant or configured_tenants()[0]
-    store = warehouse_resource(str(warehouse) if warehouse else None)
+    settings = settings_or_exit(warehouse)
+    tenant_id = tenant or settings.sync_tenants[0]
     request = PlanRequest(tuple(files), tenant_id, _mapping(mapping), strict, _allowances(allow_kind, reason))
     if refresh_first:
-        _refresh(console, tenant_id, store)
+        with service_for(settings) as (settings, embedded):
+            _note(console, embedded)
+            _refresh(console, tenant_id, settings)
+    store = warehouse_resource(settings)
     outcome = show_plan(console, store.file, request, errors, limit)
     if outcome.plan is None:
         raise typer.Exit(1)
@@ -111,14 +113,15 @@ def apply_command(
 ) -> None:
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
     console = Console()
-    store = warehouse_resource(str(warehouse) if warehouse else None)
+    settings = settings_or_exit(warehouse)
+    store = warehouse_resource(settings)
     stored = _stored(store.file, plan_id)
     if allow_kind:
         stored = allow(store.file, plan_id, _allowances(allow_kind, reason))
-    with service_overrides() as overrides:
-        _note(console, overrides)
+    with service_for(settings) as (settings, embedded):
+        _note(console, embedded)
         # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
-        adm = client_resource(**overrides).process_config_and_initialize()
+        adm = client_resource(settings).process_config_and_initialize()
         with adm.client_for(stored.tenant_id) as client:
             try:
                 report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
@@ -128,7 +131,7 @@ def apply_command(
                 raise typer.Exit(1) from None
         print_apply(console, report)
         if refresh_after:
-            _refresh_with(console, stored.tenant_id, store, overrides)
+            _refresh(console, stored.tenant_id, settings)
     raise typer.Exit(0 if set(report.outcomes) <= {"applied"} else 1)
 
 
@@ -141,7 +144,7 @@ def status_command(
 ) -> None:
     """List the latest plans, or show one plan's entities and their outcomes."""
     console = Console()
-    path = warehouse_resource(str(warehouse) if warehouse else None).file
+    path = settings_or_exit(warehouse).warehouse
     con = connect(path)
     try:
         if plan_id is None:
@@ -201,25 +204,17 @@ def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
         raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
 
 
-def _note(console: Console, overrides: dict[str, Any]) -> None:
-    if overrides:
-        console.print(
-            f"No service address configured: using the embedded emulator at {overrides['base_url']}"
-        )
+def _note(console: Console, embedded: str | None) -> None:
+    if embedded:
+        console.print(f"No service address configured: using the embedded emulator at {embedded}")
 
 
-def _refresh(console: Console, tenant_id: str, store: WarehouseResource) -> None:
-    with service_overrides() as overrides:
-        _note(console, overrides)
-        _refresh_with(console, tenant_id, store, overrides)
-
-
-def _refresh_with(
-    console: Console, tenant_id: str, store: WarehouseResource, overrides: dict[str, Any]
-) -> None:
+def _refresh(console: Console, tenant_id: str, settings: SyncSettings) -> None:
+    """The incremental tenant sync, so that the warehouse holds what the service holds now."""
+    adm = client_resource(settings).process_config_and_initialize()
     try:
-        run_id = refresh(tenant_id, client_resource(**overrides), store)
+        run_id = refresh(tenant_id, adm, warehouse_resource(settings))
     except RefreshFailedError as error:
-        console.print(f"[red]{error}[/]")
+        console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     console.print(f"Warehouse refreshed (extract run {run_id[:8]}).")

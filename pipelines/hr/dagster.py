@@ -13,7 +13,6 @@ two consecutive ticks (kept in the sensor's cursor).
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
 import hashlib
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +26,10 @@ from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.store import StoredPlan
 from pipelines.hr.workflow import PlanRequest, allow, apply_stored, plan_upload, refresh, stored_plan
-from pipelines.tenants import configured_tenants
+from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 
-DROP_DIR_VARIABLE = "ADM_HR_DROP_DIR"
-DEFAULT_DROP_DIR = "data/hr/inbox"
 DEFAULT_REPORTS = "data/hr/reports"
 
 
@@ -86,7 +83,7 @@ def hr_plan(
 
 def _plan(config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource) -> Plan:
     """Plan the configured files, writing error reports; a refused upload fails the op."""
-    tenant_id = config.tenant_id or configured_tenants()[0]
+    tenant_id = config.tenant_id or load_settings().sync_tenants[0]
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
     mapping = load_mapping(Path(config.mapping) if config.mapping else None)
@@ -135,7 +132,7 @@ def hr_sync() -> None:
 @dg.sensor(job_name="hr_sync", minimum_interval_seconds=30, description="New HR files in ADM_HR_DROP_DIR.")
 def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
     """One ``hr_sync`` run per stable file content in the drop folder."""
-    folder = Path(os.environ.get(DROP_DIR_VARIABLE, DEFAULT_DROP_DIR))
+    folder = load_settings().hr_drop_dir
     if not folder.is_dir():
         return dg.SkipReason(f"no drop folder {folder}")
     previous = json.loads(context.cursor) if context.cursor else {}

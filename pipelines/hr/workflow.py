@@ -25,7 +25,9 @@ from pipelines.hr.snapshot import fresh_run, load_snapshot
 from pipelines.hr.store import StoredPlan, load_plan, record_allowances, save_plan
 from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.validate import Validation, validate
-from pipelines.runner import run_tenant
+from pipelines.location import sync_definitions
+from pipelines.runner import cli_instance, run_tenant
+from pipelines.settings import load_settings
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
@@ -58,8 +60,10 @@ class PlanOutcome:
 
 
 def refresh(tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource) -> str:
-    """Run the (incremental) extract of one tenant; returns its run id."""
-    run = run_tenant(tenant_id, adm, warehouse)
+    """Run the incremental tenant sync of one tenant with these resources; returns its run id."""
+    defs = sync_definitions(load_settings(), {"adm": adm, "warehouse": warehouse})
+    with cli_instance() as instance:
+        run = run_tenant(defs, tenant_id, instance)
     if not run.success:
         raise RefreshFailedError(f"the extract of tenant {tenant_id} failed: {run.error}")
     return run.run_id

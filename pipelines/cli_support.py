@@ -1,0 +1,37 @@
+"""What the commands share: the settings, checked into one line, and the embedded emulator.
+
+With no service address configured, a command starts an emulator in-process and points the settings at
+it. Only the command-line layer does this; the sync itself never starts or imports a server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from emulator.server import EmulatorServer
+from pipelines.settings import SettingsError, SyncSettings, load_settings
+
+
+def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
+    """The settings (``--warehouse`` wins over ``ADM_WAREHOUSE``); a refused value ends the command with
+    one line naming the variable, exit code 2."""
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    return settings.model_copy(update={"warehouse": warehouse}) if warehouse else settings
+
+
+@contextmanager
+def service_for(settings: SyncSettings) -> Iterator[tuple[SyncSettings, str | None]]:
+    """``(settings, None)`` when an address is configured, else settings pointed at a new embedded
+    emulator and that emulator's address (for the command to say so)."""
+    if settings.address_configured:
+        yield settings, None
+        return
+    with EmulatorServer() as server:
+        yield settings.embedded(server.base_url), server.base_url

@@ -1,0 +1,37 @@
+"""The tenant sync's part of the Dagster code location, built from the settings.
+
+``definitions.py`` (what Dagster loads) and the CLI both build it here, so ``authority-sync extract`` runs
+exactly the asset, checks and jobs that ``dagster dev`` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+
+from pipelines.assets import tenant_sync_asset
+from pipelines.bindings import resources as bound_resources
+from pipelines.freshness import freshness_check, freshness_sensor
+from pipelines.jobs import sync_jobs, sync_schedules
+from pipelines.settings import SyncSettings
+
+
+def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None = None) -> dg.Definitions:
+    """The tenant sync asset, its checks, jobs, schedules and freshness sensor, with the resources the
+    settings describe (``resources`` replaces some of them: an op passing its own, say). With no service
+    address configured, the client points at the local emulator."""
+    settings = settings.with_service()
+    tenants = settings.sync_tenants
+    partitions = dg.StaticPartitionsDefinition(tenants)
+    sync = tenant_sync_asset(partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness))
+    fresh = freshness_check(partitions, settings.freshness)
+    return dg.Definitions(
+        assets=[sync],
+        asset_checks=[fresh],
+        jobs=sync_jobs(sync, fresh),
+        schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
+        sensors=[freshness_sensor(fresh, tenants)],
+        resources=bound_resources(settings) | dict(resources or {}),
+    )

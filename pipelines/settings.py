@@ -1,0 +1,244 @@
+"""The one settings object of authority-sync: every ``ADM_*`` environment variable, read and checked once.
+
+The CLI and the Dagster code location (``definitions.py``) both call `load_settings`. A bad value stops
+either with one line that names the variable and what it accepts (`SettingsError`), never a traceback or a
+pydantic dump. Secrets are `SecretStr`: they never show in a repr, a message or a log.
+
+Per-tenant credentials: an operator of several tenants holds one key per tenant. ``ADM_TOKEN__<TENANT>`` and
+``ADM_ACCESS_KEY__<TENANT>`` (the tenant id upper-cased, hyphens as underscores) give one tenant its own
+credential; ``ADM_TOKEN``/``ADM_ACCESS_KEY`` serve every tenant that has none of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Self
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
+from models.base import UUID_PATTERN, is_uuid
+from resources.settings import Environment, RatePlan
+
+PREFIX = "ADM_"
+TOKEN_PREFIX = "ADM_TOKEN__"  # noqa: S105 - a variable name, not a secret
+ACCESS_KEY_PREFIX = "ADM_ACCESS_KEY__"
+LOCAL_EMULATOR = "http://127.0.0.1:8080"
+"""Where ``authority-sync emulator`` listens by default: the address used when none is configured."""
+UNLIMITED_RATE = 60_000.0
+"""Rate budget against a local emulator, which enforces none unless told to."""
+
+MONTHLY_QUOTAS: dict[RatePlan, int] = {
+    RatePlan.ESSENTIAL: 25_000,
+    RatePlan.PREMIUM: 100_000,
+    RatePlan.ENTERPRISE: 250_000,
+}
+"""API calls per month of each plan (public-reference.md)."""
+
+ACCEPTS: dict[str, str] = {
+    "environment": "one of staging-us, staging-eu, prod-us, prod-eu",
+    "base_url": "an address starting with http:// or https://",
+    "tenant_id": "a tenant id (UUID)",
+    "tenants": "comma-separated tenant ids (UUIDs)",
+    "rate_plan": "one of essential, premium, enterprise",
+    "rate_per_minute": "a number of requests per minute above 0",
+    "burst": "a whole number of requests of at least 1",
+    "concurrency": "a whole number from 1 to 64",
+    "warehouse": "the path of the DuckDB file",
+    "staging_dir": "a folder path",
+    "overlap_minutes": "a whole number of minutes, 0 or more",
+    "freshness_hours": "a number of hours above 0",
+    "monthly_quota": "a whole number of API calls of at least 1",
+    "quota_max_share": "a share above 0 and at most 1 (e.g. 0.9)",
+    "allow_over_quota": "true or false",
+    "lock_wait_s": "a number of seconds, 0 or more",
+    "nightly_cron": "a cron expression (UTC)",
+    "full_refresh_cron": "a cron expression (UTC)",
+    "hr_drop_dir": "a folder path",
+}
+"""What each setting accepts, as the one-line error says it."""
+
+SECRET_FIELDS = frozenset({"token", "access_key"})
+
+
+class SettingsError(ValueError):
+    """A setting has a value it does not accept; the message is one line naming the variable."""
+
+
+class SyncSettings(BaseSettings):
+    """Every setting of authority-sync, from ``ADM_*`` environment variables (see the README's table)."""
+
+    # Empty variables count as unset, as a shell's `export ADM_TOKEN=` means.
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", frozen=True, env_ignore_empty=True)
+
+    environment: Environment | None = None
+    base_url: str | None = None
+    token: SecretStr | None = None
+    access_key: SecretStr | None = None
+    tenant_id: Annotated[str, Field(pattern=UUID_PATTERN)] = DEMO_TENANT_ID
+    tenants: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    rate_plan: RatePlan = RatePlan.ESSENTIAL
+    rate_per_minute: Annotated[float | None, Field(gt=0)] = None
+    burst: Annotated[int | None, Field(ge=1)] = None
+    concurrency: Annotated[int, Field(ge=1, le=64)] = 8
+    warehouse: Path = Path("data/warehouse.duckdb")
+    staging_dir: Path | None = None
+    overlap_minutes: Annotated[int, Field(ge=0)] = 10
+    freshness_hours: Annotated[float, Field(gt=0)] = 26.0
+    monthly_quota: Annotated[int | None, Field(ge=1)] = None
+    quota_max_share: Annotated[float, Field(gt=0, le=1)] = 0.9
+    allow_over_quota: bool = False
+    lock_wait_s: Annotated[float, Field(ge=0)] = 300.0
+    nightly_cron: str = "0 2 * * *"
+    full_refresh_cron: str = "0 3 * * 0"
+    hr_drop_dir: Path = Path("data/hr/inbox")
+    tenant_tokens: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
+    """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
+    tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
+    """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
+
+    @field_validator("environment", "rate_plan", mode="before")
+    @classmethod
+    def _lower_case(cls, value: object) -> object:
+        # Operators write PROD-US or Premium.
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_address(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("not an http(s) address")
+        return value.rstrip("/") if value else None
+
+    @field_validator("tenants", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("tenants")
+    @classmethod
+    def _uuids(cls, value: list[str]) -> list[str]:
+        bad = [tenant for tenant in value if not is_uuid(tenant)]
+        if bad:
+            raise ValueError(f"not a UUID: {', '.join(bad)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_address_and_credentials(self) -> Self:
+        if self.environment is not None and self.base_url is not None:
+            raise ValueError("give ADM_ENVIRONMENT or ADM_BASE_URL, not both")
+        if self.address_configured:
+            missing = [t for t in self.sync_tenants if not self.has_credential(t)]
+            if missing:
+                raise ValueError(
+                    f"no credential for tenant {', '.join(missing)}: set ADM_TOKEN or ADM_ACCESS_KEY "
+                    f"(or {TOKEN_PREFIX}<TENANT> / {ACCESS_KEY_PREFIX}<TENANT>)"
+                )
+        return self
+
+    # -- derived values --------------------------------------------------------------------------------------
+
+    @property
+    def address_configured(self) -> bool:
+        """Whether a service address is configured (else the local emulator's is used)."""
+        return self.environment is not None or self.base_url is not None
+
+    @property
+    def sync_tenants(self) -> list[str]:
+        """The tenants to sync: ``ADM_TENANTS``, else ``ADM_TENANT_ID``; one Dagster partition each."""
+        return self.tenants or [self.tenant_id]
+
+    @property
+    def staging_root(self) -> Path:
+        """Where runs stage their extracts: ``ADM_STAGING_DIR``, else ``staging`` beside the warehouse."""
+        return self.staging_dir or self.warehouse.parent / "staging"
+
+    @property
+    def overlap(self) -> timedelta:
+        """How far before the committed cursor an incremental read starts."""
+        return timedelta(minutes=self.overlap_minutes)
+
+    @property
+    def freshness(self) -> timedelta:
+        """A tenant whose last committed sync is older than this is stale."""
+        return timedelta(hours=self.freshness_hours)
+
+    @property
+    def quota(self) -> int:
+        """API calls a month: ``ADM_MONTHLY_QUOTA``, else the plan's."""
+        return self.monthly_quota or MONTHLY_QUOTAS[self.rate_plan]
+
+    def has_credential(self, tenant_id: str) -> bool:
+        """Whether ``tenant_id`` has a token or an access key, its own or the shared one."""
+        own = credential_for(self.tenant_tokens, tenant_id) or credential_for(
+            self.tenant_access_keys, tenant_id
+        )
+        return own is not None or self.token is not None or self.access_key is not None
+
+    def with_service(self) -> SyncSettings:
+        """These settings, or, with no address configured, pointed at the local emulator (``authority-sync
+        emulator``) with the demo tenant's public token, so that ``dagster dev`` works out of the box."""
+        return self if self.address_configured else self.embedded(LOCAL_EMULATOR)
+
+    def embedded(self, base_url: str) -> SyncSettings:
+        """These settings pointed at an emulator serving the demo tenant (public, emulator-only token)."""
+        return self.model_copy(
+            update={
+                "base_url": base_url,
+                "environment": None,
+                "token": SecretStr(DEMO_TOKEN),
+                "access_key": None,
+                "rate_per_minute": self.rate_per_minute or UNLIMITED_RATE,
+            }
+        )
+
+
+def tenant_variable_suffix(tenant_id: str) -> str:
+    """The ``<TENANT>`` part of a per-tenant variable: the id upper-cased, hyphens as underscores."""
+    return tenant_id.upper().replace("-", "_")
+
+
+def load_settings() -> SyncSettings:
+    """The settings from the process environment; `SettingsError` (one line) when a value is refused.
+    With no address configured, see `SyncSettings.address_configured` and `SyncSettings.embedded`."""
+    try:
+        settings = SyncSettings(
+            tenant_tokens=_per_tenant(os.environ, TOKEN_PREFIX),
+            tenant_access_keys=_per_tenant(os.environ, ACCESS_KEY_PREFIX),
+        )
+    except ValidationError as error:
+        raise SettingsError(describe(error, os.environ)) from None
+    return settings
+
+
+def _per_tenant(env: Mapping[str, str], prefix: str) -> dict[str, SecretStr]:
+    """Per-tenant secrets keyed by their variable's suffix; matched to tenant ids by `credential_for`."""
+    return {
+        name.removeprefix(prefix): SecretStr(value) for name, value in env.items() if name.startswith(prefix)
+    }
+
+
+def credential_for(secrets: Mapping[str, SecretStr], tenant_id: str) -> SecretStr | None:
+    """A tenant's own secret, whatever the case of its variable's suffix."""
+    wanted = tenant_variable_suffix(tenant_id)
+    return next((value for key, value in secrets.items() if key.upper() == wanted), None)
+
+
+def describe(error: ValidationError, env: Mapping[str, str]) -> str:
+    """One line: each refused variable, its value (never a secret's) and what it accepts."""
+    parts = []
+    for problem in error.errors(include_url=False, include_input=False):
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        if not field:
+            parts.append(str(problem["msg"]).removeprefix("Value error, "))
+            continue
+        variable = f"{PREFIX}{field.upper()}"
+        shown = "(hidden)" if field in SECRET_FIELDS else repr(env.get(variable, ""))
+        parts.append(f"{variable}={shown} is not accepted: expected {ACCEPTS.get(field, problem['msg'])}")
+    return "; ".join(parts)

@@ -1,0 +1,189 @@
+"""One tenant sync from start to commit, free of Dagster: lock, budget, extract, checks, commit, record.
+
+1. The tenant's lock: at most one sync of a tenant at a time, whatever launched it; a second is refused.
+2. The API budget: a run projected to push the month's calls past the allowed share of the plan's quota
+   is refused unless allowed.
+3. Staging left behind by killed runs of the tenant is removed; this run stages into its own folder.
+4. The extract (`pipelines.extract`), then the blocking checks (`pipelines.checks`).
+5. One transaction commits the tables, the cursors and the run's row (`warehouse.commit`).
+
+Whatever happens, the run leaves its row in ``sync_runs`` (a run that did not commit writes it in a small
+transaction of its own) and its staging is removed. Nothing is committed unless every check passed, so a
+failed run leaves the warehouse's data exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pipelines.checks import CheckOutcome, run_checks
+from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from resources.dagster_resource import AdmClientResource
+from resources.metrics import MetricsSnapshot
+from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
+from warehouse import reads
+from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished
+from warehouse.locks import LockBusyError, held, tenant_lock_path
+from warehouse.runs import QuotaProjection, RunRecord, RunStatus, project_quota
+from warehouse.staging import clean_leftovers, discard
+
+logger = logging.getLogger(__name__)
+
+
+class SyncRefusedError(RuntimeError):
+    """The run did not start its extract (another sync of the tenant runs, or the API budget is spent)."""
+
+
+class SyncBlockedError(RuntimeError):
+    """A blocking check failed: nothing was committed."""
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    """One run of one tenant."""
+
+    tenant_id: str
+    run_id: str
+    full_refresh: bool = False
+    allow_over_quota: bool = False
+    job_name: str | None = None
+
+    @property
+    def mode(self) -> str:
+        """The mode asked for (a list may still fall back to a full read)."""
+        return FULL if self.full_refresh else INCREMENTAL
+
+
+@dataclass
+class SyncOutcome:
+    """What a run did. ``record`` is its ``sync_runs`` row; ``commit`` is set only when it committed."""
+
+    record: RunRecord
+    projection: QuotaProjection | None = None
+    extract: TenantExtract | None = None
+    checks: list[CheckOutcome] = field(default_factory=list)
+    commit: CommitResult | None = None
+
+    @property
+    def failed_checks(self) -> list[CheckOutcome]:
+        """The blocking checks that did not pass."""
+        return [check for check in self.checks if not check.passed]
+
+
+@dataclass(frozen=True)
+class SyncServices:
+    """The resources a sync uses."""
+
+    adm: AdmClientResource
+    warehouse: WarehouseResource
+    policy: SyncPolicyResource
+
+
+def sync_tenant(
+    request: SyncRequest, services: SyncServices, outcome: SyncOutcome | None = None
+) -> SyncOutcome:
+    """Run one tenant's sync. Raises `SyncRefusedError`, `SyncBlockedError` or the failure that stopped
+    it; ``outcome`` (pass one in to see it after a raise) holds what the run got to, its row included."""
+    outcome = outcome or SyncOutcome(
+        RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC))
+    )
+    outcome.record.job_name, outcome.record.monthly_quota = request.job_name, services.policy.monthly_quota
+    warehouse = services.warehouse.file
+    try:
+        with _tenant_lock(warehouse, request):
+            _run(request, services, outcome)
+    except BaseException as error:
+        outcome.record.error = outcome.record.error or _one_line(error)
+        record_unfinished(warehouse, outcome.record, services.policy.lock_wait_s)
+        raise
+    return outcome
+
+
+@contextmanager
+def _tenant_lock(warehouse: Path, request: SyncRequest) -> Iterator[None]:
+    """The tenant's lock, refused at once (not awaited) when another sync holds it."""
+    lock = tenant_lock_path(warehouse, request.tenant_id)
+    try:
+        with held(lock, f"run {request.run_id}", 0, f"the sync of tenant {request.tenant_id}"):
+            yield
+    except LockBusyError as error:
+        raise SyncRefusedError(f"{error}; this run did nothing") from None
+
+
+def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> None:
+    warehouse, policy = services.warehouse.file, services.policy
+    outcome.projection = project_quota(
+        warehouse,
+        request.tenant_id,
+        request.mode,
+        policy.monthly_quota,
+        policy.quota_max_share,
+        datetime.now(UTC),
+    )
+    if outcome.projection.over and not (request.allow_over_quota or policy.allow_over_quota):
+        raise SyncRefusedError(
+            f"API budget: {outcome.projection.describe()}; refused (allow it with ADM_ALLOW_OVER_QUOTA=true, "
+            "the run tag adm/allow_over_quota=true or --allow-over-quota)"
+        )
+    for leftover in clean_leftovers(Path(services.warehouse.staging_root), request.tenant_id):
+        logger.info("removed staging left by an earlier run: %s", leftover)
+    staging = services.warehouse.staging(request.run_id, request.tenant_id)
+    try:
+        _extract_check_commit(request, services, outcome, staging)
+    finally:
+        discard(staging)
+
+
+def _extract_check_commit(
+    request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
+) -> None:
+    warehouse, record = services.warehouse.file, outcome.record
+    with services.adm.client_for(request.tenant_id) as client:
+        try:
+            outcome.extract = extract_tenant(
+                ExtractRequest(
+                    client=client,
+                    tenant_id=request.tenant_id,
+                    staging=staging,
+                    full_refresh=request.full_refresh,
+                    cursors=reads.cursors(warehouse, request.tenant_id),
+                    overlap=timedelta(minutes=services.policy.overlap_minutes),
+                    documents_never_pulled=frozenset(
+                        reads.documents_never_pulled(warehouse, request.tenant_id)
+                    ),
+                )
+            )
+        finally:
+            _count_calls(record, client.metrics)
+    extract = outcome.extract
+    record.mode, record.warnings = extract.mode, extract.warnings
+    outcome.checks = run_checks(extract, warehouse, request.tenant_id)
+    record.checks = [check.as_record() for check in outcome.checks]
+    if outcome.failed_checks:
+        record.status = RunStatus.BLOCKED_BY_CHECK
+        record.error = "; ".join(f"{c.table} {c.name}: {c.description}" for c in outcome.failed_checks)
+        raise SyncBlockedError(f"blocking check failed, nothing committed: {record.error}")
+    staged = StagedRun(
+        staging,
+        extract.tables,
+        {entity: report.mode for entity, report in extract.reports.items()},
+        {entity: report.cursor.isoformat() for entity, report in extract.reports.items() if report.cursor},
+    )
+    outcome.commit = commit_run(warehouse, staged, record, services.policy.lock_wait_s)
+
+
+def _count_calls(record: RunRecord, metrics: MetricsSnapshot) -> None:
+    """The run's API calls, also when it failed half-way: they count against the month's quota."""
+    record.api_calls = dict(metrics.calls)
+    record.rate_limited, record.retries = metrics.rate_limited, metrics.retries
+
+
+def _one_line(error: BaseException) -> str:
+    """The error's kind and first line, as stored in ``sync_runs.error``."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")

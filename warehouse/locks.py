@@ -1,0 +1,75 @@
+"""Advisory file locks beside the warehouse: one sync per tenant, one writer per file.
+
+DuckDB lets one process write a file, and refuses a second at once. Two tenants' syncs that finish
+together must take turns instead, and two syncs of the same tenant must never run together (the second
+would read the same changes and race the first's cursors). Both are OS file locks (``fcntl.flock``), so
+they hold whatever launched the run (the CLI, ``dagster job execute``, a Dagster run worker) and vanish
+with a killed process. The holder writes who it is into the lock file, so a waiter that gives up can
+say who holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+POLL_S = 0.2
+
+
+class LockBusyError(RuntimeError):
+    """Someone else holds the lock; the message names the holder."""
+
+
+def tenant_lock_path(warehouse: Path, tenant_id: str) -> Path:
+    """The lock file of one tenant's sync into ``warehouse``."""
+    return warehouse.with_name(f".{warehouse.name}.tenant-{tenant_id}.lock")
+
+
+def writer_lock_path(warehouse: Path) -> Path:
+    """The lock file of the warehouse's writer."""
+    return warehouse.with_name(f".{warehouse.name}.writer.lock")
+
+
+@contextmanager
+def held(path: Path, holder: str, wait_s: float, what: str) -> Iterator[None]:
+    """Hold the lock at ``path`` as ``holder``, waiting up to ``wait_s`` seconds for it.
+
+    Raises `LockBusyError` naming the current holder and ``what`` is locked when the wait runs out.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _acquire(fd, path, wait_s, what)
+        _describe_holder(fd, holder)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, path: Path, wait_s: float, what: str) -> None:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = path.read_text(encoding="utf-8").strip() or "another process"
+                waited = f" after waiting {wait_s:g} s" if wait_s else ""
+                raise LockBusyError(f"{what} is held by {holder}{waited}") from None
+            time.sleep(POLL_S)
+
+
+def _describe_holder(fd: int, holder: str) -> None:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{holder} (pid {os.getpid()}, since {stamp})".encode(), 0)

@@ -1,0 +1,175 @@
+"""``sync_runs``: one row per run of a tenant sync, whatever its outcome, and what the API budget says.
+
+A committed run writes its row inside the commit's transaction. A run that did not commit (failed, or
+stopped by a blocking check) writes its row in a small transaction of its own, so that freshness and the
+API budget see every run, and the warehouse's data stays exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from warehouse.reads import read_only, table_exists
+
+
+class RunStatus(StrEnum):
+    """How a run ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    BLOCKED_BY_CHECK = "blocked_by_check"
+
+
+Counts = dict[str, int]
+
+
+@dataclass
+class RunRecord:
+    """One row of ``sync_runs``."""
+
+    run_id: str
+    tenant_id: str
+    mode: str
+    started_at: datetime
+    status: RunStatus = RunStatus.FAILED
+    finished_at: datetime | None = None
+    job_name: str | None = None
+    api_calls: dict[str, int] = field(default_factory=dict)
+    rate_limited: int = 0
+    retries: int = 0
+    row_counts: dict[str, Counts] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    monthly_quota: int | None = None
+
+    @property
+    def api_calls_total(self) -> int:
+        """Calls of every endpoint together."""
+        return sum(self.api_calls.values())
+
+
+_COLUMNS = (
+    "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
+    "retries, row_counts, warnings, error, job_name, checks, monthly_quota"
+)
+
+
+def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
+    """Add the run's row (inside the caller's transaction)."""
+    con.execute(
+        f"INSERT INTO sync_runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+        [
+            record.run_id,
+            record.tenant_id,
+            record.mode,
+            record.status.value,
+            record.started_at,
+            record.finished_at or datetime.now(UTC),
+            record.api_calls_total,
+            json.dumps(record.api_calls),
+            record.rate_limited,
+            record.retries,
+            json.dumps(record.row_counts),
+            json.dumps(record.warnings),
+            record.error,
+            record.job_name,
+            json.dumps(record.checks),
+            record.monthly_quota,
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class QuotaProjection:
+    """Where this month's API calls stand and where this run would take them."""
+
+    month_calls: int
+    estimate: int
+    quota: int
+    max_share: float
+    estimated_from: str
+
+    @property
+    def projected(self) -> int:
+        """This month's calls after the run."""
+        return self.month_calls + self.estimate
+
+    @property
+    def over(self) -> bool:
+        """Whether the run would push the month past the allowed share of the quota."""
+        return self.projected > self.quota * self.max_share
+
+    def describe(self) -> str:
+        """One line: calls so far, the estimate, the projection and the limit."""
+        return (
+            f"{self.month_calls:,} API calls this month + about {self.estimate:,} for this run "
+            f"({self.estimated_from}) = {self.projected:,} of a {self.quota:,} monthly quota "
+            f"({self.projected / self.quota:.0%}; the limit is {self.max_share:.0%})"
+        )
+
+    def as_metadata(self) -> dict[str, Any]:
+        """JSON-ready figures."""
+        return {
+            "month_calls": self.month_calls,
+            "estimate": self.estimate,
+            "projected": self.projected,
+            "quota": self.quota,
+            "max_share": self.max_share,
+            "estimated_from": self.estimated_from,
+        }
+
+
+def project_quota(
+    warehouse: Path, tenant_id: str, mode: str, quota: int, max_share: float, now: datetime
+) -> QuotaProjection:
+    """This month's calls of the tenant and an estimate of the next run of ``mode``: the calls of the last
+    run of the same mode, else of the last full run (an upper bound), else nothing known."""
+    month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    with read_only(warehouse) as con:
+        if con is None or not table_exists(con, "sync_runs"):
+            return QuotaProjection(0, 0, quota, max_share, "no earlier run")
+        used = con.execute(
+            "SELECT coalesce(sum(api_calls_total), 0) FROM sync_runs WHERE tenant_id = ? AND started_at >= ?",
+            [tenant_id, month_start],
+        ).fetchone()
+        estimate = _last_calls(con, tenant_id, mode) or _last_calls(con, tenant_id, "full")
+    calls, source = estimate or (0, "no earlier run")
+    return QuotaProjection(int(used[0]) if used else 0, calls, quota, max_share, source)
+
+
+def _last_calls(con: duckdb.DuckDBPyConnection, tenant_id: str, mode: str) -> tuple[int, str] | None:
+    found = con.execute(
+        "SELECT api_calls_total, run_id FROM sync_runs WHERE tenant_id = ? AND mode = ? "
+        "AND status = 'succeeded' ORDER BY finished_at DESC LIMIT 1",
+        [tenant_id, mode],
+    ).fetchone()
+    return (int(found[0]), f"the last {mode} run, {str(found[1])[:8]}") if found else None
+
+
+def last_success(warehouse: Path, tenant_id: str) -> datetime | None:
+    """When the tenant's last committed sync finished, if ever."""
+    with read_only(warehouse) as con:
+        if con is None or not table_exists(con, "sync_runs"):
+            return None
+        found = con.execute(
+            "SELECT max(finished_at) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'", [tenant_id]
+        ).fetchone()
+    return found[0] if found else None
+
+
+def table_rows(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: list[str]) -> dict[str, int]:
+    """Rows each table holds for the tenant."""
+    return {table: _count(con, table, tenant_id) for table in tables}
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str, tenant_id: str) -> int:
+    found = con.execute(f'SELECT count(*) FROM "{table}" WHERE tenant_id = ?', [tenant_id]).fetchone()  # noqa: S608 - fixed names
+    return int(found[0]) if found else 0
