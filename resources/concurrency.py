@@ -66,8 +66,9 @@ def bounded_map(
         return
     events: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
     # The feeder pulls at most ``window`` items ahead of the calls, so a large source is never drained.
-    room = threading.Semaphore(window)
-    threading.Thread(target=_feed, args=(items, events, room), daemon=True, name="adm-feeder").start()
+    room, stopped = threading.Semaphore(window), threading.Event()
+    feeder = threading.Thread(target=_feed, args=(items, events, room, stopped), daemon=True, name="adm-feeder")
+    feeder.start()
     pending: dict[Future[R], A] = {}
     backlog: deque[A] = deque()
     source_done = False
@@ -89,14 +90,20 @@ def bounded_map(
     finally:
         for future in pending:
             future.cancel()
+        # Wake the feeder if it waits for room, so that it ends instead of outliving the map.
+        stopped.set()
+        room.release()
 
 
 def _feed(
-    items: Iterable[A], events: queue.SimpleQueue[tuple[str, object]], room: threading.Semaphore
+    items: Iterable[A],
+    events: queue.SimpleQueue[tuple[str, object]],
+    room: threading.Semaphore,
+    stopped: threading.Event,
 ) -> None:
     try:
         source = iter(items)
-        while room.acquire() and (item := next(source, _END)) is not _END:
+        while room.acquire() and not stopped.is_set() and (item := next(source, _END)) is not _END:
             events.put(("item", item))
     except BaseException as error:  # handed to the consumer, which raises it
         events.put(("error", error))

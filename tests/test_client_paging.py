@@ -17,7 +17,7 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from models import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, Page, SortOrder, UserQuery
 from resources import AdmClient, NotFoundError, PageStream, PagingDriftError
-from resources.concurrency import bounded_map
+from resources.concurrency import Feed, bounded_map
 from tests.conftest import DEMO_TENANT_ID, set_faults
 from tests.test_client_support import make_client
 
@@ -263,3 +263,27 @@ def test_closing_the_window_early_cancels_the_rest() -> None:
         next(results)
         results.close()
     assert len(done) <= 4
+    # The thread that pulls items ends with the map instead of waiting forever for room.
+    for thread in threading.enumerate():
+        if thread.name == "adm-feeder":
+            thread.join(timeout=5)
+            assert not thread.is_alive()
+
+
+def test_a_source_that_is_still_being_filled_is_mapped_as_it_grows() -> None:
+    feed = Feed[int]()
+    with ThreadPoolExecutor(4) as executor:
+        results = bounded_map(executor, lambda n: n * 10, feed, window=4)
+        feed.put(1)
+        assert next(results) == (1, 10)  # served before the feed is complete
+        feed.put(2)
+        feed.close()
+        assert list(results) == [(2, 20)]
+
+
+def test_a_failed_source_fails_the_map() -> None:
+    feed = Feed[int]()
+    feed.put(1)
+    feed.close(RuntimeError("the list read failed"))
+    with ThreadPoolExecutor(2) as executor, pytest.raises(RuntimeError, match="list read failed"):
+        list(bounded_map(executor, lambda n: n, feed, window=2))

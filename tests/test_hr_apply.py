@@ -14,7 +14,6 @@ from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from emulator.server import EmulatorServer
 from models.groups import Group
 from models.users import User
-from pipelines.bindings import client_resource
 from pipelines.hr.apply import PlanNotApplicableError, group_body, user_body
 from pipelines.hr.fields import Values, group_values, user_values
 from pipelines.hr.kinds import ChangeKind
@@ -22,10 +21,10 @@ from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.plan import Change, EntityPlan, Plan
 from pipelines.hr.store import Journal
 from pipelines.hr.workflow import refresh
-from pipelines.runner import embedded_overrides
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from tests.conftest import stored
+from tests.sync_support import adm_for
 from tests.test_hr_support import (
     apply,
     faults,
@@ -206,7 +205,7 @@ def test_429s_during_apply_are_absorbed(hr_store: WarehouseResource, server: Emu
     made = demo_plan(hr_store)
     faults(server, rate_limit_per_minute=600, rate_burst=4)
     # The client's plan has the service's rate but a larger burst, so the service answers some 429s.
-    limited = client_resource(**embedded_overrides(server) | {"rate_per_minute": 600.0, "burst": 20})
+    limited = adm_for(server, rate_per_minute=600.0, burst=20)
     report = apply(hr_store, limited, made.plan_id)
     assert (report.status, report.outcomes) == ("applied", {"applied": 19})
     statuses = httpx.get(f"{server.base_url}/_admin/stats").json()["statuses"]

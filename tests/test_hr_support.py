@@ -26,7 +26,6 @@ from emulator.server import EmulatorServer
 from emulator.state import TenantState
 from models.groups import Group
 from models.users import User
-from pipelines.bindings import client_resource
 from pipelines.hr.apply import ApplyReport
 from pipelines.hr.demo_export import (
     GROUP_EXTRA,
@@ -43,10 +42,10 @@ from pipelines.hr.demo_export import (
 from pipelines.hr.mapping import Mapping, load_mapping
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
-from pipelines.runner import embedded_overrides, run_tenant
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from tests.conftest import set_faults
+from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
 
@@ -108,10 +107,9 @@ def hr_template(emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPa
     emulator_server.emulator.reset()
     set_faults(emulator_server, FaultConfig())
     folder = tmp_path_factory.mktemp("hr_template")
-    store = WarehouseResource(path=str(folder / "wh.duckdb"), staging_root=str(folder / "staging"))
-    run = run_tenant(DEMO_TENANT_ID, client_resource(**embedded_overrides(emulator_server)), store)
-    assert run.success, run.error
-    return store.file
+    warehouse = folder / "wh.duckdb"
+    sync(settings_for(emulator_server, warehouse))
+    return warehouse
 
 
 @pytest.fixture
@@ -124,7 +122,7 @@ def hr_store(server: EmulatorServer, hr_template: Path, tmp_path: Path) -> Wareh
 @pytest.fixture
 def adm(server: EmulatorServer) -> AdmClientResource:
     """The client resource of the demo tenant on the test's emulator."""
-    return client_resource(**embedded_overrides(server))
+    return adm_for(server)
 
 
 def plan(

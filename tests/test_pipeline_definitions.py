@@ -12,8 +12,14 @@ from typer.testing import CliRunner
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TOKEN
 from pipelines.cli import app
 from pipelines.definitions import defs
+from pipelines.extract import LISTS, REVISION_LISTS
 
 ROOT = Path(__file__).resolve().parent.parent
+STAGED_TABLES = [
+    *(table for spec in LISTS.values() for table in spec.tables),
+    "current_user_positions",
+    *REVISION_LISTS,
+]
 
 
 def test_definitions_hold_every_job_schedule_and_check() -> None:
@@ -23,19 +29,10 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "nightly_sync_schedule",
         "weekly_full_refresh_schedule",
     }
+    assert {sensor.name for sensor in repository.sensor_defs} == {"tenant_freshness_sensor", "hr_drop_folder"}
     keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
-    assert {
-        "decisions",
-        "decision_authorities",
-        "delegation_revisions",
-        "document_revisions",
-        "users",
-        "groups",
-        "group_parents",
-        "positions",
-        "current_user_positions",
-        "sync_runs",
-    } <= keys
+    # Every table the sync stages, plus the run log, under the adm/ prefix.
+    assert keys == {f"adm/{table}" for table in [*STAGED_TABLES, "sync_runs"]}
 
 
 def test_dagster_validates_the_workspace() -> None:

@@ -1,8 +1,8 @@
-"""The nightly extract end to end: real Dagster runs against the emulator into a real DuckDB file."""
+"""The tenant sync end to end: real Dagster runs of the sync jobs against the emulator into a real DuckDB
+file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,25 +16,19 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from emulator.state import TenantState
 from models.base import format_timestamp
-from pipelines.bindings import client_resource
 from pipelines.extract import DEFAULT_OVERLAP
-from pipelines.runner import TenantRun, embedded_overrides, run_tenant
-from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
+from pipelines.runner import TenantRun
+from pipelines.settings import SyncSettings
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
+from tests.sync_support import query, settings_for
+from tests.sync_support import sync as run_sync
 from warehouse.examples import EXAMPLES
 
 
 @pytest.fixture
-def warehouse(tmp_path: Path) -> WarehouseResource:
-    """A fresh warehouse file and staging folder."""
-    return WarehouseResource(path=str(tmp_path / "wh.duckdb"), staging_root=str(tmp_path / "staging"))
-
-
-@pytest.fixture
-def adm(server: EmulatorServer) -> AdmClientResource:
-    """The client resource, pointed at the session emulator."""
-    return client_resource(**embedded_overrides(server))
+def settings(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
+    """Settings of a fresh warehouse, pointed at the session emulator."""
+    return settings_for(server, tmp_path / "wh.duckdb")
 
 
 @pytest.fixture
@@ -43,22 +37,19 @@ def state(emulator: Emulator) -> TenantState:
     return emulator.tenants[DEMO_TENANT_ID]
 
 
-def sync(adm: AdmClientResource, warehouse: WarehouseResource, full_refresh: bool = False) -> TenantRun:
+def sync(settings: SyncSettings, full_refresh: bool = False) -> TenantRun:
     """One run of the demo tenant that must succeed."""
-    run = run_tenant(DEMO_TENANT_ID, adm, warehouse, full_refresh=full_refresh)
-    assert run.success, run.error
-    return run
+    return run_sync(settings, full_refresh=full_refresh)
 
 
-def rows(warehouse: WarehouseResource, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+def rows(settings: SyncSettings, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     """Query the committed warehouse."""
-    with duckdb.connect(warehouse.path, read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
+    return query(settings.warehouse, sql, params)
 
 
-def ids(warehouse: WarehouseResource, table: str, column: str = "id") -> set[str]:
+def ids(settings: SyncSettings, table: str, column: str = "id") -> set[str]:
     """Every value of one column."""
-    return {row[0] for row in rows(warehouse, f"SELECT {column} FROM {table}")}  # noqa: S608 - test names
+    return {row[0] for row in rows(settings, f"SELECT {column} FROM {table}")}  # noqa: S608 - test names
 
 
 def mutate(server: EmulatorServer, **changes: Any) -> dict[str, list[str]]:
@@ -80,58 +71,52 @@ def nested(state: TenantState, key: str) -> set[str]:
     return {item["id"] for decision in state.decisions.values() for item in decision[key]}
 
 
-def test_full_run_loads_every_record_of_every_table(
-    adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
-) -> None:
-    sync(adm, warehouse)
+def test_full_run_loads_every_record_of_every_table(settings: SyncSettings, state: TenantState) -> None:
+    sync(settings)
 
-    assert ids(warehouse, "decisions") == set(state.decisions)
-    assert ids(warehouse, "decision_groups") == nested(state, "decisionGroups")
-    assert ids(warehouse, "decision_authorities") == nested(state, "decisionAuthorities")
-    assert ids(warehouse, "decision_documents") == nested(state, "decisionDocuments")
-    assert ids(warehouse, "delegations") == set(state.delegations)
-    assert ids(warehouse, "users") == set(state.users)
-    assert ids(warehouse, "groups") == set(state.groups)
-    assert ids(warehouse, "positions") == set(state.positions)
-    assert ids(warehouse, "user_roles") == {r["id"] for u in state.users.values() for r in u["userRoles"]}
-    assert ids(warehouse, "user_groups") == {g["id"] for u in state.users.values() for g in u["userGroups"]}
-    assert ids(warehouse, "current_user_positions") == {
+    assert ids(settings, "decisions") == set(state.decisions)
+    assert ids(settings, "decision_groups") == nested(state, "decisionGroups")
+    assert ids(settings, "decision_authorities") == nested(state, "decisionAuthorities")
+    assert ids(settings, "decision_documents") == nested(state, "decisionDocuments")
+    assert ids(settings, "delegations") == set(state.delegations)
+    assert ids(settings, "users") == set(state.users)
+    assert ids(settings, "groups") == set(state.groups)
+    assert ids(settings, "positions") == set(state.positions)
+    assert ids(settings, "user_roles") == {r["id"] for u in state.users.values() for r in u["userRoles"]}
+    assert ids(settings, "user_groups") == {g["id"] for u in state.users.values() for g in u["userGroups"]}
+    assert ids(settings, "current_user_positions") == {
         p["id"] for p in state.users[state.current_user_id]["userPositions"]
     }
 
 
-def test_full_run_copies_fields_and_links_faithfully(
-    adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
-) -> None:
-    sync(adm, warehouse)
+def test_full_run_copies_fields_and_links_faithfully(settings: SyncSettings, state: TenantState) -> None:
+    sync(settings)
 
     for decision_id, name, status, display_id in rows(
-        warehouse, "SELECT id, name, status, decision_display_id FROM decisions ORDER BY id LIMIT 50"
+        settings, "SELECT id, name, status, decision_display_id FROM decisions ORDER BY id LIMIT 50"
     ):
         source = state.decisions[decision_id]
         assert (name, status, display_id) == (source["name"], source["status"], source["decisionDisplayId"])
-    managers = dict(rows(warehouse, "SELECT id, manager_id FROM users"))
+    managers = dict(rows(settings, "SELECT id, manager_id FROM users"))
     assert managers == state.manager_of
-    parents = set(rows(warehouse, "SELECT group_id, parent_id FROM group_parents"))
+    parents = set(rows(settings, "SELECT group_id, parent_id FROM group_parents"))
     assert parents == {(g, link.parent_id) for g, links in state.group_parents.items() for link in links}
-    cities = dict(rows(warehouse, "SELECT id, address_city FROM groups"))
+    cities = dict(rows(settings, "SELECT id, address_city FROM groups"))
     assert cities == {g: record["address"]["city"] for g, record in state.groups.items()}
 
 
-def test_revision_lists_match_the_service_in_order(
-    adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
-) -> None:
-    sync(adm, warehouse)
+def test_revision_lists_match_the_service_in_order(settings: SyncSettings, state: TenantState) -> None:
+    sync(settings)
 
     delegation_revisions = _lists(
-        rows(warehouse, "SELECT delegation_id, revision_id, revision_order FROM delegation_revisions")
+        rows(settings, "SELECT delegation_id, revision_id, revision_order FROM delegation_revisions")
     )
     assert delegation_revisions == {
         key: sorted(value, key=int) for key, value in state.delegation_revisions.items()
     }
     referenced = {item["documentId"] for d in state.decisions.values() for item in d["decisionDocuments"]}
     document_revisions = _lists(
-        rows(warehouse, "SELECT document_id, revision_id, revision_order FROM document_revisions")
+        rows(settings, "SELECT document_id, revision_id, revision_order FROM document_revisions")
     )
     assert document_revisions == {key: sorted(state.document_revisions[key], key=int) for key in referenced}
 
@@ -143,11 +128,11 @@ def _lists(found: list[tuple[Any, ...]]) -> dict[str, list[str]]:
     return {parent: [revision for _, revision in sorted(items)] for parent, items in grouped.items()}
 
 
-def test_authority_limits_are_parsed_to_numbers(adm: AdmClientResource, warehouse: WarehouseResource) -> None:
-    sync(adm, warehouse)
+def test_authority_limits_are_parsed_to_numbers(settings: SyncSettings) -> None:
+    sync(settings)
 
     parsed = rows(
-        warehouse, "SELECT limit_value, limit_number, is_unlimited, value_type FROM decision_authorities"
+        settings, "SELECT limit_value, limit_number, is_unlimited, value_type FROM decision_authorities"
     )
     for value, number, unlimited, value_type in parsed:
         if value == "Unlimited":
@@ -159,12 +144,12 @@ def test_authority_limits_are_parsed_to_numbers(adm: AdmClientResource, warehous
 
 
 def test_incremental_run_fetches_only_what_changed(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
 ) -> None:
-    sync(adm, warehouse)
+    sync(settings)
     windows = {
         entity: format_timestamp(cursor - DEFAULT_OVERLAP)
-        for entity, cursor in rows(warehouse, "SELECT entity, cursor_value FROM extract_cursors")
+        for entity, cursor in rows(settings, "SELECT entity, cursor_value FROM extract_cursors")
     }
     changed = mutate(
         server,
@@ -177,7 +162,7 @@ def test_incremental_run_fetches_only_what_changed(
     )
     server.emulator.reset_stats()
 
-    sync(adm, warehouse)
+    sync(settings)
 
     # What the service holds as updated since each cursor (minus the overlap window) is what is read again.
     delegations = {d for d, r in state.delegations.items() if r["updatedAt"] >= windows["delegations"]}
@@ -195,73 +180,79 @@ def test_incremental_run_fetches_only_what_changed(
         "E11": len(delegations),
         **({"E12": len(documents)} if documents else {}),
     }
-    names = dict(rows(warehouse, "SELECT id, name FROM decisions"))
+    names = dict(rows(settings, "SELECT id, name FROM decisions"))
     assert names == {d: record["name"] for d, record in state.decisions.items()}
 
 
 def test_history_gains_exactly_one_version_per_changed_record(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
 ) -> None:
-    sync(adm, warehouse)
+    sync(settings)
     changed = mutate(server, decisionsUpdated=4, usersUpdated=3)
 
-    sync(adm, warehouse)
-    sync(adm, warehouse)  # nothing changed since: no new version
+    sync(settings)
+    sync(settings)  # nothing changed since: no new version
 
-    versions = dict(rows(warehouse, "SELECT id, count(*) FROM decisions_history GROUP BY id"))
+    versions = dict(rows(settings, "SELECT id, count(*) FROM decisions_history GROUP BY id"))
     assert {d for d, count in versions.items() if count == 2} == set(changed["decisionsUpdated"])
     assert len(versions) == len(state.decisions)
-    user_versions = dict(rows(warehouse, "SELECT id, count(*) FROM users_history GROUP BY id"))
+    user_versions = dict(rows(settings, "SELECT id, count(*) FROM users_history GROUP BY id"))
     assert {u for u, count in user_versions.items() if count == 2} == set(changed["usersUpdated"])
-    current = rows(warehouse, "SELECT count(*) FROM decisions_history WHERE is_current AND valid_to IS NULL")
+    current = rows(settings, "SELECT count(*) FROM decisions_history WHERE is_current AND valid_to IS NULL")
     assert current == [(len(state.decisions),)]
 
 
 def test_full_refresh_marks_vanished_records_deleted(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
 ) -> None:
-    sync(adm, warehouse)
+    sync(settings)
     deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
 
-    sync(adm, warehouse, full_refresh=True)
+    sync(settings, full_refresh=True)
 
-    assert ids(warehouse, "decisions") == set(state.decisions)
-    assert not deleted & ids(warehouse, "decision_authorities", "decision_id")
-    tombstones = rows(warehouse, "SELECT id FROM decisions_history WHERE is_current AND is_deleted")
+    assert ids(settings, "decisions") == set(state.decisions)
+    assert not deleted & ids(settings, "decision_authorities", "decision_id")
+    tombstones = rows(settings, "SELECT id FROM decisions_history WHERE is_current AND is_deleted")
     assert {row[0] for row in tombstones} == deleted
-    mode = rows(warehouse, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
+    mode = rows(settings, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
     assert mode == [("full",)]
 
 
-def test_failed_run_leaves_the_warehouse_file_untouched(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource
+def test_a_failed_run_leaves_the_data_untouched_and_records_itself(
+    server: EmulatorServer, settings: SyncSettings
 ) -> None:
-    sync(adm, warehouse)
+    sync(settings)
     mutate(server, decisionsUpdated=3, delegationsUpdated=3)
-    before = _fingerprint(Path(warehouse.path))
+    before = _fingerprint(settings.warehouse)
     set_faults(server, FaultConfig(error_rate=1.0, endpoints=["E11"]))
 
-    failed = run_tenant(DEMO_TENANT_ID, adm, warehouse)
+    failed = run_sync(settings, expect_success=False)
 
-    assert not failed.success
-    assert failed.error is not None and "delegation_revisions" in failed.error
-    assert _fingerprint(Path(warehouse.path)) == before
+    assert failed.error is not None and "changelog/revision-ids -> 500" in failed.error
+    assert _fingerprint(settings.warehouse) == before
+    (status, error, calls) = rows(
+        settings, "SELECT status, error, api_calls_total FROM sync_runs WHERE run_id = ?", [failed.run_id]
+    )[0]
+    assert status == "failed" and "ServerError" in error and calls > 0
     set_faults(server, FaultConfig())
-    sync(adm, warehouse)
-    assert rows(warehouse, "SELECT count(*) FROM sync_runs") == [(2,)]
+    sync(settings)
+    assert rows(settings, "SELECT status, count(*) FROM sync_runs GROUP BY ALL ORDER BY 1") == [
+        ("failed", 1),
+        ("succeeded", 2),
+    ]
 
 
-def _fingerprint(path: Path) -> tuple[str, list[tuple[Any, ...]]]:
-    """The file's bytes and every table's content."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+def _fingerprint(path: Path) -> list[tuple[str, Any]]:
+    """Every data table's content: everything but the run log, which records failed runs too."""
     with duckdb.connect(str(path), read_only=True) as con:
         tables = [
             row[0]
             for row in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' ORDER BY 1"
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                "AND table_name <> 'sync_runs' ORDER BY 1"
             ).fetchall()
         ]
-        content = [
+        return [
             (
                 t,
                 con.execute(
@@ -271,69 +262,69 @@ def _fingerprint(path: Path) -> tuple[str, list[tuple[Any, ...]]]:
             )
             for t in tables
         ]
-    return digest, content
 
 
 def test_an_unknown_field_of_the_service_is_kept_in_raw_json(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource
+    server: EmulatorServer, settings: SyncSettings
 ) -> None:
     mutate(server, unknownField="riskScore")
 
-    sync(adm, warehouse)
+    sync(settings)
 
     for table in ("decisions", "delegations", "users", "groups"):
-        raws = rows(warehouse, f"SELECT raw FROM {table}")  # noqa: S608 - fixed names
+        raws = rows(settings, f"SELECT raw FROM {table}")  # noqa: S608 - fixed names
         assert raws and all(json.loads(raw)["riskScore"]["kind"] == table for (raw,) in raws)
 
 
 def test_an_ignored_updated_filter_falls_back_to_a_full_read(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource, state: TenantState
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
 ) -> None:
-    sync(adm, warehouse)
+    sync(settings)
     deleted = set(mutate(server, decisionsDeleted=1, decisionsUpdated=2)["decisionsDeleted"])
     set_faults(server, FaultConfig(ignore_params=["updatedAtStart"]))
 
-    sync(adm, warehouse)
+    sync(settings)
 
-    (warnings,) = rows(warehouse, "SELECT warnings FROM sync_runs ORDER BY finished_at DESC LIMIT 1")[0]
+    (warnings,) = rows(settings, "SELECT warnings FROM sync_runs ORDER BY finished_at DESC LIMIT 1")[0]
     assert any("ignored the updated-at filter" in warning for warning in json.loads(warnings))
-    assert ids(warehouse, "decisions") == set(state.decisions)
-    assert not deleted & ids(warehouse, "decisions")
+    assert ids(settings, "decisions") == set(state.decisions)
+    assert not deleted & ids(settings, "decisions")
 
 
-def test_analyst_views_answer_their_example_queries(
-    adm: AdmClientResource, warehouse: WarehouseResource
-) -> None:
-    sync(adm, warehouse)
+def test_analyst_views_answer_their_example_queries(settings: SyncSettings) -> None:
+    sync(settings)
 
     for title, sql in EXAMPLES.items():
-        assert rows(warehouse, sql), title
-    chain = rows(warehouse, "SELECT management_chain FROM v_org_chart ORDER BY levels_below_top DESC LIMIT 1")
+        assert rows(settings, sql), title
+    chain = rows(settings, "SELECT management_chain FROM v_org_chart ORDER BY levels_below_top DESC LIMIT 1")
     assert chain[0][0][0] == "Integration Admin"
 
 
-def test_tenant_partitions_fail_independently(adm: AdmClientResource, warehouse: WarehouseResource) -> None:
-    """The demo credentials cannot read the second tenant: that partition fails alone."""
-    other = run_tenant(OTHER_TENANT_ID, adm, warehouse)
-    sync(adm, warehouse)
+def test_tenant_partitions_fail_independently(settings: SyncSettings) -> None:
+    """The demo credentials cannot read the second tenant: that partition fails alone, and says so."""
+    other = run_sync(settings, OTHER_TENANT_ID, expect_success=False)
+    sync(settings)
 
-    assert not other.success
     assert other.error is not None and "403" in other.error
-    assert rows(warehouse, "SELECT DISTINCT tenant_id FROM decisions") == [(DEMO_TENANT_ID,)]
-    assert rows(warehouse, "SELECT tenant_id FROM sync_runs") == [(DEMO_TENANT_ID,)]
+    assert rows(settings, "SELECT DISTINCT tenant_id FROM decisions") == [(DEMO_TENANT_ID,)]
+    assert rows(settings, "SELECT tenant_id, status FROM sync_runs ORDER BY finished_at") == [
+        (OTHER_TENANT_ID, "failed"),
+        (DEMO_TENANT_ID, "succeeded"),
+    ]
 
 
-def test_a_failing_blocking_check_stops_the_commit(
-    server: EmulatorServer, adm: AdmClientResource, warehouse: WarehouseResource
-) -> None:
-    """A service whose totals are off: the row-count check fails and nothing is committed."""
-    sync(adm, warehouse)
+def test_a_failing_blocking_check_stops_the_commit(server: EmulatorServer, settings: SyncSettings) -> None:
+    """A service whose totals are off: the row-count check fails with its figures; nothing is committed."""
+    sync(settings)
     mutate(server, decisionsUpdated=2)
-    before = _fingerprint(Path(warehouse.path))
+    before = _fingerprint(settings.warehouse)
     set_faults(server, FaultConfig(total_skew=3))
 
-    failed = run_tenant(DEMO_TENANT_ID, adm, warehouse, full_refresh=True)
+    failed = run_sync(settings, full_refresh=True, expect_success=False)
 
-    assert not failed.success
-    assert failed.error is not None and "row_count_matches_service_total" in failed.error
-    assert _fingerprint(Path(warehouse.path)) == before
+    assert failed.error is not None and "staged 1000, service total 1003" in failed.error
+    assert _fingerprint(settings.warehouse) == before
+    (status, error) = rows(settings, "SELECT status, error FROM sync_runs WHERE run_id = ?", [failed.run_id])[
+        0
+    ]
+    assert status == "blocked_by_check" and "decisions row_count_matches_service_total" in error

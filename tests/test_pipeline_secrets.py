@@ -8,15 +8,15 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from emulator.scale import DEMO_TENANT_ID, Scale
 from emulator.server import EmulatorServer
 from emulator.service import EmulatorOptions
-from pipelines.bindings import client_resource
 from pipelines.cli import app
-from pipelines.runner import run_tenant
-from resources.warehouse_resource import WarehouseResource
+from pipelines.settings import SyncSettings
+from tests.sync_support import sync
 
 ACCESS_KEY = "sk-PIPELINE-SECRET-7781"
 TOKEN = "tok-PIPELINE-SECRET-4419"
@@ -37,23 +37,27 @@ def exchanged_tokens(server: EmulatorServer) -> set[str]:
     return {token for token in server.emulator.tokens if token.startswith("emu.")}
 
 
-def test_no_secret_in_events_warehouse_or_staging(secret_server: EmulatorServer, tmp_path: Path) -> None:
-    warehouse = WarehouseResource(path=str(tmp_path / "wh.duckdb"), staging_root=str(tmp_path / "staging"))
-    adm = client_resource(
-        base_url=secret_server.base_url, access_key=ACCESS_KEY, token=None, tenant_id=DEMO_TENANT_ID
+def test_no_secret_in_events_warehouse_or_staging(
+    secret_server: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADM_ACCESS_KEY", ACCESS_KEY)
+    settings = SyncSettings(
+        base_url=secret_server.base_url,
+        access_key=SecretStr(ACCESS_KEY),
+        tenants=[DEMO_TENANT_ID],
+        warehouse=tmp_path / "wh.duckdb",
     )
     instance = dg.DagsterInstance.ephemeral()
 
-    run = run_tenant(DEMO_TENANT_ID, adm, warehouse, instance=instance)
+    run = sync(settings, instance=instance)
 
-    assert run.success, run.error
     secrets = {ACCESS_KEY, TOKEN} | exchanged_tokens(secret_server)
     assert len(secrets) > 2, "the run must have exchanged the access key for a token"
     events = "\n".join(str(entry) for entry in instance.all_logs(run.run_id))
-    assert "sync_runs" in events
+    assert "adm/sync_runs" in events or "adm', 'sync_runs" in events
     assert not [secret for secret in secrets if secret in events]
-    assert not [secret for secret in secrets if secret in _warehouse_text(Path(warehouse.path))]
-    leftovers = [p.read_bytes() for p in Path(warehouse.staging_root).rglob("*") if p.is_file()]
+    assert not [secret for secret in secrets if secret in _warehouse_text(settings.warehouse)]
+    leftovers = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".duckdb"]
     assert not [s for s in secrets for blob in leftovers if s.encode() in blob]
 
 

@@ -1,0 +1,54 @@
+"""Helpers of the tenant-sync tests: settings pointed at a test emulator, and runs of the real jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from emulator.server import EmulatorServer
+from pipelines.bindings import client_resource
+from pipelines.location import sync_definitions
+from pipelines.runner import TenantRun, run_tenant
+from pipelines.settings import SyncSettings
+from resources.dagster_resource import AdmClientResource
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+
+
+def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> SyncSettings:
+    """Both emulator tenants, the demo tenant's token, the given warehouse; ``changes`` on top."""
+    base = SyncSettings(tenants=[DEMO_TENANT_ID, OTHER_TENANT_ID], warehouse=warehouse)
+    return base.embedded(server.base_url).model_copy(update=changes)
+
+
+def adm_for(server: EmulatorServer, **changes: Any) -> AdmClientResource:
+    """The client resource of the demo tenant on ``server``."""
+    return client_resource(settings_for(server, Path("unused.duckdb"), **changes))
+
+
+def sync(
+    settings: SyncSettings,
+    tenant_id: str = DEMO_TENANT_ID,
+    *,
+    full_refresh: bool = False,
+    instance: dg.DagsterInstance | None = None,
+    expect_success: bool = True,
+) -> TenantRun:
+    """One run of the tenant sync job on ``instance`` (default: a temporary one)."""
+    defs = sync_definitions(settings)
+    if instance is None:
+        with dg.DagsterInstance.ephemeral() as temporary:
+            run = run_tenant(defs, tenant_id, temporary, full_refresh=full_refresh)
+    else:
+        run = run_tenant(defs, tenant_id, instance, full_refresh=full_refresh)
+    if expect_success:
+        assert run.success, run.error
+    return run
+
+
+def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Query the committed warehouse."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
