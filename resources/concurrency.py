@@ -67,7 +67,9 @@ def bounded_map(
     events: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
     # The feeder pulls at most ``window`` items ahead of the calls, so a large source is never drained.
     room, stopped = threading.Semaphore(window), threading.Event()
-    feeder = threading.Thread(target=_feed, args=(items, events, room, stopped), daemon=True, name="adm-feeder")
+    feeder = threading.Thread(
+        target=_feed, args=(items, events, room, stopped), daemon=True, name="adm-feeder"
+    )
     feeder.start()
     pending: dict[Future[R], A] = {}
     backlog: deque[A] = deque()
