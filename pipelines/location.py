@@ -13,7 +13,7 @@ import dagster as dg
 
 from pipelines.assets import tenant_sync_asset
 from pipelines.bindings import resources as bound_resources
-from pipelines.freshness import freshness_check, freshness_sensor
+from pipelines.freshness import freshness_checks, freshness_job, freshness_sensor
 from pipelines.jobs import sync_jobs, sync_schedules
 from pipelines.settings import SyncSettings
 
@@ -26,12 +26,13 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     sync = tenant_sync_asset(partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness))
-    fresh = freshness_check(partitions, settings.freshness)
+    fresh = freshness_checks(tenants, settings.freshness)
+    check_job = freshness_job(fresh)
     return dg.Definitions(
         assets=[sync],
         asset_checks=[fresh],
-        jobs=sync_jobs(sync, fresh),
+        jobs=[*sync_jobs(sync, fresh), check_job],
         schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
-        sensors=[freshness_sensor(fresh, tenants)],
+        sensors=[freshness_sensor(check_job)],
         resources=bound_resources(settings) | dict(resources or {}),
     )
