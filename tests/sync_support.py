@@ -12,9 +12,9 @@ from emulator.server import EmulatorServer
 from pipelines.bindings import client_resource
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, run_tenant
-from pipelines.settings import SyncSettings
+from pipelines.settings import SyncSettings, tenant_variable_suffix
 from resources.dagster_resource import AdmClientResource
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
 
 
 def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> SyncSettings:
@@ -52,3 +52,18 @@ def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tu
     """Query the committed warehouse."""
     with duckdb.connect(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).fetchall()
+
+
+def sync_env(server: EmulatorServer, warehouse: Path, **changes: str) -> dict[str, str]:
+    """``ADM_*`` variables of a sync of both emulator tenants into ``warehouse``, each tenant with its own
+    token (``ADM_TOKEN__<TENANT>``); ``changes`` (``ADM_*`` names) on top. For processes that read the
+    environment: ``dagster job execute``, ``dagster dev``, the CLI."""
+    return {
+        "ADM_BASE_URL": server.base_url,
+        "ADM_TENANTS": f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}",
+        f"ADM_TOKEN__{tenant_variable_suffix(DEMO_TENANT_ID)}": DEMO_TOKEN,
+        f"ADM_TOKEN__{tenant_variable_suffix(OTHER_TENANT_ID)}": OTHER_TOKEN,
+        "ADM_RATE_PER_MINUTE": "60000",
+        "ADM_WAREHOUSE": str(warehouse),
+        **changes,
+    }
