@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -67,25 +70,56 @@ def run_ours(
     arguments = ["extract", *(["--full-refresh"] if full_refresh else [])] if command is None else command
     emulator.reset_stats()
     observed = run_observed([CLI, *arguments], env, emulator)
-    rows, mode = committed_rows(warehouse) if observed.returncode == 0 and extract else (0, "")
-    note = "" if observed.returncode == 0 else f"exit {observed.returncode}: {tail(observed.stdout)}"
-    return _row(label, emulator, observed, rows, note, {"mode": mode})
+    if observed.returncode != 0:
+        return _row(label, emulator, observed, 0, f"exit {observed.returncode}: {tail(observed.stdout)}", {})
+    if not extract:
+        return _row(label, emulator, observed, 0, "", {})
+    run = committed_run(warehouse)
+    phases = breakdown(observed.wall_s, run.phase_seconds)
+    note = "time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+    return _row(label, emulator, observed, run.rows, note, {"mode": run.mode, "phases_s": phases})
 
 
-def committed_rows(warehouse: Path) -> tuple[int, str]:
-    """Rows the warehouse's latest run delivered (inserted, updated or unchanged) and its mode."""
+@dataclass(frozen=True)
+class CommittedRun:
+    """What the warehouse's latest run says about itself."""
+
+    rows: int
+    """Rows it delivered: inserted, updated or unchanged."""
+    mode: str
+    phase_seconds: dict[str, float]
+
+
+def committed_run(warehouse: Path) -> CommittedRun:
+    """The latest run of ``warehouse`` as its ``sync_runs`` row records it."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         found = con.execute(
-            "SELECT row_counts, mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1"
+            "SELECT row_counts, mode, phase_seconds FROM sync_runs ORDER BY finished_at DESC LIMIT 1"
         ).fetchone()
     finally:
         con.close()
     if found is None:
-        return 0, ""
+        return CommittedRun(0, "", {})
     counts: dict[str, dict[str, int]] = json.loads(found[0])
     total = sum(c["inserted"] + c["updated"] + c["unchanged"] for c in counts.values())
-    return total, str(found[1])
+    return CommittedRun(total, str(found[1]), json.loads(found[2] or "{}"))
+
+
+@cache
+def startup_s() -> float:
+    """Seconds ``authority-sync --help`` takes: the interpreter and the imports every run pays first."""
+    started = time.perf_counter()
+    subprocess.run([CLI, "--help"], capture_output=True, check=True, env=base_env())
+    return time.perf_counter() - started
+
+
+def breakdown(wall_s: float, phase_seconds: dict[str, float]) -> dict[str, float]:
+    """Where a run's wall time went: process start (imports), the sync's phases as its row records them,
+    and the rest (Dagster's run set-up and event log, settings, the tenant lock, the CLI's summary)."""
+    start = startup_s()
+    phases = {name: phase_seconds.get(name, 0.0) for name in ("extract", "checks", "commit")}
+    return {"process start": start, **phases, "Dagster and the rest": wall_s - start - sum(phases.values())}
 
 
 def run_dlt(

@@ -15,6 +15,7 @@ failed run leaves the warehouse's data exactly as it was.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,7 +144,7 @@ def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
     warehouse, record = services.warehouse.file, outcome.record
-    with services.adm.client_for(request.tenant_id) as client:
+    with services.adm.client_for(request.tenant_id) as client, _phase(record, "extract"):
         try:
             outcome.extract = extract_tenant(
                 ExtractRequest(
@@ -162,7 +163,8 @@ def _extract_check_commit(
             _count_calls(record, client.metrics)
     extract = outcome.extract
     record.mode, record.warnings = extract.mode, extract.warnings
-    outcome.checks = run_checks(extract, warehouse, request.tenant_id)
+    with _phase(record, "checks"):
+        outcome.checks = run_checks(extract, warehouse, request.tenant_id)
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK
@@ -175,6 +177,16 @@ def _extract_check_commit(
         {entity: report.cursor.isoformat() for entity, report in extract.reports.items() if report.cursor},
     )
     outcome.commit = commit_run(warehouse, staged, record, services.policy.lock_wait_s)
+
+
+@contextmanager
+def _phase(record: RunRecord, name: str) -> Iterator[None]:
+    """Time one phase of the run into its row (also when the phase fails)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        record.phase_seconds[name] = round(time.perf_counter() - started, 3)
 
 
 def _count_calls(record: RunRecord, metrics: MetricsSnapshot) -> None:

@@ -49,6 +49,8 @@ class RunRecord:
     checks: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     monthly_quota: int | None = None
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds each phase took (extract, checks, commit): where a run's time went."""
 
     @property
     def api_calls_total(self) -> int:
@@ -58,14 +60,15 @@ class RunRecord:
 
 _COLUMNS = (
     "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
-    "retries, row_counts, warnings, error, job_name, checks, monthly_quota"
+    "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds"
 )
+_PLACEHOLDERS = ", ".join("?" * len(_COLUMNS.split(",")))
 
 
 def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
     """Add the run's row (inside the caller's transaction)."""
     con.execute(
-        f"INSERT INTO sync_runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+        f"INSERT INTO sync_runs ({_COLUMNS}) VALUES ({_PLACEHOLDERS})",  # noqa: S608 - fixed names
         [
             record.run_id,
             record.tenant_id,
@@ -83,6 +86,7 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
             record.job_name,
             json.dumps(record.checks),
             record.monthly_quota,
+            json.dumps(record.phase_seconds),
         ],
     )
 

@@ -1,0 +1,111 @@
+"""The one settings object: defaults, per-tenant credentials, quotas, and a refused value in one line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, load_settings
+from resources.settings import RatePlan
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``ADM_*`` variable but those a test sets."""
+    for name in list(os.environ):
+        if name.startswith("ADM_"):
+            monkeypatch.delenv(name)
+
+
+def refusal(monkeypatch: pytest.MonkeyPatch, **variables: str) -> str:
+    """The one-line message `load_settings` gives for these variables."""
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as raised:
+        load_settings()
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+def test_defaults_need_no_variable() -> None:
+    settings = load_settings()
+
+    assert settings.sync_tenants == [DEMO_TENANT_ID]
+    assert not settings.address_configured
+    assert settings.staging_root == Path("data/staging")
+    assert settings.quota == MONTHLY_QUOTAS[RatePlan.ESSENTIAL] == 25_000
+    assert settings.with_service().base_url == "http://127.0.0.1:8080"
+
+
+def test_plan_words_ignore_case_and_give_the_plan_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADM_RATE_PLAN", " Premium ")
+    assert load_settings().quota == 100_000
+    monkeypatch.setenv("ADM_MONTHLY_QUOTA", "40000")
+    assert load_settings().quota == 40_000
+
+
+def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADM_CONCURRENCY", "")
+    monkeypatch.setenv("ADM_TOKEN", "")
+
+    settings = load_settings()
+
+    assert settings.concurrency == 8 and settings.token is None
+
+
+def test_each_tenant_may_have_its_own_credential(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADM_BASE_URL", "https://adm.example.com/")
+    monkeypatch.setenv("ADM_TENANTS", f"{DEMO_TENANT_ID}, {OTHER_TENANT_ID}")
+    monkeypatch.setenv(f"ADM_ACCESS_KEY__{DEMO_TENANT_ID.upper().replace('-', '_')}", "key-demo")
+    monkeypatch.setenv(f"ADM_TOKEN__{OTHER_TENANT_ID.replace('-', '_')}", "token-other")
+
+    settings = load_settings()
+
+    assert settings.base_url == "https://adm.example.com"
+    assert settings.sync_tenants == [DEMO_TENANT_ID, OTHER_TENANT_ID]
+    demo_key = credential_for(settings.tenant_access_keys, DEMO_TENANT_ID)
+    other_token = credential_for(settings.tenant_tokens, OTHER_TENANT_ID)
+    assert demo_key is not None and demo_key.get_secret_value() == "key-demo"
+    assert other_token is not None and other_token.get_secret_value() == "token-other"
+    assert "key-demo" not in repr(settings) and "token-other" not in repr(settings)
+
+
+def test_a_tenant_without_any_credential_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = refusal(
+        monkeypatch,
+        ADM_ENVIRONMENT="prod-eu",
+        ADM_TENANTS=f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}",
+        **{f"ADM_TOKEN__{DEMO_TENANT_ID.upper().replace('-', '_')}": "token-demo"},
+    )
+
+    assert message.startswith(f"no credential for tenant {OTHER_TENANT_ID}: set ADM_TOKEN or ADM_ACCESS_KEY")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("ADM_RATE_PER_MINUTE", "fast", "a number of requests per minute above 0"),
+        ("ADM_ENVIRONMENT", "prod-usa", "one of staging-us, staging-eu, prod-us, prod-eu"),
+        ("ADM_TENANTS", "acme,0b5e5c1e", "comma-separated tenant ids (UUIDs)"),
+        ("ADM_CONCURRENCY", "100", "a whole number from 1 to 64"),
+        ("ADM_QUOTA_MAX_SHARE", "1.5", "a share above 0 and at most 1 (e.g. 0.9)"),
+        ("ADM_BASE_URL", "adm.example.com", "an address starting with http:// or https://"),
+    ],
+)
+def test_a_refused_value_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    assert (
+        refusal(monkeypatch, **{variable: value})
+        == f"{variable}={value!r} is not accepted: expected {expected}"
+    )
+
+
+def test_an_environment_and_an_address_are_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = refusal(monkeypatch, ADM_ENVIRONMENT="prod-us", ADM_BASE_URL="https://x.example", ADM_TOKEN="t")
+
+    assert message == "give ADM_ENVIRONMENT or ADM_BASE_URL, not both"
