@@ -151,9 +151,8 @@ def scenario_rate(console: Console, options: Options) -> dict[str, Any]:
         row.bound_s = rate_bound(row.api_calls - row.rate_limited, PLAN_RATE, PLAN_BURST)
         used = utilisation(row)
         row.extra["utilisation"] = used
-        row.note = (row.note + " " if row.note else "") + (
-            f"budget used after the burst: {used:.1%}" if used is not None else ""
-        )
+        if used is not None:
+            row.note = f"budget used after the burst: {used:.1%}" + (f"; {row.note}" if row.note else "")
     ours = rows[0]
     used = ours.extra["utilisation"]
     targets = [

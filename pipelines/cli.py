@@ -10,11 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from emulator.faults import FaultConfig
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from emulator.server import EmulatorServer, serve
-from emulator.service import EmulatorOptions
-from pipelines.cli_support import service_for, settings_or_exit
+from pipelines.cli_support import embedded_emulator, service_for, settings_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
@@ -76,6 +73,10 @@ def emulator(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the service emulator (E1-E14, access-key exchange, list extensions, /_admin)."""
+    # Imported here: the server (FastAPI, uvicorn) costs every other command half a second to import.
+    from emulator.faults import FaultConfig
+    from emulator.server import serve
+    from emulator.service import EmulatorOptions
 
     faults = FaultConfig(
         latency_ms=latency_ms,
@@ -164,7 +165,7 @@ def demo(
     console = Console()
     warehouse.unlink(missing_ok=True)
     base = settings_or_exit(warehouse).model_copy(update={"tenants": [DEMO_TENANT_ID]})
-    with EmulatorServer() as server:
+    with embedded_emulator() as server:
         settings = base.embedded(server.base_url)
         console.rule(f"Nightly sync against the embedded emulator at {server.base_url}")
         first = sync_tenants(console, settings, [DEMO_TENANT_ID], full_refresh=False)

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from emulator.server import EmulatorServer
 from pipelines.settings import SettingsError, SyncSettings, load_settings
+
+if TYPE_CHECKING:
+    from emulator.server import EmulatorServer
 
 
 def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
@@ -33,5 +36,15 @@ def service_for(settings: SyncSettings) -> Iterator[tuple[SyncSettings, str | No
     if settings.address_configured:
         yield settings, None
         return
-    with EmulatorServer() as server:
+    with embedded_emulator() as server:
         yield settings.embedded(server.base_url), server.base_url
+
+
+@contextmanager
+def embedded_emulator() -> Iterator[EmulatorServer]:
+    """A seeded emulator served on a free loopback port for the duration of the block."""
+    # Imported here: the server (FastAPI, uvicorn) costs a command that never starts it half a second.
+    from emulator.server import EmulatorServer
+
+    with EmulatorServer() as server:
+        yield server

@@ -7,9 +7,12 @@ than the service accepts, instead of learning the limit from 429s (each of which
 Safety margin. The client's clock is not the service's: a request sent at ``t`` arrives at ``t + delay``
 and delays vary, so requests the client spaced correctly can arrive bunched together. If delays vary by at
 most ``J`` seconds, arrivals in any window exceed the client's spacing by at most ``rate * J`` requests. The
-client's bucket is therefore ``ceil(rate * JITTER_ALLOWANCE_S)`` tokens smaller than the service's, and
-refills at ``SAFETY_RATE_FACTOR`` of the plan rate, so that under a correctly configured plan a sync trips
-no 429 at all. The margin costs ``JITTER_ALLOWANCE_S`` of burst and 5% of throughput.
+client's bucket is therefore ``ceil(rate * JITTER_ALLOWANCE_S)`` tokens smaller than the service's, so
+that under a correctly configured plan a sync trips no 429 at all: over any window, the requests that can
+arrive are those sent in it and up to ``J`` seconds before, at most the smaller bucket plus the refill of
+the window and of ``J``, which the service's bucket holds. It refills at ``SAFETY_RATE_FACTOR`` of the plan
+rate, a 1% allowance for the two clocks' rates. The margin costs ``JITTER_ALLOWANCE_S`` of burst and 1% of
+throughput.
 
 When the service answers 429 anyway (a wrong plan, another process of the same tenant), every request of
 the tenant pauses until Retry-After has passed and the rate is halved; each later success adds back
@@ -23,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 
-SAFETY_RATE_FACTOR = 0.95
+SAFETY_RATE_FACTOR = 0.99
 JITTER_ALLOWANCE_S = 0.5
 RECOVERY_STEP = 0.02
 """Share of the plan rate regained per successful request after a 429."""

@@ -4,6 +4,7 @@ freshness, ``dagster job execute``, the GraphQL client on ``dagster dev`` and th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -159,9 +160,11 @@ def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
     state = emulator.tenants[DEMO_TENANT_ID]
     assert tenant_rows(warehouse, "decisions") == len(state.decisions)
     assert tenant_rows(warehouse, "users") == len(state.users)
-    runs = query(warehouse, "SELECT run_id, status, api_calls_total FROM sync_runs")
-    assert [(run_id, status) for run_id, status, _ in runs] == [(again.run_id, "succeeded")]
+    runs = query(warehouse, "SELECT run_id, status, api_calls_total, phase_seconds FROM sync_runs")
+    assert [(run_id, status) for run_id, status, _, _ in runs] == [(again.run_id, "succeeded")]
     assert runs[0][2] > 0
+    phases = json.loads(runs[0][3])
+    assert set(phases) == {"extract", "checks", "commit"} and phases["commit"] > 0
     tables = materialized(instance, again.run_id)
     assert set(tables) == {table_key(table).to_user_string() for table in TABLES}
     assert tables["adm/users"]["dagster/row_count"] == len(state.users)
@@ -189,7 +192,8 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
         not decisions.passed
         and decisions.description == f"staged {SMALL.decisions}, service total {SMALL.decisions + 3}"
     )
-    assert query(settings.warehouse, "SELECT status FROM sync_runs") == [("blocked_by_check",)]
+    (status, phases) = query(settings.warehouse, "SELECT status, phase_seconds FROM sync_runs")[0]
+    assert status == "blocked_by_check" and set(json.loads(phases)) == {"extract", "checks"}
     assert query(settings.warehouse, "SELECT count(*) FROM decisions") == [(0,)]
 
 

@@ -91,6 +91,14 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
     )
 
 
+def update_phases(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
+    """Store the run's phase timings again (after its commit has taken its own time)."""
+    con.execute(
+        "UPDATE sync_runs SET phase_seconds = ? WHERE run_id = ? AND tenant_id = ?",
+        [json.dumps(record.phase_seconds), record.run_id, record.tenant_id],
+    )
+
+
 @dataclass(frozen=True)
 class QuotaProjection:
     """Where this month's API calls stand and where this run would take them."""
