@@ -11,9 +11,16 @@ import httpx
 import pytest
 
 from emulator.faults import FaultConfig
-from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
+from emulator.scale import (
+    DEMO_ACCESS_KEY,
+    DEMO_TENANT_ID,
+    DEMO_TOKEN,
+    OTHER_TENANT_ID,
+    OTHER_TOKEN,
+    Scale,
+)
 from emulator.server import EmulatorServer
-from emulator.service import Emulator
+from emulator.service import Emulator, EmulatorOptions
 from emulator.state import TenantState
 from resources import AdmClient
 
@@ -29,15 +36,31 @@ def emulator_server() -> Iterator[EmulatorServer]:
         yield server
 
 
+SMALL = Scale(users=60, decisions=150, delegations=60, documents=30, groups=10)
+"""A small demo tenant, for the sync tests: they are about behaviour, the benchmarks about volume."""
+
+
+@pytest.fixture(scope="session")
+def small_emulator_server() -> Iterator[EmulatorServer]:
+    """A second session emulator whose demo tenant is `SMALL`."""
+    with EmulatorServer(EmulatorOptions(scale=SMALL)) as server:
+        yield server
+
+
 @pytest.fixture
 def server(emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
     """The session emulator, back to its seeded state with no faults and zero counters. Faults are
     cleared again afterwards, so that no fault outlives its test (session fixtures reuse the server)."""
-    emulator_server.emulator.reset()
-    emulator_server.emulator.reset_stats()
-    set_faults(emulator_server, FaultConfig())
-    yield emulator_server
-    set_faults(emulator_server, FaultConfig())
+    yield from fresh(emulator_server)
+
+
+def fresh(server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """``server`` re-seeded, without faults and with zero counters for one test (fixture body)."""
+    server.emulator.reset()
+    server.emulator.reset_stats()
+    set_faults(server, FaultConfig())
+    yield server
+    set_faults(server, FaultConfig())
 
 
 @pytest.fixture

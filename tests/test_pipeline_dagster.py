@@ -24,9 +24,8 @@ from dagster_graphql import DagsterGraphQLClient
 from typer.testing import CliRunner
 
 from emulator.faults import FaultConfig
-from emulator.scale import Scale
 from emulator.server import EmulatorServer
-from emulator.service import Emulator, EmulatorOptions
+from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
 from pipelines.freshness import FRESHNESS_JOB, check_name
@@ -34,7 +33,7 @@ from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, run_tenant
 from pipelines.settings import SyncSettings, load_settings
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, SMALL, fresh, set_faults
 from tests.sync_support import query, settings_for, sync, sync_env
 from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
@@ -46,26 +45,10 @@ RATE = {"ADM_RATE_PER_MINUTE": "3000", "ADM_BURST": "10"}
 PLAN = FaultConfig(rate_limit_per_minute=3000, rate_burst=10)
 
 
-SMALL = Scale(users=40, decisions=120, delegations=40, documents=20, groups=8)
-"""A small demo tenant: these tests are about launch paths, the other sync tests about volume."""
-
-
-@pytest.fixture(scope="module")
-def small_server() -> Iterator[EmulatorServer]:
-    """An emulator of its own, small, for this module."""
-    with EmulatorServer(EmulatorOptions(scale=SMALL)) as started:
-        yield started
-
-
 @pytest.fixture
-def server(small_server: EmulatorServer) -> Iterator[EmulatorServer]:
-    """The module's emulator back to its seeded state with no faults and zero counters (overrides the
-    session emulator of conftest.py)."""
-    small_server.emulator.reset()
-    small_server.emulator.reset_stats()
-    set_faults(small_server, FaultConfig())
-    yield small_server
-    set_faults(small_server, FaultConfig())
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh (these tests are about launch paths, not volume)."""
+    yield from fresh(small_emulator_server)
 
 
 @pytest.fixture
