@@ -59,14 +59,23 @@ def row_count_matches_total(entity: str) -> Check:
 
     def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
         report = extract.reports[entity]
-        total = report.service_total
+        total, first = report.service_total, report.first_total
         passed = total is None or report.rows == total
+        drifted = first is not None and total is not None and first != total
+        description = f"staged {report.rows}, service total {total}" + (
+            f" (the list changed while it was read: page 1 said {first})" if drifted else ""
+        )
         return CheckOutcome(
             entity,
             "row_count_matches_service_total",
             passed,
-            f"staged {report.rows}, service total {total}",
-            {"staged": report.rows, "service_total": total if total is not None else -1, "mode": report.mode},
+            description,
+            {
+                "staged": report.rows,
+                "service_total": total if total is not None else -1,
+                "first_page_total": first if first is not None else -1,
+                "mode": report.mode,
+            },
         )
 
     return check

@@ -60,6 +60,9 @@ class EntityReport:
     mode: str
     rows: int = 0
     service_total: int | None = None
+    """The total the list reported at the end of its read (for revision lists, the parents read)."""
+    first_total: int | None = None
+    """The total page 1 reported: differs from ``service_total`` when the list changed while read."""
     cursor: datetime | None = None
     warnings: list[str] = field(default_factory=list)
     tables: dict[str, int] = field(default_factory=dict)
@@ -226,8 +229,8 @@ def _stage_list(
             report.rows += 1
             if spec.updated_of is not None:
                 _advance_cursor(report, since, spec.updated_of(record))
-    # The total of the last page: a list that grew while it was read was read to its new end.
-    report.service_total = stream.last_total
+    # The list's final total: a list that grew while it was read was read to its new end.
+    report.service_total, report.first_total = stream.last_total, stream.total
     report.tables = dict(writer.counts)
 
 

@@ -12,6 +12,9 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    a new record lands at the end and an update moves nothing, so only a removal can shift records across
    page boundaries. Such a pass is *append-only*: a page whose ``total`` is *higher* than page 1's has only
    seen additions after every record that was present, and nothing that was present can be missed.
+   An append-only pass reads **to the list's end as it is when the read finishes**: while any page reports
+   more records than the last page knew of, the last page read (it may have been partial) and the pages
+   added since are read again, so records inserted while a large list is paged are loaded too.
 2. Every page reports ``total``. A pass is accepted when no page reports a total different from page 1's
    or, in an append-only pass, lower than page 1's (a removal). Otherwise another pass is made that yields
    only ids not yet seen. After ``MAX_PASSES`` passes with drift, `PagingDriftError` is raised rather than
@@ -42,8 +45,23 @@ R = TypeVar("R")
 
 MAX_PASSES = 3
 """Passes over a drifting list before giving up with `PagingDriftError`."""
+MAX_EXTENSIONS = 20
+"""Rounds of reading a growing list's new last pages; a list still outgrowing them after these is left to
+the completeness check, which then reports the first and the final total."""
 
 logger = logging.getLogger(__name__)
+
+
+class _Edge:
+    """The highest page a pass has read and the total that page's answer reported."""
+
+    def __init__(self, page: int, total: int) -> None:
+        self.page, self.total = page, total
+
+    def saw(self, page: int, total: int) -> None:
+        """Note one answer; a later answer of the same page replaces the earlier one."""
+        if page >= self.page:
+            self.page, self.total = page, total
 
 
 class Mapper(Protocol):
@@ -57,8 +75,8 @@ class PageStream(Generic[T]):
     before (a page left empty by de-duplication is skipped); `items` yields the records.
 
     After (or during) iteration: ``total`` is page 1's total of the first pass, ``last_total`` the total
-    of the last page received, ``totals_seen`` every distinct total, ``passes`` the passes made and
-    ``records`` the records yielded.
+    the list's end reported (the total of the last page received, for a pass that is not append-only),
+    ``totals_seen`` every distinct total, ``passes`` the passes made and ``records`` the records yielded.
     """
 
     def __init__(
@@ -127,9 +145,30 @@ class PageStream(Generic[T]):
         if self.total is None:
             self.total = first.total
         yield from self._fresh(first, totals)
-        remaining = range(2, math.ceil(first.total / self._limit) + 1)
-        for _, page in self._map(self._fetch, remaining):
+        end = _Edge(1, first.total)
+        for number, page in self._map(self._fetch, range(2, self._pages(first.total) + 1)):
             yield from self._fresh(page, totals)
+            end.saw(number, page.total)
+        if self.append_only:
+            yield from self._read_to_end(end, totals)
+            self.last_total = end.total
+
+    def _read_to_end(self, end: _Edge, totals: list[int]) -> Iterator[Page[T]]:
+        """Read the pages a growing list gained while it was read, until its last page has seen every
+        record any page reported."""
+        for _ in range(MAX_EXTENSIONS):
+            grown = max(totals)
+            if end.total >= grown and end.page >= self._pages(grown):
+                return
+            logger.info(
+                "the list grew from %d to %d records while it was read: reading its new end", end.total, grown
+            )
+            for number, page in self._map(self._fetch, range(end.page, self._pages(grown) + 1)):
+                yield from self._fresh(page, totals)
+                end.saw(number, page.total)
+
+    def _pages(self, total: int) -> int:
+        return max(1, math.ceil(total / self._limit))
 
     def _fresh(self, page: Page[T], totals: list[int]) -> Iterator[Page[T]]:
         """The page with only records not seen before; nothing when none is new."""

@@ -106,8 +106,9 @@ def test_drift_returns_every_record_present_for_the_whole_run_once(
     at_end = set(records)
     assert len(stream.totals_seen) > 1, "the emulator drifted while the client paged"
     assert len(returned) == len(set(returned))
-    assert at_start & at_end <= set(returned) <= at_start | at_end
-    assert stream.passes == 1
+    # Inserts land at the end and updates move nothing: the list as it is at the end, read whole.
+    assert at_start < at_end == set(returned)
+    assert (stream.passes, stream.last_total) == (1, len(at_end))
 
 
 def test_drift_under_an_order_updates_can_change_raises(server: EmulatorServer) -> None:
@@ -190,12 +191,23 @@ def stream_of(scripted: ScriptedList, append_only: bool, limit: int = 10) -> Pag
     )
 
 
-def test_appends_while_paging_need_no_second_pass() -> None:
-    scripted = ScriptedList(35, {2: ScriptedList.insert, 3: ScriptedList.insert})
+def test_appends_while_paging_are_read_to_the_new_end_in_one_pass() -> None:
+    # 40 records are 4 pages; two inserts while they are read make 42: a fifth page, and page 4 again.
+    scripted = ScriptedList(40, {2: ScriptedList.insert, 3: ScriptedList.insert})
     stream = stream_of(scripted, append_only=True)
     returned = ids_of(stream.items())
-    assert returned[:35] == [f"r{n:04d}" for n in range(1, 36)]
-    assert (stream.passes, stream.total, stream.last_total) == (1, 35, 37)
+    assert returned == [f"r{n:04d}" for n in range(1, 43)]
+    assert (stream.passes, stream.total, stream.last_total) == (1, 40, 42)
+    assert scripted.fetches == 6
+
+
+def test_a_list_growing_while_its_new_end_is_read_is_followed_to_its_end() -> None:
+    # Every fetch inserts: page 4 (fetch 4) ends at 43, the new end (pages 4 and 5) at 45, and page 5's
+    # answer, holding all 45, ends the read.
+    scripted = ScriptedList(40, dict.fromkeys(range(2, 99), ScriptedList.insert))
+    stream = stream_of(scripted, append_only=True)
+    assert ids_of(stream.items()) == [record.id for record in scripted.records]
+    assert (stream.last_total, scripted.fetches) == (45, 6)
 
 
 def test_a_removal_while_paging_triggers_a_pass_that_fills_the_gap() -> None:

@@ -4,6 +4,7 @@ file."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,29 @@ def test_a_failing_blocking_check_stops_the_commit(server: EmulatorServer, setti
         0
     ]
     assert status == "blocked_by_check" and "decisions row_count_matches_service_total" in error
+
+
+def test_a_full_run_with_inserts_while_it_pages_loads_the_lists_as_they_end(
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
+) -> None:
+    """Every third list request inserts a decision or delegation (and updates another) before it is
+    answered: the run reads each list to its end as it is when the read finishes, and its check says the
+    list drifted."""
+    set_faults(server, FaultConfig(drift_every=3))
+    at_start = len(state.decisions)
+
+    run = sync(settings, full_refresh=True)
+
+    set_faults(server, FaultConfig())
+    assert len(state.decisions) > at_start
+    assert ids(settings, "decisions") == set(state.decisions)
+    assert ids(settings, "delegations") == set(state.delegations)
+    (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
+    decisions = next(c for c in json.loads(checks) if c["table"] == "decisions" and c["passed"])
+    total = len(state.decisions)
+    found = re.fullmatch(
+        rf"staged {total}, service total {total} \(the list changed while it was read: page 1 said (\d+)\)",
+        decisions["description"],
+    )
+    assert found is not None, decisions["description"]
+    assert at_start <= int(found.group(1)) < total
