@@ -147,6 +147,13 @@ class ResponseFormatError(ServiceError):
         field_path = ".".join(str(part) for part in first["loc"]) or "<body>"
         if first["type"] != "json_invalid":
             return cls.mismatch(endpoint, field_path, f"{field_path}: {first['msg']}", **context)
+        where = str(first["msg"]).removeprefix("Invalid JSON: ")
+        if any(marker in where for marker in _BROKEN_TEXT):
+            # Text that is not Unicode (invalid UTF-8, a lone surrogate) is what the service stored: the
+            # same answer comes back on every try, so it is a contract breach, not a transport fault.
+            return cls.mismatch(
+                endpoint, field_path, f"the body holds text that is not Unicode ({where})", **context
+            )
         return cls(
             f"{endpoint} response is not valid JSON",
             endpoint=endpoint,
@@ -155,6 +162,9 @@ class ResponseFormatError(ServiceError):
             **context,
         )
 
+
+_BROKEN_TEXT = ("unicode code point", "surrogate", "hex escape")
+"""Markers of pydantic's JSON errors about text that is not Unicode (deterministic, unlike a cut body)."""
 
 WRITE_ADVICE = "the write may have been applied; verify it by reading before deciding, do not repeat it"
 

@@ -97,6 +97,32 @@ def test_a_body_off_the_spec_names_the_endpoint_and_field_and_is_not_retried() -
     assert "E8" in str(caught.value) and "data.data.0.decisionId" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "text", [b'"\\udc00 lone surrogate"', b'"\xff invalid UTF-8"'], ids=["surrogate", "utf-8"]
+)
+def test_text_that_is_not_unicode_is_a_contract_breach_and_is_not_retried(text: bytes) -> None:
+    body = (
+        b'{"statusCode": 200, "timestamp": "2026-01-01T00:00:00.000Z", "message": ' + text + b', "data": []}'
+    )
+    with mock_client(answering(200, content=body), max_attempts=5) as client:
+        with pytest.raises(ResponseFormatError, match="not Unicode") as caught:
+            client.current_user_positions()
+        assert client.metrics.calls == {"E9": 1}
+    assert caught.value.malformed is False
+
+
+def test_a_cut_body_is_retried() -> None:
+    answers = iter(
+        [
+            httpx.Response(200, content=b'{"statusCode": 200, "tim'),
+            httpx.Response(200, json={**ENVELOPE, "data": []}),
+        ]
+    )
+    with mock_client(lambda _: next(answers), max_attempts=3) as client:
+        assert client.current_user_positions() == []
+        assert client.metrics.calls == {"E9": 2}
+
+
 def test_a_page_other_than_asked_for_is_refused() -> None:
     page = {"page": 1, "limit": 50, "total": 0, "data": []}
     answer = answering(200, json={**ENVELOPE, "data": page})
