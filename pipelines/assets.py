@@ -24,7 +24,8 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.checks import BLOCKING_CHECKS, CheckOutcome
+from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, CheckOutcome
+from pipelines.extract import LISTS
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
@@ -104,8 +105,14 @@ def _column_schema(table: str) -> dg.TableSchema:
     return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in arrow_schema(table)])
 
 
-def _check_spec(table: str, name: str, description: str) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(name, asset=table_key(table), blocking=True, description=description)
+def _check_spec(table: str, name: str, description: str, blocking: bool = True) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(name, asset=table_key(table), blocking=blocking, description=description)
+
+
+CONFORMITY_DESCRIPTION = (
+    "Warns when records deviated from the spec and the tolerant schema contract accepted them (null or "
+    "missing fields, unknown enum values, numbers sent as text); the metadata counts them per field."
+)
 
 
 def tenant_sync_asset(
@@ -116,7 +123,8 @@ def tenant_sync_asset(
     @dg.multi_asset(
         name="adm_tenant_sync",
         specs=[_spec(table, freshness) for table in TABLES],
-        check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS],
+        check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS]
+        + [_check_spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS],
         partitions_def=partitions,
         can_subset=True,
         description="Extracts every list of one tenant, pulls revision ids, checks and commits in one "
@@ -214,6 +222,8 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
         "rate_limited_429": record.rate_limited,
         "retries": record.retries,
         "warnings": dg.MetadataValue.json(record.warnings),
+        "deviations_tolerated": dg.MetadataValue.json(record.deviations),
+        "records_rejected": len(record.rejections),
     }
     if outcome.projection is not None:
         metadata["api_budget"] = dg.MetadataValue.text(outcome.projection.describe())
@@ -234,4 +244,5 @@ def _check_results(
                 passed=outcome.passed,
                 description=outcome.description,
                 metadata=outcome.metadata,
+                severity=dg.AssetCheckSeverity.ERROR if outcome.blocking else dg.AssetCheckSeverity.WARN,
             )

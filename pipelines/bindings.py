@@ -74,13 +74,16 @@ def warehouse_resource(settings: SyncSettings) -> WarehouseResource:
 
 
 def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
-    """How a tenant sync behaves: overlap, API quota, lock waits."""
+    """How a tenant sync behaves: overlap, API quota, lock waits, the schema contract."""
     return SyncPolicyResource(
         overlap_minutes=settings.overlap_minutes,
         monthly_quota=settings.quota,
         quota_max_share=settings.quota_max_share,
         allow_over_quota=settings.allow_over_quota,
         lock_wait_s=settings.lock_wait_s,
+        schema_contract=settings.schema_contract.value,
+        reject_max_count=settings.reject_max_count,
+        reject_max_share=settings.reject_max_share,
     )
 
 

@@ -29,6 +29,7 @@ class CheckOutcome:
     passed: bool
     description: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    blocking: bool = True
 
     def as_record(self) -> dict[str, Any]:
         """JSON-ready form, as stored with the run in ``sync_runs.checks``."""
@@ -55,15 +56,18 @@ class CheckSpec:
 
 
 def row_count_matches_total(entity: str) -> Check:
-    """Records staged equal the ``total`` the service reported for the same query."""
+    """Records staged, plus those the schema contract rejected, equal the list's final ``total``."""
 
     def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
         report = extract.reports[entity]
-        total, first = report.service_total, report.first_total
-        passed = total is None or report.rows == total
+        total, first, rejected = report.service_total, report.first_total, report.rejected
+        passed = total is None or report.rows + rejected == total
         drifted = first is not None and total is not None and first != total
-        description = f"staged {report.rows}, service total {total}" + (
-            f" (the list changed while it was read: page 1 said {first})" if drifted else ""
+        description = (
+            f"staged {report.rows}"
+            + (f" + {rejected} rejected" if rejected else "")
+            + f", service total {total}"
+            + (f" (the list changed while it was read: page 1 said {first})" if drifted else "")
         )
         return CheckOutcome(
             entity,
@@ -72,6 +76,7 @@ def row_count_matches_total(entity: str) -> Check:
             description,
             {
                 "staged": report.rows,
+                "rejected": rejected,
                 "service_total": total if total is not None else -1,
                 "first_page_total": first if first is not None else -1,
                 "mode": report.mode,
@@ -79,6 +84,58 @@ def row_count_matches_total(entity: str) -> Check:
         )
 
     return check
+
+
+def rejected_within_threshold(entity: str) -> Check:
+    """The records the schema contract rejected stay within the count and the share the settings allow."""
+
+    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+        contract, report = extract.contract, extract.reports[entity]
+        endpoint = LISTS[entity].endpoint
+        rejections = [r for r in contract.log.rejections if r.endpoint == endpoint]
+        total = report.service_total or report.rows + len(rejections)
+        allowed = min(contract.reject_max_count, int(contract.reject_max_share * total))
+        reasons = "; ".join(
+            f"page {r.page} position {r.position} id {r.record_id or '(none)'}: {r.field} {r.rule}, "
+            f"received {r.value}"
+            for r in rejections[:3]
+        )
+        description = f"{len(rejections)} record(s) rejected, {allowed} allowed" + (
+            f": {reasons}" if reasons else ""
+        )
+        return CheckOutcome(
+            entity,
+            "rejected_within_threshold",
+            len(rejections) <= allowed,
+            description,
+            {"rejected": len(rejections), "allowed": allowed},
+        )
+
+    return check
+
+
+def conformity(extract: TenantExtract) -> list[CheckOutcome]:
+    """Per list, the deviations from the spec the tolerant contract accepted (a warning, not a stop)."""
+    summary = extract.contract.log.summary()
+    outcomes = []
+    for entity, spec in LISTS.items():
+        found = [row for row in summary if row["endpoint"] == spec.endpoint]
+        records = sum(row["records"] for row in found)
+        description = (
+            "every record as the spec says"
+            if not found
+            else f"{records} deviation(s) tolerated: "
+            + "; ".join(f"{row['field']} {row['kind']} x{row['records']}" for row in found[:5])
+        )
+        outcomes.append(
+            CheckOutcome(
+                entity, CONFORMITY_CHECK, not found, description, {"deviations": found}, blocking=False
+            )
+        )
+    return outcomes
+
+
+CONFORMITY_CHECK = "records_conform_to_spec"
 
 
 def ids_unique(entity: str) -> Check:
@@ -134,6 +191,12 @@ def _list_checks(entity: str) -> list[CheckSpec]:
             row_count_matches_total(entity),
         ),
         CheckSpec(entity, "ids_unique", "No id is staged twice.", ids_unique(entity)),
+        CheckSpec(
+            entity,
+            "rejected_within_threshold",
+            "Records the schema contract rejected stay within ADM_REJECT_MAX_COUNT and ADM_REJECT_MAX_SHARE.",
+            rejected_within_threshold(entity),
+        ),
     ]
 
 

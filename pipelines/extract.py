@@ -27,6 +27,7 @@ from typing import Any
 from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery, PositionQuery, UserQuery
 from resources.client import AdmClient
 from resources.concurrency import Feed
+from resources.contract import RecordContract
 from resources.metrics import MetricsSnapshot
 from warehouse.rows import (
     TableRows,
@@ -63,6 +64,8 @@ class EntityReport:
     """The total the list reported at the end of its read (for revision lists, the parents read)."""
     first_total: int | None = None
     """The total page 1 reported: differs from ``service_total`` when the list changed while read."""
+    rejected: int = 0
+    """Records the schema contract kept out (they are in ``rejected_records``)."""
     cursor: datetime | None = None
     warnings: list[str] = field(default_factory=list)
     tables: dict[str, int] = field(default_factory=dict)
@@ -75,6 +78,8 @@ class TenantExtract:
     staging: Path
     reports: dict[str, EntityReport]
     metrics: MetricsSnapshot
+    contract: RecordContract = field(default_factory=RecordContract)
+    """The schema contract the lists were read under, with its log of deviations and rejections."""
 
     @property
     def tables(self) -> dict[str, int]:
@@ -104,6 +109,8 @@ class ExtractRequest:
     cursors: dict[str, datetime | None]
     overlap: timedelta = DEFAULT_OVERLAP
     documents_never_pulled: frozenset[str] = frozenset()
+    contract: RecordContract = field(default_factory=RecordContract)
+    """How records off the spec are read; its log collects deviations and rejected records."""
     stop: threading.Event = field(default_factory=threading.Event)
     """Set when one read fails: the others stop at their next record instead of reading to the end."""
 
@@ -120,8 +127,9 @@ class ExtractRequest:
 
 @dataclass(frozen=True)
 class ListExtract:
-    """How one paged list is extracted: its query, its rows, its updated-at field and its tables."""
+    """How one paged list is extracted: its endpoint, query, rows, updated-at field and tables."""
 
+    endpoint: str
     query: Callable[[ExtractRequest, datetime | None], PageQuery]
     flatten: Callable[[str, Any], TableRows]
     updated_of: Callable[[Any], datetime] | None
@@ -131,24 +139,28 @@ class ListExtract:
 
 LISTS: dict[str, ListExtract] = {
     "decisions": ListExtract(
+        "E8",
         lambda req, since: DecisionQuery(limit=PAGE_LIMIT, updated_at_start=since),
         decision_rows,
         lambda record: record.updated_at,
         ("decisions", "decision_groups", "decision_authorities", "decision_documents"),
     ),
     "delegations": ListExtract(
+        "delegations",
         lambda req, since: DelegationQuery(limit=PAGE_LIMIT, updated_at_start=since),
         delegation_rows,
         lambda record: record.updated_at,
         ("delegations",),
     ),
     "users": ListExtract(
+        "users",
         lambda req, since: UserQuery(limit=PAGE_LIMIT, updated_at_start=since),
         user_rows,
         lambda record: record.updated_on,
         ("users", "user_roles", "user_positions", "user_groups"),
     ),
     "groups": ListExtract(
+        "groups",
         lambda req, since: GroupQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT, updated_at_start=since),
         group_rows,
         lambda record: record.updated_on,
@@ -156,6 +168,7 @@ LISTS: dict[str, ListExtract] = {
     ),
     # Positions have no updated-at filter and are few: always read whole.
     "positions": ListExtract(
+        "positions",
         lambda req, since: PositionQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT),
         position_rows,
         None,
@@ -192,7 +205,7 @@ def extract_tenant(request: ExtractRequest) -> TenantExtract:
             request.stop.set()
             raise failed.exception()  # type: ignore[misc]
     reports = {entity: future.result() for entity, future in futures.items()}
-    return TenantExtract(request.staging, reports, request.client.metrics)
+    return TenantExtract(request.staging, reports, request.client.metrics, request.contract)
 
 
 def extract_list(request: ExtractRequest, entity: str, feeds: Feeds) -> EntityReport:
@@ -218,7 +231,7 @@ def extract_list(request: ExtractRequest, entity: str, feeds: Feeds) -> EntityRe
 def _stage_list(
     request: ExtractRequest, spec: ListExtract, report: EntityReport, since: datetime | None, feeds: Feeds
 ) -> None:
-    stream = request.client.iter_pages(spec.query(request, since))  # type: ignore[call-overload]
+    stream = request.client.iter_pages(spec.query(request, since), request.contract)  # type: ignore[call-overload]
     with StagingWriter(request.staging) as writer:
         writer.declare(*spec.tables)
         for record in stream.items():
@@ -231,6 +244,7 @@ def _stage_list(
                 _advance_cursor(report, since, spec.updated_of(record))
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
+    report.rejected = request.contract.log.rejected_count(spec.endpoint)
     report.tables = dict(writer.counts)
 
 

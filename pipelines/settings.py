@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
+from resources.contract import ContractMode
 from resources.settings import Environment, RatePlan
 
 PREFIX = "ADM_"
@@ -56,6 +57,9 @@ ACCEPTS: dict[str, str] = {
     "quota_max_share": "a share above 0 and at most 1 (e.g. 0.9)",
     "allow_over_quota": "true or false",
     "lock_wait_s": "a number of seconds, 0 or more",
+    "schema_contract": "strict or tolerant",
+    "reject_max_count": "a whole number of records, 0 or more",
+    "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "nightly_cron": "a cron expression (UTC)",
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
@@ -93,6 +97,9 @@ class SyncSettings(BaseSettings):
     quota_max_share: Annotated[float, Field(gt=0, le=1)] = 0.9
     allow_over_quota: bool = False
     lock_wait_s: Annotated[float, Field(ge=0)] = 300.0
+    schema_contract: ContractMode = ContractMode.TOLERANT
+    reject_max_count: Annotated[int, Field(ge=0)] = 10
+    reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
     nightly_cron: str = "0 2 * * *"
     full_refresh_cron: str = "0 3 * * 0"
     hr_drop_dir: Path = Path("data/hr/inbox")
@@ -101,7 +108,7 @@ class SyncSettings(BaseSettings):
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
 
-    @field_validator("environment", "rate_plan", mode="before")
+    @field_validator("environment", "rate_plan", "schema_contract", mode="before")
     @classmethod
     def _lower_case(cls, value: object) -> object:
         # Operators write PROD-US or Premium.

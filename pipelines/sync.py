@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.checks import CheckOutcome, run_checks
+from pipelines.checks import CheckOutcome, conformity, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from resources.contract import ContractMode, RecordContract
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
@@ -73,7 +74,7 @@ class SyncOutcome:
     @property
     def failed_checks(self) -> list[CheckOutcome]:
         """The blocking checks that did not pass."""
-        return [check for check in self.checks if not check.passed]
+        return [check for check in self.checks if check.blocking and not check.passed]
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,10 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
 def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
-    warehouse, record = services.warehouse.file, outcome.record
+    warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
+    contract = RecordContract(
+        ContractMode(policy.schema_contract), policy.reject_max_count, policy.reject_max_share
+    )
     with services.adm.client_for(request.tenant_id) as client, _phase(record, "extract"):
         try:
             outcome.extract = extract_tenant(
@@ -157,14 +161,16 @@ def _extract_check_commit(
                     documents_never_pulled=frozenset(
                         reads.documents_never_pulled(warehouse, request.tenant_id)
                     ),
+                    contract=contract,
                 )
             )
         finally:
             _count_calls(record, client.metrics)
+            record.deviations, record.rejections = contract.log.summary(), list(contract.log.rejections)
     extract = outcome.extract
     record.mode, record.warnings = extract.mode, extract.warnings
     with _phase(record, "checks"):
-        outcome.checks = run_checks(extract, warehouse, request.tenant_id)
+        outcome.checks = run_checks(extract, warehouse, request.tenant_id) + conformity(extract)
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK

@@ -66,6 +66,7 @@ from models.auth import AccessKeyExchange, AccessToken
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
 from resources.concurrency import bounded_map
+from resources.contract import RecordContract
 from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
 from resources.errors import (
     AuthenticationError,
@@ -107,25 +108,34 @@ class RevisionIds(RootModel[list[str]]):
 
 @dataclass(frozen=True)
 class PagedList(Generic[T]):
-    """How one paged list is read: endpoint, response model and immutable creation order, if any."""
+    """How one paged list is read: endpoint, record and response model, immutable creation order."""
 
     endpoint: EndpointName
+    record: type[T]
     envelope: type[Envelope[Page[T]]]
     creation_sort: str | None = None
     creation_key: Callable[[T], tuple[datetime, str]] | None = None
 
 
 DECISIONS = PagedList[Decision](
-    "E8", Envelope[Page[Decision]], DecisionSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
+    "E8", Decision, Envelope[Page[Decision]], DecisionSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
 )
-DECISION_PROJECTIONS = PagedList[DecisionProjection]("E8", Envelope[Page[DecisionProjection]])
-USERS = PagedList[User]("users", Envelope[Page[User]], UserSortBy.CREATED_ON, lambda u: (u.created_on, u.id))
+DECISION_PROJECTIONS = PagedList[DecisionProjection](
+    "E8", DecisionProjection, Envelope[Page[DecisionProjection]]
+)
+USERS = PagedList[User](
+    "users", User, Envelope[Page[User]], UserSortBy.CREATED_ON, lambda u: (u.created_on, u.id)
+)
 GROUPS = PagedList[Group](
-    "groups", Envelope[Page[Group]], GroupSortBy.CREATED_ON, lambda g: (g.created_on, g.id)
+    "groups", Group, Envelope[Page[Group]], GroupSortBy.CREATED_ON, lambda g: (g.created_on, g.id)
 )
-POSITIONS = PagedList[Position]("positions", Envelope[Page[Position]])
+POSITIONS = PagedList[Position]("positions", Position, Envelope[Page[Position]])
 DELEGATIONS = PagedList[Delegation](
-    "delegations", Envelope[Page[Delegation]], DelegationSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
+    "delegations",
+    Delegation,
+    Envelope[Page[Delegation]],
+    DelegationSortBy.CREATED_AT,
+    lambda d: (d.created_at, d.id),
 )
 _LISTS: dict[type[PageQuery], PagedList[Any]] = {
     DecisionQuery: DECISIONS,
@@ -315,26 +325,36 @@ class AdmClient:
     # -- whole lists ---------------------------------------------------------------------------------------
 
     @overload
-    def iter_pages(self, query: DecisionQuery) -> PageStream[Decision]: ...
+    def iter_pages(
+        self, query: DecisionQuery, contract: RecordContract | None = None
+    ) -> PageStream[Decision]: ...
     @overload
-    def iter_pages(self, query: UserQuery) -> PageStream[User]: ...
+    def iter_pages(self, query: UserQuery, contract: RecordContract | None = None) -> PageStream[User]: ...
     @overload
-    def iter_pages(self, query: GroupQuery) -> PageStream[Group]: ...
+    def iter_pages(self, query: GroupQuery, contract: RecordContract | None = None) -> PageStream[Group]: ...
     @overload
-    def iter_pages(self, query: PositionQuery) -> PageStream[Position]: ...
+    def iter_pages(
+        self, query: PositionQuery, contract: RecordContract | None = None
+    ) -> PageStream[Position]: ...
     @overload
-    def iter_pages(self, query: DelegationQuery) -> PageStream[Delegation]: ...
+    def iter_pages(
+        self, query: DelegationQuery, contract: RecordContract | None = None
+    ) -> PageStream[Delegation]: ...
 
     def iter_pages(
-        self, query: DecisionQuery | UserQuery | GroupQuery | PositionQuery | DelegationQuery
+        self,
+        query: DecisionQuery | UserQuery | GroupQuery | PositionQuery | DelegationQuery,
+        contract: RecordContract | None = None,
     ) -> PageStream[Any]:
         """Every page of a list, fetched concurrently, de-duplicated, safe against drift (see
         `resources.paging`). Unless the query says otherwise: 100 records a page, the settings' tenant,
-        and the immutable creation order. The stream exposes ``total`` of page 1 and the totals seen."""
+        and the immutable creation order. The stream exposes ``total`` of page 1 and the totals seen.
+        With a ``contract``, records are read under it (`resources.contract`); without, any record off
+        the spec fails the read."""
         if isinstance(query, DecisionQuery) and query.fields:
             raise ValueError("paging projections is not supported: page full decisions")
         kind = _LISTS[type(query)]
-        return self._stream(kind, self._for_paging(kind, query))
+        return self._stream(kind, self._for_paging(kind, query), contract)
 
     def iter_decisions(self, query: DecisionQuery | None = None) -> Iterator[Decision]:
         """Every decision the query selects (E8), each once."""
@@ -374,10 +394,12 @@ class AdmClient:
             update["sort_order"] = values.get("sort_order") or SortOrder.ASC
         return query.model_copy(update=update)
 
-    def _stream(self, kind: PagedList[Rec], query: PageQuery) -> PageStream[Rec]:
+    def _stream(
+        self, kind: PagedList[Rec], query: PageQuery, contract: RecordContract | None = None
+    ) -> PageStream[Rec]:
         endpoint = ENDPOINTS[kind.endpoint]
         return PageStream(
-            lambda number: self._page(kind, query.model_copy(update={"page": number})),
+            lambda number: self._page(kind, query.model_copy(update={"page": number}), contract),
             limit=query.limit,
             record_id=lambda item: item.id,
             mapper=self.map_concurrent,
@@ -387,9 +409,10 @@ class AdmClient:
             ),
         )
 
-    def _page(self, kind: PagedList[T], query: PageQuery) -> Page[T]:
+    def _page(self, kind: PagedList[T], query: PageQuery, contract: RecordContract | None = None) -> Page[T]:
         params = query.to_params(self.settings.param_names)
-        page = self._call(kind.endpoint, kind.envelope, params=params).data
+        parse = None if contract is None else contract.reader(kind.endpoint, kind.record, query.page or 1)
+        page = self._call(kind.endpoint, kind.envelope, params=params, parse=parse).data
         endpoint = ENDPOINTS[kind.endpoint]
         for field, asked, got in (("page", query.page, page.page), ("limit", query.limit, page.limit)):
             if asked != got:
@@ -409,25 +432,28 @@ class AdmClient:
         record_id: str | None = None,
         params: dict[str, str] | None = None,
         body: RequestModel | None = None,
+        parse: Callable[[bytes], M] | None = None,
     ) -> M:
-        """One logical call: retries, and one access-key exchange when the token is refused."""
+        """One logical call: retries, and one access-key exchange when the token is refused. ``parse``
+        reads the body instead of ``model`` (a page read under a record contract)."""
         endpoint = ENDPOINTS[name]
         request = _Request(endpoint, endpoint.url_path(record_id), params, body.to_wire() if body else None)
+        read = parse or model.model_validate_json
         if not endpoint.authenticated:
-            return self._with_retries(request, model)
+            return self._with_retries(request, read)
         generation = self._credentials.ensure()
         try:
-            return self._with_retries(request, model)
+            return self._with_retries(request, read)
         except AuthenticationError:
             if not self._credentials.renewable:
                 raise
             logger.info("%s %s: token refused; exchanging the access key once", endpoint.method, request.path)
             self._credentials.renew(generation)
-            return self._with_retries(request, model)
+            return self._with_retries(request, read)
 
-    def _with_retries(self, request: _Request, model: type[M]) -> M:
+    def _with_retries(self, request: _Request, read: Callable[[bytes], M]) -> M:
         return self._retry.call(
-            partial(self._attempt, request, model),
+            partial(self._attempt, request, read),
             request.endpoint.retry_safe,
             partial(self._retrying, request),
         )
@@ -438,7 +464,7 @@ class AdmClient:
             "%s %s: %s; try %d in %.2f s", request.endpoint.method, request.path, error, attempt + 1, sleep_s
         )
 
-    def _attempt(self, request: _Request, model: type[M]) -> M:
+    def _attempt(self, request: _Request, read: Callable[[bytes], M]) -> M:
         """One HTTP request: the typed error of a failure, else the validated body."""
         endpoint, path = request.endpoint, request.path
         response = self._send(request)
@@ -449,7 +475,11 @@ class AdmClient:
             problem = f"status {response.status_code}, the spec says {sorted(endpoint.success)}"
             raise ResponseFormatError.mismatch(endpoint.name, "<status>", problem, **context)
         try:
-            return model.model_validate_json(response.content)
+            return read(response.content)
+        except ResponseFormatError as error:
+            raise ResponseFormatError.mismatch(
+                endpoint.name, error.field_path, error.message.split(": ", 1)[-1], **context
+            ) from None
         except PydanticValidationError as error:
             # `from None`: pydantic's own message quotes the input, which may hold a token.
             raise ResponseFormatError.from_validation(endpoint.name, error, **context) from None

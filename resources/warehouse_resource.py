@@ -41,3 +41,13 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     )
     allow_over_quota: bool = Field(default=False, description="Run even when over the quota share.")
     lock_wait_s: float = Field(default=300.0, description="How long a commit waits for the warehouse writer.")
+    schema_contract: str = Field(
+        default="tolerant",
+        description="strict: any record off the spec fails the run; tolerant: deviations are recorded.",
+    )
+    reject_max_count: int = Field(
+        default=10, description="A list with more rejected records than this fails the run."
+    )
+    reject_max_share: float = Field(
+        default=0.01, description="A list whose rejected records exceed this share of its total fails."
+    )

@@ -9,6 +9,7 @@ version only for a real change.
 from __future__ import annotations
 
 import hashlib
+from enum import Enum
 from typing import Any
 
 from models.base import ServiceModel
@@ -23,6 +24,11 @@ TableRows = dict[str, list[Row]]
 
 VOLATILE_USER_FIELDS = frozenset({"last_login_date", "search_data", "dashboard_data", "column_view_settings"})
 """User fields that move on every login or UI change; excluded from the user's content hash."""
+
+
+def text(value: Enum | str | None) -> str | None:
+    """An enum's wire value; a value the spec does not list (kept as text by a tolerant read) as is."""
+    return value.value if isinstance(value, Enum) else value
 
 
 def raw_and_hash(record: ServiceModel, volatile: frozenset[str] = frozenset()) -> tuple[str, str]:
@@ -46,8 +52,8 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
         "section_name": decision.section_name,
         "category_id": decision.category_id,
         "category_name": decision.category_name,
-        "status": decision.status.value,
-        "previous_status": decision.previous_status.value if decision.previous_status else None,
+        "status": text(decision.status),
+        "previous_status": text(decision.previous_status),
         "owner_id": decision.owner,
         "owner_username": decision.owner_username,
         "created_by": decision.created_by,
@@ -80,10 +86,10 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "display_name": g.display_name,
                 "raw": g.model_dump_json(by_alias=True),
             }
-            for g in decision.decision_groups
+            for g in decision.decision_groups or []
         ],
         "decision_authorities": [
-            authority_row(tenant_id, decision.id, a) for a in decision.decision_authorities
+            authority_row(tenant_id, decision.id, a) for a in decision.decision_authorities or []
         ],
         "decision_documents": [
             {
@@ -100,7 +106,7 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "is_pinned": d.is_pinned,
                 "raw": d.model_dump_json(by_alias=True),
             }
-            for d in decision.decision_documents
+            for d in decision.decision_documents or []
         ],
     }
 
@@ -116,12 +122,12 @@ def authority_row(tenant_id: str, decision_id: str, authority: DecisionAuthority
         "authority_type": authority.authority_type,
         "authority_type_order": authority.authority_type_order,
         "authority_limit": authority.authority_limit,
-        "value_type": authority.authority_limit_value_type.value,
+        "value_type": text(authority.authority_limit_value_type),
         "operator": authority.authority_limit_operator,
         "limit_value": value,
-        "limit_number": parse_number(value),
+        "limit_number": parse_number(value) if value is not None else None,
         "limit_unit": authority.authority_limit_value_unit or None,
-        "is_unlimited": value.strip().lower() == "unlimited",
+        "is_unlimited": value is not None and value.strip().lower() == "unlimited",
         "raw": authority.model_dump_json(by_alias=True),
     }
 
@@ -145,7 +151,7 @@ def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
                 "delegation_display_id": delegation.delegation_display_id,
                 "decision_id": delegation.decision_id,
                 "decision_name": delegation.decision_name,
-                "status": delegation.status.value,
+                "status": text(delegation.status),
                 "issuer_type": delegation.issuer_type,
                 "issuer_id": delegation.issuer_id,
                 "recipient_id": delegation.recipient_id,
@@ -173,7 +179,7 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
         "display_name": user.display_name,
         "first_name": user.first_name,
         "last_name": user.last_name,
-        "status": user.status.value if user.status else None,
+        "status": text(user.status),
         "employee_id": user.employee_id,
         "employee_number": user.employee_number,
         "employee_type": user.employee_type,
@@ -182,7 +188,7 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
         "user_type": user.user_type,
         "external_id": user.external_id,
         "mobile_phone": user.mobile_phone,
-        "manager_id": user.manager.id,
+        "manager_id": user.manager.id if user.manager else None,
         "start_date": user.start_date,
         "termination_date": user.termination_date,
         "is_deleted": user.is_deleted,
@@ -201,9 +207,9 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
                 "tenant_role_id": r.tenant_role_id,
                 "role_name": r.role_name,
             }
-            for r in user.user_roles
+            for r in user.user_roles or []
         ],
-        "user_positions": [position_link_row(tenant_id, user.id, p) for p in user.user_positions],
+        "user_positions": [position_link_row(tenant_id, user.id, p) for p in user.user_positions or []],
         "user_groups": [
             {
                 "tenant_id": tenant_id,
@@ -214,7 +220,7 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
                 "group_type_name": g.group_type_name,
                 "display_name": g.display_name,
             }
-            for g in user.user_groups
+            for g in user.user_groups or []
         ],
     }
 
@@ -233,7 +239,7 @@ def position_link_row(tenant_id: str, user_id: str, link: UserPosition) -> Row:
 def group_rows(tenant_id: str, group: Group) -> TableRows:
     """Rows of ``groups`` (address flattened to columns) and ``group_parents``."""
     raw, content_hash = raw_and_hash(group)
-    address = group.address
+    address, group_type = group.address, group.tenant_group_type
     root = {
         "tenant_id": tenant_id,
         "id": group.id,
@@ -241,13 +247,13 @@ def group_rows(tenant_id: str, group: Group) -> TableRows:
         "group_name": group.group_name,
         "display_name": group.display_name,
         "legal_name": group.legal_name,
-        "status": group.status.value if group.status else None,
+        "status": text(group.status),
         "is_deleted": group.is_deleted,
-        "group_type_id": group.tenant_group_type.id,
-        "group_type_name": group.tenant_group_type.group_type_name,
+        "group_type_id": group_type.id if group_type else None,
+        "group_type_name": group_type.group_type_name if group_type else None,
         "base_currency": group.base_currency or None,
         "external_id": group.external_id,
-        **{f"address_{field}": getattr(address, field) for field in _ADDRESS_FIELDS},
+        **{f"address_{field}": getattr(address, field, None) for field in _ADDRESS_FIELDS},
         "decisions_count": group.decisions_count,
         "delegations_count": group.delegations_count,
         "created_on": group.created_on,
@@ -263,7 +269,7 @@ def group_rows(tenant_id: str, group: Group) -> TableRows:
             "parent_id": p.parent_id,
             "created_at": p.created_at,
         }
-        for p in group.parent_groups
+        for p in group.parent_groups or []
     ]
     return {"groups": [root], "group_parents": parents}
 

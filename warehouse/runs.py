@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from resources.contract import Rejection
 from warehouse.reads import read_only, table_exists
 
 
@@ -51,6 +52,10 @@ class RunRecord:
     monthly_quota: int | None = None
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds each phase took (extract, checks, commit): where a run's time went."""
+    deviations: list[dict[str, Any]] = field(default_factory=list)
+    """Tolerated deviations from the spec: endpoint, field, kind, records, sample ids."""
+    rejections: list[Rejection] = field(default_factory=list)
+    """Records kept out by the schema contract, written to ``rejected_records`` with the run."""
 
     @property
     def api_calls_total(self) -> int:
@@ -60,7 +65,8 @@ class RunRecord:
 
 _COLUMNS = (
     "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
-    "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds"
+    "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds, deviations, "
+    "rejected_records"
 )
 _PLACEHOLDERS = ", ".join("?" * len(_COLUMNS.split(",")))
 
@@ -87,8 +93,31 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
             json.dumps(record.checks),
             record.monthly_quota,
             json.dumps(record.phase_seconds),
+            json.dumps(record.deviations),
+            len(record.rejections),
         ],
     )
+    if record.rejections:
+        stamp = record.finished_at or datetime.now(UTC)
+        con.executemany(
+            "INSERT INTO rejected_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                [
+                    record.run_id,
+                    record.tenant_id,
+                    r.endpoint,
+                    r.page,
+                    r.position,
+                    r.record_id,
+                    r.field,
+                    r.rule,
+                    r.value,
+                    r.record,
+                    stamp,
+                ]
+                for r in record.rejections
+            ],
+        )
 
 
 def update_phases(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:

@@ -1,0 +1,342 @@
+"""The schema contract of paged records: what a deviation from the spec does to a sync.
+
+A real service never matches its documentation exactly, and one odd record must not fail a tenant every
+night. Each page is first validated whole and strictly (the common case: one fast pass). A page that
+fails is read record by record:
+
+- **Strict in every mode**, because the load would be wrong without them: the envelope and page shape, a
+  non-empty string ``id``, ``tenantId`` where the record has one, the created/updated timestamps that
+  drive cursors and order, and the ids of nested items (they key child tables). A record that breaks one
+  is *rejected*: it is kept, with its page, position, field, rule, the value received and its own JSON,
+  for the ``rejected_records`` table, and the run decides by threshold whether that is acceptable.
+- **Tolerated** in ``tolerant`` mode (the default of nightly runs) and recorded: ``null`` or a missing
+  non-key field (stored as null), an unknown enum value (kept as text), a number or boolean sent as a
+  string (converted), any other value that does not validate (stored as null). Every deviation is
+  counted per endpoint, field and kind, with sample record ids.
+- In ``strict`` mode (CI, contract tests) any deviation fails the read with a message naming the
+  endpoint, page, record id, field, what the spec expects and what was received. It is not retried:
+  the same answer would come back.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from functools import cache
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from models.base import Envelope, Page
+from resources.errors import ResponseFormatError
+
+SAMPLES = 5
+"""Record ids kept per kind of deviation."""
+VALUE_CHARS = 200
+"""How much of a received value a deviation or rejection keeps."""
+
+
+class ContractMode(StrEnum):
+    """What a deviation from the spec does: fail the read, or be recorded and tolerated."""
+
+    STRICT = "strict"
+    TOLERANT = "tolerant"
+
+
+class DeviationKind(StrEnum):
+    """How a tolerated field differed from the spec."""
+
+    NULL = "null"
+    MISSING = "missing"
+    UNKNOWN_ENUM = "unknown_enum"
+    NUMBER_AS_STRING = "number_as_string"
+    BOOL_AS_STRING = "bool_as_string"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A record that broke a rule that is strict in every mode."""
+
+    endpoint: str
+    page: int
+    position: int
+    record_id: str | None
+    field: str
+    rule: str
+    value: str
+    record: str
+    """The record's JSON as received (re-encoded from the parsed page)."""
+
+
+@dataclass
+class ContractLog:
+    """What the contract saw during one extract; shared by the threads that read pages."""
+
+    deviations: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(endpoint, field path, kind) -> records."""
+    samples: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    rejections: list[Rejection] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def deviated(self, endpoint: str, path: str, kind: DeviationKind, record_id: str) -> None:
+        """Count one tolerated deviation."""
+        key = (endpoint, path, kind.value)
+        with self._lock:
+            self.deviations[key] += 1
+            sample = self.samples.setdefault(key, [])
+            if len(sample) < SAMPLES:
+                sample.append(record_id)
+
+    def rejected(self, rejection: Rejection) -> None:
+        """Keep one rejected record."""
+        with self._lock:
+            self.rejections.append(rejection)
+
+    def rejected_count(self, endpoint: str) -> int:
+        """Records of ``endpoint`` rejected so far."""
+        return sum(1 for rejection in self.rejections if rejection.endpoint == endpoint)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The deviations as JSON-ready rows: endpoint, field, kind, records, sample ids."""
+        return [
+            {"endpoint": e, "field": f, "kind": k, "records": n, "sample_ids": self.samples[(e, f, k)]}
+            for (e, f, k), n in sorted(self.deviations.items())
+        ]
+
+
+STRICT_FIELDS: dict[str, frozenset[str]] = {
+    "E8": frozenset(
+        {
+            "id",
+            "tenantId",
+            "createdAt",
+            "updatedAt",
+            "decisionGroups.*.id",
+            "decisionAuthorities.*.id",
+            "decisionDocuments.*.id",
+            "decisionDocuments.*.documentId",
+        }
+    ),
+    "delegations": frozenset({"id", "tenantId", "createdAt", "updatedAt"}),
+    "users": frozenset(
+        {"id", "createdOn", "updatedOn", "userRoles.*.id", "userPositions.*.id", "userGroups.*.id"}
+    ),
+    "groups": frozenset(
+        {"id", "createdOn", "updatedOn", "parentGroups.*.id", "parentGroups.*.parentGroupId"}
+    ),
+    "positions": frozenset({"id"}),
+}
+"""Per list endpoint, the wire paths (``*`` for a list index) that are strict in every mode."""
+
+
+@dataclass(frozen=True)
+class RecordContract:
+    """Reads pages of one extract under a mode, into one log."""
+
+    mode: ContractMode = ContractMode.TOLERANT
+    reject_max_count: int = 10
+    """Rejected records a list may have before the run fails (checked by the sync, not here)."""
+    reject_max_share: float = 0.01
+    """... and the share of the list's total they may be."""
+    log: ContractLog = field(default_factory=ContractLog)
+
+    def reader(self, endpoint: str, record: type[Any], page: int) -> Callable[[bytes], Envelope[Any]]:
+        """The body parser of one page of ``endpoint`` whose records are ``record``."""
+        return lambda body: self.read_page(endpoint, record, page, body)
+
+    def read_page(self, endpoint: str, record: type[BaseModel], page: int, body: bytes) -> Envelope[Any]:
+        """The page's envelope with its valid (or tolerated) records; rejected ones are logged, not kept."""
+        envelope_type = Envelope[Page[record]]  # type: ignore[valid-type]
+        try:
+            return envelope_type.model_validate_json(body, strict=True)
+        except ValidationError:
+            pass
+        # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
+        raw = Envelope[Page[Any]].model_validate_json(body)
+        kept = [
+            kept
+            for position, item in enumerate(raw.data.data, start=1)
+            if (kept := self._record(endpoint, record, page, position, item)) is not None
+        ]
+        return raw.model_copy(update={"data": raw.data.model_copy(update={"data": kept})})
+
+    def _record(
+        self, endpoint: str, record: type[BaseModel], page: int, position: int, item: Any
+    ) -> BaseModel | None:
+        where = _Where(endpoint, page, position, item)
+        rejected = _key_problem(item)
+        if rejected is not None:
+            self._reject(where, *rejected)
+            return None
+        text = json.dumps(item)
+        try:
+            return record.model_validate_json(text, strict=True)
+        except ValidationError as error:
+            problems = error.errors(include_url=False)
+        strict = STRICT_FIELDS.get(endpoint, frozenset())
+        for problem in problems:
+            path = _path(problem["loc"])
+            if path in strict:
+                self._reject(where, path, problem["type"], _received(problem))
+                return None
+        if self.mode is ContractMode.STRICT:
+            first = problems[0]
+            raise ResponseFormatError.mismatch(
+                endpoint,
+                _path(first["loc"]),
+                f"page {page}, record {where.record_id} (position {position}): {_path(first['loc'])}: "
+                f"expected {first['msg'].lower()}, received {_received(first)}",
+            )
+        repaired = _repair(
+            item, problems, lambda path, kind: self.log.deviated(endpoint, path, kind, where.record_id)
+        )
+        try:
+            return tolerant_model(record).model_validate(repaired)
+        except ValidationError as error:  # what repair could not mend: keep the record out, with evidence
+            problem = error.errors(include_url=False)[0]
+            self._reject(where, _path(problem["loc"]), problem["type"], _received(problem))
+            return None
+
+    def _reject(self, where: _Where, path: str, rule: str, value: str) -> None:
+        if self.mode is ContractMode.STRICT:
+            raise ResponseFormatError.mismatch(
+                where.endpoint,
+                path,
+                f"page {where.page}, record {where.record_id or '(no id)'} (position {where.position}): "
+                f"{path}: expected {rule}, received {value}",
+            )
+        self.log.rejected(
+            Rejection(
+                where.endpoint,
+                where.page,
+                where.position,
+                where.record_id or None,
+                path,
+                rule,
+                value,
+                json.dumps(where.item, ensure_ascii=False),
+            )
+        )
+
+
+@dataclass(frozen=True)
+class _Where:
+    endpoint: str
+    page: int
+    position: int
+    item: Any
+
+    @property
+    def record_id(self) -> str:
+        value = self.item.get("id") if isinstance(self.item, dict) else None
+        return value if isinstance(value, str) else ""
+
+
+def _key_problem(item: Any) -> tuple[str, str, str] | None:
+    """A record that is not an object, or whose id is not a non-empty string: (field, rule, value)."""
+    if not isinstance(item, dict):
+        return "<record>", "an object", _shown(item)
+    if "id" not in item:
+        return "id", "a non-empty string", "nothing (the field is missing)"
+    value = item["id"]
+    if not isinstance(value, str) or not value.strip():
+        return "id", "a non-empty string", _shown(value)
+    return None
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    return ".".join("*" if isinstance(part, int) else str(part) for part in loc)
+
+
+def _received(problem: Any) -> str:
+    """What a pydantic problem received, shown (a missing field's input is its parent: not shown)."""
+    return "nothing (the field is missing)" if problem["type"] == "missing" else _shown(problem.get("input"))
+
+
+def _shown(value: Any) -> str:
+    """A received value as JSON, truncated."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _repair(
+    item: dict[str, Any], problems: list[Any], deviated: Callable[[str, DeviationKind], None]
+) -> dict[str, Any]:
+    """A copy of ``item`` with each problem mended (see the module docstring), each one reported."""
+    repaired: dict[str, Any] = json.loads(json.dumps(item))
+    for problem in problems:
+        loc, value = problem["loc"], problem.get("input")
+        kind, mended = _mend(problem["type"], value)
+        deviated(_path(loc), kind)
+        _set(repaired, loc, mended)
+    return repaired
+
+
+def _mend(error_type: str, value: Any) -> tuple[DeviationKind, Any]:
+    if error_type == "missing":
+        return DeviationKind.MISSING, None
+    if value is None:
+        return DeviationKind.NULL, None
+    if error_type == "enum" and isinstance(value, str):
+        return DeviationKind.UNKNOWN_ENUM, value
+    if isinstance(value, str) and error_type in {"int_type", "float_type"}:
+        number = _number(value)
+        if number is not None:
+            return DeviationKind.NUMBER_AS_STRING, number
+    if isinstance(value, str) and error_type == "bool_type" and value.strip().lower() in {"true", "false"}:
+        return DeviationKind.BOOL_AS_STRING, value.strip().lower() == "true"
+    return DeviationKind.INVALID, None
+
+
+def _number(value: str) -> int | float | None:
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+
+
+def _set(target: Any, loc: tuple[int | str, ...], value: Any) -> None:
+    for part in loc[:-1]:
+        target = target[part]
+    if isinstance(target, (dict, list)):
+        target[loc[-1]] = value  # type: ignore[index]
+
+
+@cache
+def tolerant_model(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with every field optional and every enum widened to text: what a mended record fits.
+    A subclass, so the rows code reads it as the model it is."""
+    fields: dict[str, Any] = {
+        name: (_widen(info.annotation) | None, Field(None, alias=info.alias))
+        for name, info in model.model_fields.items()
+    }
+    return create_model(f"Tolerant{model.__name__}", __base__=model, **fields)
+
+
+def _widen(annotation: Any) -> Any:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return annotation
+    if origin in (Union, UnionType):
+        widened = [_widen(arg) for arg in get_args(annotation)]
+        result = widened[0]
+        for arg in widened[1:]:
+            result = result | arg
+        return result
+    if origin is list:
+        (item,) = get_args(annotation)
+        return list[_widen(item)]  # type: ignore[misc]
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return annotation | str
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return tolerant_model(annotation)
+    return annotation
