@@ -62,6 +62,14 @@ class FaultConfig(BaseModel):
         default_factory=list,
         description="Query parameter names the emulator ignores, as a service would that does not know them.",
     )
+    realism_rate: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of list records served off the spec (nulls, omitted fields, unknown enum values, "
+        "numbers as strings, malformed dates, empty ids; see emulator.realism), the top user with a null "
+        "manager. 0: off.",
+    )
     total_skew: int = Field(
         0,
         ge=0,

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from emulator import realism
 from emulator.faults import FaultConfig
 from emulator.scale import (
     DEMO_ACCESS_KEY,
@@ -98,6 +99,7 @@ class Emulator:
         self.access_keys: dict[str, str] = {}
         self._lists: OrderedDict[tuple[Any, ...], list[str]] = OrderedDict()
         self._encoded: dict[tuple[str, str], dict[str, bytes]] = {}
+        self._deviating: dict[tuple[str, int, str, float], dict[str, str]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -113,6 +115,7 @@ class Emulator:
         self.access_keys = {self.options.access_key: demo.tenant_id, OTHER_ACCESS_KEY: other.tenant_id}
         self._lists.clear()
         self._encoded.clear()
+        self._deviating.clear()
         self.rng = random.Random(self.options.seed + 1)
 
     def reset_stats(self) -> None:
@@ -188,12 +191,26 @@ class Emulator:
         return ids
 
     def encoded(self, state: TenantState, kind: str, record_id: str, render: Callable[[], Record]) -> bytes:
-        """A record's JSON bytes, serialised once until the record (or its kind) is written."""
+        """A record's JSON bytes, serialised once until the record (or its kind) is written; under the
+        realism profile, as `emulator.realism` serves it."""
+        rate = self.faults.realism_rate
+        if rate:
+            deviation = self._realism(state, kind, rate).get(record_id)
+            top_user = kind == "users" and state.manager_of.get(record_id) == record_id
+            return orjson.dumps(realism.serve(kind, render(), deviation, top_user))
         cache = self._encoded.setdefault((state.tenant_id, kind), {})
         data = cache.get(record_id)
         if data is None:
             data = cache[record_id] = orjson.dumps(render())
         return data
+
+    def _realism(self, state: TenantState, kind: str, rate: float) -> dict[str, str]:
+        """Which records of a kind deviate, worked out once per tenant version and rate."""
+        key = (state.tenant_id, state.version, kind, rate)
+        found = self._deviating.get(key)
+        if found is None:
+            found = self._deviating[key] = realism.assignment(kind, list(getattr(state, kind, {})), rate)
+        return found
 
     def changed(self, state: TenantState, kind: str, record_id: str | None = None) -> None:
         """Forget cached bytes of one record, or of a whole kind when a change can show in many records."""

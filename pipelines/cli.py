@@ -70,6 +70,9 @@ def emulator(
     drift_every: Annotated[
         int, typer.Option(help="Every Nth list request inserts and updates a record.")
     ] = 0,
+    realism_rate: Annotated[
+        float, typer.Option(help="Share of list records served off the spec (see emulator/realism.py).")
+    ] = 0.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the service emulator (E1-E14, access-key exchange, list extensions, /_admin)."""
@@ -87,6 +90,7 @@ def emulator(
         rate_limit_per_minute=rate_limit,
         rate_burst=rate_burst,
         drift_every=drift_every,
+        realism_rate=realism_rate,
     )
     scale = Scale(users=users, decisions=decisions, delegations=delegations, documents=documents)
     options = EmulatorOptions(

@@ -191,7 +191,7 @@ class RecordContract:
                 endpoint,
                 _path(first["loc"]),
                 f"page {page}, record {where.record_id} (position {position}): {_path(first['loc'])}: "
-                f"expected {first['msg'].lower()}, received {_received(first)}",
+                f"expected {_expected(first)}, received {_received(first)}",
             )
         repaired = _repair(
             item, problems, lambda path, kind: self.log.deviated(endpoint, path, kind, where.record_id)
@@ -252,6 +252,16 @@ def _key_problem(item: Any) -> tuple[str, str, str] | None:
 
 def _path(loc: tuple[int | str, ...]) -> str:
     return ".".join("*" if isinstance(part, int) else str(part) for part in loc)
+
+
+def _expected(problem: Any) -> str:
+    """What the spec wants, from pydantic's message ("Input should be a valid string" -> "a valid string")."""
+    message = str(problem["msg"])
+    return (
+        "the field to be present"
+        if problem["type"] == "missing"
+        else message.removeprefix("Input should be ")
+    )
 
 
 def _received(problem: Any) -> str:

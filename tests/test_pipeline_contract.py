@@ -1,0 +1,184 @@
+"""The schema contract end to end: the emulator's realism profile serves records off the spec (written from
+the spec's tables, not from the client's models), and the tenant sync tolerates, counts, rejects or fails
+as its mode says."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulator.faults import FaultConfig
+from emulator.realism import DEVIATIONS, assignment
+from emulator.server import EmulatorServer
+from emulator.state import TenantState
+from pipelines.settings import SyncSettings
+from resources.contract import ContractMode
+from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
+from tests.sync_support import query, settings_for, sync
+
+RATE = 0.1
+"""Every tenth record of a list deviates: with the small tenant, each deviation shows at least once."""
+
+
+@pytest.fixture
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh, serving records off the spec."""
+    for started in fresh(small_emulator_server):
+        set_faults(started, FaultConfig(realism_rate=RATE))
+        yield started
+
+
+@pytest.fixture
+def state(server: EmulatorServer) -> TenantState:
+    """The demo tenant's records as stored (the served copies deviate)."""
+    return server.emulator.tenants[DEMO_TENANT_ID]
+
+
+@pytest.fixture
+def settings(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
+    """A tolerant sync allowing the two empty ids the profile serves among 150 decisions."""
+    return settings_for(server, tmp_path / "wh.duckdb", reject_max_share=0.05)
+
+
+def deviating(state: TenantState, kind: str, name: str) -> set[str]:
+    """Ids of the records of ``kind`` served with the deviation ``name``."""
+    chosen = assignment(kind, list(getattr(state, kind)), RATE)
+    return {record_id for record_id, deviation in chosen.items() if deviation == name}
+
+
+def deviations(settings: SyncSettings) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The run's tolerated deviations by (endpoint, field, kind)."""
+    (found,) = query(settings.warehouse, "SELECT deviations FROM sync_runs ORDER BY started_at DESC LIMIT 1")[
+        0
+    ]
+    return {(row["endpoint"], row["field"], row["kind"]): row for row in json.loads(found)}
+
+
+def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(
+    settings: SyncSettings, state: TenantState
+) -> None:
+    sync(settings, full_refresh=True)
+
+    empty_ids = deviating(state, "decisions", "id empty")
+    assert len(empty_ids) == 2
+    loaded = {row[0] for row in query(settings.warehouse, "SELECT id FROM decisions")}
+    assert loaded == set(state.decisions) - empty_ids
+    assert {row[0] for row in query(settings.warehouse, "SELECT id FROM users")} == set(state.users)
+    found = deviations(settings)
+    expected = {
+        ("E8", "name", "null"): "name null",
+        ("E8", "decisionGroups.*.displayName", "null"): "decision group displayName null",
+        ("E8", "status", "unknown_enum"): "status PENDING_REVIEW",
+        ("E8", "guidance", "missing"): "guidance omitted",
+        (
+            "E8",
+            "decisionAuthorities.*.authorityTypeOrder",
+            "number_as_string",
+        ): "authorityTypeOrder as a string",
+        (
+            "E8",
+            "decisionAuthorities.*.authorityLimitValueType",
+            "unknown_enum",
+        ): "authority value type Ratio",
+        ("users", "status", "unknown_enum"): "status SUSPENDED",
+        ("users", "lastLoginDate", "invalid"): "lastLoginDate malformed",
+        ("users", "isDeleted", "bool_as_string"): "isDeleted as a string",
+        ("groups", "address", "null"): "address null",
+        ("delegations", "status", "unknown_enum"): "status ON_HOLD",
+        ("delegations", "decisionName", "null"): "decisionName null",
+    }
+    kinds = {"E8": "decisions", "users": "users", "groups": "groups", "delegations": "delegations"}
+    for key, name in expected.items():
+        ids = deviating(state, kinds[key[0]], name)
+        assert ids, f"the profile served no {name!r}: the test would prove nothing"
+        assert found[key]["records"] == len(ids), key
+        assert set(found[key]["sample_ids"]) <= ids, key
+    # The top of the org is served without a manager: a deviation, stored as a null manager_id.
+    top = next(user for user, boss in state.manager_of.items() if user == boss)
+    assert found["users", "manager", "null"]["sample_ids"] == [top]
+    assert query(settings.warehouse, "SELECT manager_id FROM users WHERE id = ?", [top]) == [(None,)]
+
+
+def test_tolerated_values_are_stored_as_null_or_as_the_text_received(
+    settings: SyncSettings, state: TenantState
+) -> None:
+    sync(settings, full_refresh=True)
+
+    (unnamed,) = sorted(deviating(state, "decisions", "name null"))[:1]
+    (pending,) = sorted(deviating(state, "decisions", "status PENDING_REVIEW"))[:1]
+    (suspended,) = sorted(deviating(state, "users", "status SUSPENDED"))[:1]
+    assert query(settings.warehouse, "SELECT name FROM decisions WHERE id = ?", [unnamed]) == [(None,)]
+    assert query(settings.warehouse, "SELECT status FROM decisions WHERE id = ?", [pending]) == [
+        ("PENDING_REVIEW",)
+    ]
+    assert query(settings.warehouse, "SELECT status FROM users WHERE id = ?", [suspended]) == [("SUSPENDED",)]
+
+
+def test_rejected_records_keep_their_evidence(settings: SyncSettings, state: TenantState) -> None:
+    run = sync(settings, full_refresh=True)
+
+    rejected = query(
+        settings.warehouse,
+        "SELECT run_id, endpoint, page, position, record_id, field, rule, value_received, record "
+        "FROM rejected_records ORDER BY page, position",
+    )
+    assert len(rejected) == 2
+    for run_id, endpoint, page, position, record_id, field, rule, value, record in rejected:
+        assert (run_id, endpoint, record_id, field, rule, value) == (
+            run.run_id,
+            "E8",
+            None,
+            "id",
+            "a non-empty string",
+            '""',
+        )
+        assert page >= 1 and 1 <= position <= 100
+        assert json.loads(record)["decisionId"] in deviating(state, "decisions", "id empty")
+    (count,) = query(settings.warehouse, "SELECT rejected_records FROM sync_runs")[0]
+    assert count == 2
+
+
+def test_rejections_above_the_threshold_block_the_run_and_name_the_records(
+    server: EmulatorServer, tmp_path: Path
+) -> None:
+    settings = settings_for(server, tmp_path / "wh.duckdb", reject_max_count=1)
+
+    failed = sync(settings, full_refresh=True, expect_success=False)
+
+    assert failed.error is not None
+    assert "decisions rejected_within_threshold: 2 record(s) rejected, 1 allowed: page" in failed.error
+    assert 'id (none): id a non-empty string, received ""' in failed.error
+    assert query(settings.warehouse, "SELECT count(*) FROM decisions") == [(0,)]
+    assert query(settings.warehouse, "SELECT count(*) FROM rejected_records") == [(2,)]
+
+
+def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
+    server: EmulatorServer, state: TenantState, tmp_path: Path
+) -> None:
+    settings = settings_for(server, tmp_path / "wh.duckdb", schema_contract=ContractMode.STRICT)
+
+    failed = sync(settings, full_refresh=True, expect_success=False)
+
+    assert failed.error is not None
+    assert "response does not match the spec: page " in failed.error
+    assert "received" in failed.error and "expected" in failed.error
+    record_ids = {
+        record for kind in ("decisions", "users", "groups", "delegations") for record in getattr(state, kind)
+    }
+    named = [word.strip("(),") for word in failed.error.split() if word.strip("(),") in record_ids]
+    assert named, failed.error
+
+
+def test_every_deviation_of_the_profile_is_exercised() -> None:
+    """The catalogue the tests above read: a deviation added to the profile must be added here too."""
+    assert {kind: len(names) for kind, names in DEVIATIONS.items()} == {
+        "decisions": 7,
+        "users": 3,
+        "groups": 2,
+        "delegations": 2,
+    }
+    assert SMALL.groups * RATE >= 1
