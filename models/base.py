@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -59,6 +59,15 @@ class ServiceModel(BaseModel):
         serialize_by_alias=True,
         extra="allow",
     )
+    _received: str | None = PrivateAttr(default=None)
+
+    def keep_received(self, text: str) -> None:
+        """Remember the service's own JSON text of this record (see `raw_json`)."""
+        self._received = text
+
+    def raw_json(self) -> str:
+        """The record's JSON as the service sent it when known, else re-serialised (unknown fields kept)."""
+        return self._received if self._received is not None else self.model_dump_json(by_alias=True)
 
 
 class RequestModel(BaseModel):

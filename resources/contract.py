@@ -32,8 +32,9 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from models.base import Envelope, Page
+from models.base import Envelope, Page, ServiceModel
 from resources.errors import ResponseFormatError
+from resources.rawjson import page_records
 
 SAMPLES = 5
 """Record ids kept per kind of deviation."""
@@ -71,7 +72,7 @@ class Rejection:
     rule: str
     value: str
     record: str
-    """The record's JSON as received (re-encoded from the parsed page)."""
+    """The record's JSON as the service sent it."""
 
 
 @dataclass
@@ -152,31 +153,36 @@ class RecordContract:
 
     def read_page(self, endpoint: str, record: type[BaseModel], page: int, body: bytes) -> Envelope[Any]:
         """The page's envelope with its valid (or tolerated) records; rejected ones are logged, not kept."""
-        envelope_type = Envelope[Page[record]]  # type: ignore[valid-type]
+        envelope_type: type[Envelope[Page[Any]]] = Envelope[Page[record]]  # type: ignore[valid-type]
         try:
-            return envelope_type.model_validate_json(body, strict=True)
+            envelope = envelope_type.model_validate_json(body, strict=True)
         except ValidationError:
-            pass
+            return self._read_records(endpoint, record, page, body)
+        for item, text in zip(envelope.data.data, _texts(body), strict=True):
+            if isinstance(item, ServiceModel):
+                item.keep_received(text)
+        return envelope
+
+    def _read_records(self, endpoint: str, record: type[BaseModel], page: int, body: bytes) -> Envelope[Any]:
         # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
         raw = Envelope[Page[Any]].model_validate_json(body)
-        kept = [
-            kept
-            for position, item in enumerate(raw.data.data, start=1)
-            if (kept := self._record(endpoint, record, page, position, item)) is not None
-        ]
+        kept = []
+        for position, (item, text) in enumerate(zip(raw.data.data, _texts(body), strict=True), start=1):
+            found = self._record(endpoint, record, _Where(endpoint, page, position, item, text))
+            if isinstance(found, ServiceModel):
+                found.keep_received(text)
+            if found is not None:
+                kept.append(found)
         return raw.model_copy(update={"data": raw.data.model_copy(update={"data": kept})})
 
-    def _record(
-        self, endpoint: str, record: type[BaseModel], page: int, position: int, item: Any
-    ) -> BaseModel | None:
-        where = _Where(endpoint, page, position, item)
+    def _record(self, endpoint: str, record: type[BaseModel], where: _Where) -> BaseModel | None:
+        page, position, item = where.page, where.position, where.item
         rejected = _key_problem(item)
         if rejected is not None:
             self._reject(where, *rejected)
             return None
-        text = json.dumps(item)
         try:
-            return record.model_validate_json(text, strict=True)
+            return record.model_validate_json(where.text, strict=True)
         except ValidationError as error:
             problems = error.errors(include_url=False)
         strict = STRICT_FIELDS.get(endpoint, frozenset())
@@ -220,7 +226,7 @@ class RecordContract:
                 path,
                 rule,
                 value,
-                json.dumps(where.item, ensure_ascii=False),
+                where.text,
             )
         )
 
@@ -231,11 +237,17 @@ class _Where:
     page: int
     position: int
     item: Any
+    text: str
 
     @property
     def record_id(self) -> str:
         value = self.item.get("id") if isinstance(self.item, dict) else None
         return value if isinstance(value, str) else ""
+
+
+def _texts(body: bytes) -> list[str]:
+    """Each record's JSON text as the service sent it (the body is valid JSON by now)."""
+    return page_records(body.decode("utf-8"))
 
 
 def _key_problem(item: Any) -> tuple[str, str, str] | None:

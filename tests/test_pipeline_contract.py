@@ -116,6 +116,10 @@ def test_tolerated_values_are_stored_as_null_or_as_the_text_received(
         ("PENDING_REVIEW",)
     ]
     assert query(settings.warehouse, "SELECT status FROM users WHERE id = ?", [suspended]) == [("SUSPENDED",)]
+    # raw keeps what the service sent, not the converted value.
+    (as_text,) = sorted(deviating(state, "decisions", "authorityTypeOrder as a string"))[:1]
+    (raw,) = query(settings.warehouse, "SELECT raw FROM decisions WHERE id = ?", [as_text])[0]
+    assert '"authorityTypeOrder":"3"' in raw
 
 
 def test_rejected_records_keep_their_evidence(settings: SyncSettings, state: TenantState) -> None:

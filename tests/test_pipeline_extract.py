@@ -11,8 +11,10 @@ from typing import Any
 
 import duckdb
 import httpx
+import orjson
 import pytest
 
+from emulator import render
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
@@ -282,6 +284,15 @@ def test_an_unknown_field_of_the_service_is_kept_in_raw_json(
     for table in ("decisions", "delegations", "users", "groups"):
         raws = rows(settings, f"SELECT raw FROM {table}")  # noqa: S608 - fixed names
         assert raws and all(json.loads(raw)["riskScore"]["kind"] == table for (raw,) in raws)
+
+
+def test_raw_holds_the_record_as_the_service_sent_it(settings: SyncSettings, state: TenantState) -> None:
+    sync(settings)
+
+    for table, kind in (("decisions", render.decision), ("users", render.user), ("groups", render.group)):
+        record_id = sorted(getattr(state, table))[0]
+        (raw,) = rows(settings, f"SELECT raw FROM {table} WHERE id = ?", [record_id])[0]  # noqa: S608
+        assert raw == orjson.dumps(kind(state, record_id)).decode(), table
 
 
 def test_an_ignored_updated_filter_falls_back_to_a_full_read(

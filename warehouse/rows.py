@@ -32,9 +32,10 @@ def text(value: Enum | str | None) -> str | None:
 
 
 def raw_and_hash(record: ServiceModel, volatile: frozenset[str] = frozenset()) -> tuple[str, str]:
-    """The record's JSON (unknown fields kept) and a hash of its content without ``volatile`` fields."""
-    raw = record.model_dump_json(by_alias=True)
-    hashed = record.model_dump_json(by_alias=True, exclude=set(volatile)) if volatile else raw
+    """The record's JSON as the service sent it (unknown fields kept) and a hash of its content without
+    ``volatile`` fields (over the validated record, so a change of number format is not a change)."""
+    raw = record.raw_json()
+    hashed = record.model_dump_json(by_alias=True, exclude=set(volatile))
     return raw, hashlib.blake2b(hashed.encode(), digest_size=16).hexdigest()
 
 

@@ -1,0 +1,64 @@
+"""The service's own text of each record of a page, so that ``raw`` stores what the service sent (its
+number formats, offsets and key order), not a re-serialisation of our model.
+
+The standard library's JSON decoder parses one value from any position (`json.JSONDecoder.raw_decode`) and
+reports where it ended; walking the envelope down to ``data.data`` with it gives each record's span.
+"""
+
+from __future__ import annotations
+
+import json
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = " \t\n\r"
+
+
+class RawJsonError(ValueError):
+    """The body is not an envelope holding a ``data.data`` array."""
+
+
+def page_records(body: str) -> list[str]:
+    """The JSON text of each item of ``data.data`` of a list's envelope, in order."""
+    start = _member(body, _skip(body, 0), "data")
+    return _items(body, _member(body, start, "data"))
+
+
+def _skip(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _WHITESPACE:
+        position += 1
+    return position
+
+
+def _member(text: str, position: int, wanted: str) -> int:
+    """Where the value of key ``wanted`` of the object at ``position`` starts."""
+    if text[position : position + 1] != "{":
+        raise RawJsonError(f"expected an object at {position}")
+    position = _skip(text, position + 1)
+    while text[position : position + 1] == '"':
+        key, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if text[position : position + 1] != ":":
+            raise RawJsonError(f"expected ':' at {position}")
+        position = _skip(text, position + 1)
+        if key == wanted:
+            return position
+        _, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if text[position : position + 1] == ",":
+            position = _skip(text, position + 1)
+    raise RawJsonError(f"no key {wanted!r}")
+
+
+def _items(text: str, position: int) -> list[str]:
+    """The text of each item of the array at ``position``."""
+    if text[position : position + 1] != "[":
+        raise RawJsonError(f"expected an array at {position}")
+    items: list[str] = []
+    position = _skip(text, position + 1)
+    while text[position : position + 1] not in ("]", ""):
+        _, end = _DECODER.raw_decode(text, position)
+        items.append(text[position:end])
+        position = _skip(text, end)
+        if text[position : position + 1] == ",":
+            position = _skip(text, position + 1)
+    return items

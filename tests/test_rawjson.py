@@ -1,0 +1,33 @@
+"""Each record's own text out of a page body (narrow unit tests of `resources.rawjson`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from resources.rawjson import RawJsonError, page_records
+
+
+def test_each_record_is_cut_out_as_sent() -> None:
+    records = [
+        '{"id": "a", "n": "3", "at": "2026-01-01T01:00:00+01:00"}',
+        '{"id":"b","nested":[1,{"k":null}],"s":"a \\"quoted\\" ] } , string"}',
+        "{}",
+    ]
+    body = (
+        '{ "statusCode": 200, "message": "ok, \\"data\\"", "timestamp": "t",\n'
+        '  "data" : { "page": 1, "data": [ ' + " ,\n ".join(records) + ' ], "total": 3 } }'
+    )
+    assert page_records(body) == records
+    assert [json.loads(text) for text in page_records(body)] == [json.loads(text) for text in records]
+
+
+def test_an_empty_page() -> None:
+    assert page_records('{"data": {"data": []}}') == []
+
+
+@pytest.mark.parametrize("body", ['{"data": {"items": []}}', '{"data": []}', "[]"])
+def test_a_body_without_data_data_is_refused(body: str) -> None:
+    with pytest.raises(RawJsonError):
+        page_records(body)
