@@ -13,6 +13,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, PrivateAttr
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 """A UUID of any version, as the spec's ``<uuid>`` placeholder allows."""
@@ -24,13 +25,36 @@ _UUID_RE = re.compile(UUID_PATTERN)
 
 
 def format_timestamp(value: datetime) -> str:
-    """Render a timestamp the way the service does: UTC, milliseconds, trailing ``Z``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    """Render a timestamp the way the service does: UTC, milliseconds, trailing ``Z``; the year always
+    has four digits (``strftime("%Y")`` writes year 202 as ``202``, which no ISO 8601 reader accepts)."""
+    v = value.astimezone(UTC)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}."
+        f"{v.microsecond // 1000:03d}Z"
+    )
 
 
 def _as_utc(value: datetime) -> datetime:
     # The spec says timestamps are UTC; a naive value is read as UTC rather than rejected.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+00:01 is before year 1 in UTC
+        raise ValueError("the timestamp is out of range once converted to UTC") from None
+
+
+def _printable(value: str) -> str:
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise PydanticCustomError(
+            "control_characters", "control characters and line breaks are not allowed in a name"
+        )
+    return value
+
+
+PRINTABLE = AfterValidator(_printable)
+"""A person's or group's name has no control characters and no line breaks (error type
+``control_characters``). Put it after the field's length constraint, which keeps its own error type."""
 
 
 Timestamp = Annotated[

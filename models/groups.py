@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from models.base import RequestModel, ServiceModel, Timestamp, UuidStr
+from models.base import PRINTABLE, RequestModel, ServiceModel, Timestamp, UuidStr
 
 
 class GroupStatus(StrEnum):
@@ -127,9 +127,9 @@ class UpdateGroup(RequestModel):
     The status key is ``status`` (public-reference.md; the spec labels it only "Status").
     """
 
-    group_name: Annotated[str, Field(max_length=100)] | None = None
-    display_name: Annotated[str, Field(max_length=100)] | None = None
-    legal_name: Annotated[str, Field(max_length=100)] | None = None
+    group_name: Annotated[str, Field(max_length=100), PRINTABLE] | None = None
+    display_name: Annotated[str, Field(max_length=100), PRINTABLE] | None = None
+    legal_name: Annotated[str, Field(max_length=100), PRINTABLE] | None = None
     status: GroupStatus | None = None
     is_deleted: bool | None = None
     add_parent_group_ids: list[UuidStr] | None = None

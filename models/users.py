@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import EmailStr, Field, field_validator
 
-from models.base import PHONE_PATTERN, RequestModel, ServiceModel, Timestamp, UuidStr
+from models.base import PHONE_PATTERN, PRINTABLE, RequestModel, ServiceModel, Timestamp, UuidStr
 
 
 class UserStatus(StrEnum):
@@ -189,12 +189,12 @@ class UpdateUserEntities(RequestModel):
     position_ids: list[UuidStr] | None = None
     groups: list[UserGroupAssignment] | None = None
     email: Annotated[EmailStr, Field(max_length=100)] | None = None
-    name: str | None = Field(
-        default=None, max_length=50, description="Deprecated: use firstName, lastName, displayName."
+    name: Annotated[str, Field(max_length=50), PRINTABLE] | None = Field(
+        default=None, description="Deprecated: use firstName, lastName, displayName."
     )
-    display_name: Annotated[str, Field(max_length=50)] | None = None
-    first_name: Annotated[str, Field(max_length=50)] | None = None
-    last_name: Annotated[str, Field(max_length=20)] | None = None
+    display_name: Annotated[str, Field(max_length=50), PRINTABLE] | None = None
+    first_name: Annotated[str, Field(max_length=50), PRINTABLE] | None = None
+    last_name: Annotated[str, Field(max_length=20), PRINTABLE] | None = None
     account_type: Annotated[str, Field(max_length=20)] | None = None
     user_type: Annotated[str, Field(max_length=20)] | None = None
     employee_id: str | None = None

@@ -536,3 +536,8 @@ def test_list_extension_filters(seeded_http: httpx.Client, seeded_demo: TenantSt
     path, params, expected = list_filter_cases(seeded_demo)[case]
     assert expected
     assert [record["id"] for record in fetch_all(seeded_http, path, params)] == expected
+
+
+def test_e8_answers_a_timestamp_out_of_range_with_400_not_500(seeded_http: httpx.Client) -> None:
+    response = seeded_http.get("/decision/v1/decisions", params={"updatedAtEnd": "0001-01-01T00:00:00+00:01"})
+    assert response.status_code == 400, response.text

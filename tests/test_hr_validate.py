@@ -153,8 +153,12 @@ def test_lines_are_physical_when_a_quoted_cell_spans_lines(tmp_path: Path) -> No
     first, second = row_of(rows, "E100010"), row_of(rows, "E100011")
     first["first_name"] = "Ann\nMarie"
     second["email"] = "broken"
-    problem = only_problem(check(write_users(tmp_path / "users.csv", [first, second])))
-    assert (problem.line, problem.rule) == (4, "email_format")
+    problems = check(write_users(tmp_path / "users.csv", [first, second])).problems
+    # The name's line break is refused too, on the line where its row starts.
+    assert sorted((p.line, p.column, p.rule) for p in problems) == [
+        (2, "First Name", "control_characters"),
+        (4, "Work Email", "email_format"),
+    ]
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig"])

@@ -43,6 +43,8 @@ from models import (
     ValidateAction,
     ValidateActionResult,
 )
+from models.base import format_timestamp
+from models.queries import DecisionQuery
 from tests import samples
 
 TENANT = samples.TENANT
@@ -468,3 +470,23 @@ def test_records_in_envelope_and_page() -> None:
     }
     envelope = Envelope[Page[Decision]].model_validate(body)
     assert envelope.data.data[0].decision_display_id == "27"
+
+
+def test_a_timestamp_always_has_a_four_digit_year() -> None:
+    early = datetime(202, 5, 1, 6, 7, 8, 9000, tzinfo=UTC)
+    assert format_timestamp(early) == "0202-05-01T06:07:08.009Z"
+    body = UpdateUserEntities(tenant_id=TENANT, start_date=early).to_wire()
+    assert UpdateUserEntities.model_validate(body).start_date == early
+
+
+def test_a_timestamp_out_of_range_in_utc_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match="out of range once converted to UTC"):
+        DecisionQuery(updated_at_end="0001-01-01T00:00:00+00:01")
+
+
+@pytest.mark.parametrize("name", ["Ann\nMarie", "Tab\there", "Bell\x07", "Del\x7f"])
+def test_names_with_control_characters_or_line_breaks_are_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="control characters and line breaks"):
+        UpdateUserEntities(tenant_id=TENANT, first_name=name)
+    with pytest.raises(ValidationError, match="control characters and line breaks"):
+        UpdateGroup(group_name=name)
