@@ -26,7 +26,8 @@ def run_summary(console: Console, warehouse: Path, run_ids: list[str]) -> None:
             "warnings, finished_at - started_at, error, monthly_quota, (SELECT sum(api_calls_total) "
             "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
             "AND date_trunc('month', timezone('UTC', m.started_at)) "
-            "= date_trunc('month', timezone('UTC', r.started_at))) "
+            "= date_trunc('month', timezone('UTC', r.started_at))), coalesce(deviations, '[]'), "
+            "coalesce(rejected_records, 0) "
             "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
@@ -49,6 +50,8 @@ def _print_run(
     error: str | None,
     quota: int | None,
     month_calls: int,
+    deviations: str,
+    rejected: int,
 ) -> None:
     budget = f" ({month_calls:,} this month of {quota:,}, {month_calls / quota:.0%})" if quota else ""
     table = Table(
@@ -64,6 +67,15 @@ def _print_run(
         console.print(f"[red]{status}:[/] {escape(error)}")
     for warning in json.loads(warnings):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
+    for found in json.loads(deviations):
+        console.print(
+            f"[yellow]off the spec, tolerated:[/] {found['endpoint']} {escape(found['field'])} "
+            f"{found['kind']} x{found['records']} (e.g. {', '.join(found['sample_ids'][:2])})"
+        )
+    if rejected:
+        console.print(
+            f"[yellow]{rejected} record(s) rejected:[/] see the table rejected_records (run {run_id})"
+        )
 
 
 def query_results(console: Console, con: duckdb.DuckDBPyConnection, title: str, sql: str) -> None:

@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from emulator.faults import FaultConfig
 from emulator.realism import DEVIATIONS, assignment
 from emulator.server import EmulatorServer
 from emulator.state import TenantState
+from pipelines.cli import app
 from pipelines.settings import SyncSettings
 from resources.contract import ContractMode
 from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
-from tests.sync_support import query, settings_for, sync
+from tests.sync_support import query, settings_for, sync, sync_env
 
 RATE = 0.1
 """Every tenth record of a list deviates: with the small tenant, each deviation shows at least once."""
@@ -175,6 +177,20 @@ def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
     }
     named = [word.strip("(),") for word in failed.error.split() if word.strip("(),") in record_ids]
     assert named, failed.error
+
+
+def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
+    server: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in sync_env(server, tmp_path / "wh.duckdb", ADM_REJECT_MAX_SHARE="0.05").items():
+        monkeypatch.setenv(name, value)
+
+    result = CliRunner().invoke(app, ["extract", "--tenant", DEMO_TENANT_ID])
+
+    assert result.exit_code == 0, result.output
+    printed = " ".join(result.output.split())  # rich wraps to its own width
+    assert "off the spec, tolerated: E8 name null x2" in printed
+    assert "2 record(s) rejected: see the table rejected_records" in printed
 
 
 def test_every_deviation_of_the_profile_is_exercised() -> None:
