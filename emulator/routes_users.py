@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Body, Request, Response
 
 from emulator import links, render
+from emulator.body_rules import E1_BODY, checked, openapi_body
 from emulator.http import (
     CallerDep,
     EmulatorDep,
-    body_fields,
     envelope,
     parse_query,
     query_docs,
@@ -21,7 +22,7 @@ from emulator.state import Record, TenantState, now
 from models.auth import AccessKeyExchange, AccessToken
 from models.base import Envelope, Page, format_timestamp
 from models.queries import UserQuery, UserSortBy
-from models.users import UpdateUserEntities, User, UserPosition
+from models.users import User, UserPosition
 
 router = APIRouter(prefix="/auth/v1", tags=["users"])
 
@@ -68,15 +69,21 @@ def exchange(body: AccessKeyExchange, emulator: EmulatorDep) -> Response:
     return envelope({"token": emulator.exchange(body.access_key)}, 201)
 
 
-@router.patch("/user/update-entities/{id}", name="E1", response_model=Envelope[User])
+@router.patch(
+    "/user/update-entities/{id}",
+    name="E1",
+    response_model=Envelope[User],
+    openapi_extra={"requestBody": openapi_body(E1_BODY)},
+)
 def update_user_entities(
-    id: str, body: UpdateUserEntities, caller: CallerDep, emulator: EmulatorDep
+    id: str, caller: CallerDep, emulator: EmulatorDep, body: Annotated[Any, Body()] = None
 ) -> Response:
-    """E1: update a user's fields and replace its roles, positions and groups where given."""
-    emulator.require_tenant(caller, body.tenant_id)
+    """E1: update a user's fields and replace its roles, positions and groups where given. The body is
+    checked against the spec's table by `emulator.body_rules`, not by the client's request model."""
+    wire = checked(E1_BODY, body)
+    emulator.require_tenant(caller, wire["tenantId"])
     state = caller.state
     user = emulator.lookup(caller, "users", id, "User")
-    wire = body_fields(body)
     if "managerId" in wire:
         _require(state.users, wire["managerId"], "managerId", "user")
     _check_ids(state, wire)
@@ -85,7 +92,7 @@ def update_user_entities(
             user[key] = wire[key]
     for key in ("startDate", "terminationDate"):
         if key in wire:
-            user[key] = format_timestamp(getattr(body, _snake(key)))
+            user[key] = format_timestamp(datetime.fromisoformat(wire[key]))
     if ("firstName" in wire or "lastName" in wire) and "name" not in wire:
         user["name"] = f"{user['firstName'] or ''} {user['lastName'] or ''}".strip()
     _replace_links(emulator, state, user, wire)

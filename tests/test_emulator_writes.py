@@ -211,6 +211,10 @@ E1_INVALID: list[tuple[dict[str, Any], str]] = [
     ({**TENANT, "roleIds": None}, "roleIds"),
     ({**TENANT, "startDate": "next tuesday"}, "startDate"),
     ({**TENANT, "customAttributes": "cost centre 1"}, "customAttributes"),
+    ({**TENANT, "startDate": "202-05-01T00:00:00.000Z"}, "startDate"),
+    ({**TENANT, "terminationDate": "2026-05-01"}, "terminationDate"),
+    ({**TENANT, "firstName": "Ann\nMarie"}, "firstName"),
+    ({**TENANT, "lastName": "Tab\there"}, "lastName"),
 ]
 
 
@@ -382,6 +386,8 @@ E3_INVALID: dict[str, tuple[str, dict[str, Any], str]] = {
     "parent cycle": ("TOP", {"addParentGroupIds": ["GROUP"]}, "addParentGroupIds.0"),
     "address not an object": ("GROUP", {"address": "Main Street"}, "address"),
     "unknown address field": ("GROUP", {"address": {"zip": "1000"}}, "address.zip"),
+    "line break in a group name": ("GROUP", {"groupName": "Finance\nEMEA"}, "groupName"),
+    "null display name": ("GROUP", {"displayName": None}, "displayName"),
     "unknown field": ("GROUP", {"region": "EMEA"}, "region"),
     "explicit null": ("GROUP", {"groupName": None}, "groupName"),
 }
