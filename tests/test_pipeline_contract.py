@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
@@ -16,7 +17,10 @@ from emulator.faults import FaultConfig
 from emulator.realism import DEVIATIONS, assignment
 from emulator.server import EmulatorServer
 from emulator.state import TenantState
+from pipelines.assets import table_key
 from pipelines.cli import app
+from pipelines.location import sync_definitions
+from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
 from resources.contract import ContractMode
 from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
@@ -177,6 +181,33 @@ def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
     }
     named = [word.strip("(),") for word in failed.error.split() if word.strip("(),") in record_ids]
     assert named, failed.error
+
+
+def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(settings: SyncSettings) -> None:
+    with dg.instance_for_test() as instance:
+        run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance, full_refresh=True)
+        assert run.success, run.error
+        records = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        events = [record.event_log_entry.dagster_event for record in records.records]
+        checks = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        evaluations = [record.event_log_entry.dagster_event for record in checks.records]
+    runs = next(
+        event.step_materialization_data.materialization
+        for event in events
+        if event and event.step_materialization_data.materialization.asset_key == table_key("sync_runs")
+    )
+    assert runs.metadata["records_rejected"].value == 2
+    tolerated = runs.metadata["deviations_tolerated"].value
+    assert isinstance(tolerated, list) and {row["kind"] for row in tolerated} >= {"null", "unknown_enum"}
+    warning = next(
+        event.asset_check_evaluation_data
+        for event in evaluations
+        if event
+        and event.asset_check_evaluation_data.check_name == "records_conform_to_spec"
+        and event.asset_check_evaluation_data.asset_key == table_key("decisions")
+    )
+    assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
+    assert warning.description is not None and "deviation(s) tolerated: " in warning.description
 
 
 def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
