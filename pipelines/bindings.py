@@ -81,7 +81,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         quota_max_share=settings.quota_max_share,
         allow_over_quota=settings.allow_over_quota,
         lock_wait_s=settings.lock_wait_s,
-        schema_contract=settings.schema_contract.value,
+        schema_contract=settings.schema_contract,
         reject_max_count=settings.reject_max_count,
         reject_max_share=settings.reject_max_share,
     )

@@ -27,7 +27,7 @@ from typing import Any
 from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery, PositionQuery, UserQuery
 from resources.client import AdmClient
 from resources.concurrency import Feed
-from resources.contract import RecordContract
+from resources.contract import LIST_ENDPOINTS, RecordContract
 from resources.metrics import MetricsSnapshot
 from warehouse.rows import (
     TableRows,
@@ -139,28 +139,28 @@ class ListExtract:
 
 LISTS: dict[str, ListExtract] = {
     "decisions": ListExtract(
-        "E8",
+        LIST_ENDPOINTS["decisions"],
         lambda req, since: DecisionQuery(limit=PAGE_LIMIT, updated_at_start=since),
         decision_rows,
         lambda record: record.updated_at,
         ("decisions", "decision_groups", "decision_authorities", "decision_documents"),
     ),
     "delegations": ListExtract(
-        "delegations",
+        LIST_ENDPOINTS["delegations"],
         lambda req, since: DelegationQuery(limit=PAGE_LIMIT, updated_at_start=since),
         delegation_rows,
         lambda record: record.updated_at,
         ("delegations",),
     ),
     "users": ListExtract(
-        "users",
+        LIST_ENDPOINTS["users"],
         lambda req, since: UserQuery(limit=PAGE_LIMIT, updated_at_start=since),
         user_rows,
         lambda record: record.updated_on,
         ("users", "user_roles", "user_positions", "user_groups"),
     ),
     "groups": ListExtract(
-        "groups",
+        LIST_ENDPOINTS["groups"],
         lambda req, since: GroupQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT, updated_at_start=since),
         group_rows,
         lambda record: record.updated_on,
@@ -168,7 +168,7 @@ LISTS: dict[str, ListExtract] = {
     ),
     # Positions have no updated-at filter and are few: always read whole.
     "positions": ListExtract(
-        "positions",
+        LIST_ENDPOINTS["positions"],
         lambda req, since: PositionQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT),
         position_rows,
         None,

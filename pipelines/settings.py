@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
-from resources.contract import ContractMode
+from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
 
 PREFIX = "ADM_"
@@ -57,7 +57,7 @@ ACCEPTS: dict[str, str] = {
     "quota_max_share": "a share above 0 and at most 1 (e.g. 0.9)",
     "allow_over_quota": "true or false",
     "lock_wait_s": "a number of seconds, 0 or more",
-    "schema_contract": "strict or tolerant",
+    "schema_contract": "strict or tolerant, optionally per list (e.g. tolerant,users=strict)",
     "reject_max_count": "a whole number of records, 0 or more",
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "nightly_cron": "a cron expression (UTC)",
@@ -97,7 +97,8 @@ class SyncSettings(BaseSettings):
     quota_max_share: Annotated[float, Field(gt=0, le=1)] = 0.9
     allow_over_quota: bool = False
     lock_wait_s: Annotated[float, Field(ge=0)] = 300.0
-    schema_contract: ContractMode = ContractMode.TOLERANT
+    schema_contract: str = ContractMode.TOLERANT.value
+    """``tolerant`` or ``strict``, optionally per list: ``tolerant,users=strict``."""
     reject_max_count: Annotated[int, Field(ge=0)] = 10
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
     nightly_cron: str = "0 2 * * *"
@@ -108,7 +109,13 @@ class SyncSettings(BaseSettings):
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
 
-    @field_validator("environment", "rate_plan", "schema_contract", mode="before")
+    @field_validator("schema_contract")
+    @classmethod
+    def _contract(cls, value: str) -> str:
+        parse_modes(value, LIST_ENDPOINTS)
+        return value.strip().lower()
+
+    @field_validator("environment", "rate_plan", mode="before")
     @classmethod
     def _lower_case(cls, value: object) -> object:
         # Operators write PROD-US or Premium.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pipelines.checks import CheckOutcome, conformity, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
-from resources.contract import ContractMode, RecordContract
+from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
@@ -145,9 +145,8 @@ def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
-    contract = RecordContract(
-        ContractMode(policy.schema_contract), policy.reject_max_count, policy.reject_max_share
-    )
+    default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
+    contract = RecordContract(default, modes, policy.reject_max_count, policy.reject_max_share)
     with services.adm.client_for(request.tenant_id) as client, _phase(record, "extract"):
         try:
             outcome.extract = extract_tenant(

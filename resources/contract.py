@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from functools import cache
@@ -47,6 +47,34 @@ class ContractMode(StrEnum):
 
     STRICT = "strict"
     TOLERANT = "tolerant"
+
+
+LIST_ENDPOINTS = {
+    "decisions": "E8",
+    "delegations": "delegations",
+    "users": "users",
+    "groups": "groups",
+    "positions": "positions",
+}
+"""The paged lists (by the name the settings use) and their endpoints."""
+
+
+def parse_modes(text: str, lists: Mapping[str, str]) -> tuple[ContractMode, dict[str, ContractMode]]:
+    """``tolerant`` or ``strict``, optionally followed by per-list modes (``tolerant,users=strict``): the
+    default mode and the mode of each list endpoint named. ``lists`` maps list names to their endpoints.
+    Raises ValueError naming what is not understood."""
+    default, overrides = ContractMode.TOLERANT, {}
+    for part in (part.strip().lower() for part in text.split(",") if part.strip()):
+        name, _, mode = part.rpartition("=")
+        if mode not in set(ContractMode):
+            raise ValueError(f"{mode!r} is neither strict nor tolerant")
+        if not name:
+            default = ContractMode(mode)
+        elif name in lists:
+            overrides[lists[name]] = ContractMode(mode)
+        else:
+            raise ValueError(f"{name!r} is not a list ({', '.join(lists)})")
+    return default, overrides
 
 
 class DeviationKind(StrEnum):
@@ -141,6 +169,9 @@ class RecordContract:
     """Reads pages of one extract under a mode, into one log."""
 
     mode: ContractMode = ContractMode.TOLERANT
+    """The mode of every list without one of its own."""
+    modes: Mapping[str, ContractMode] = field(default_factory=dict)
+    """List endpoint -> its own mode."""
     reject_max_count: int = 10
     """Rejected records a list may have before the run fails (checked by the sync, not here)."""
     reject_max_share: float = 0.01
@@ -191,7 +222,7 @@ class RecordContract:
             if path in strict:
                 self._reject(where, path, problem["type"], _received(problem))
                 return None
-        if self.mode is ContractMode.STRICT:
+        if self.mode_of(endpoint) is ContractMode.STRICT:
             first = problems[0]
             raise ResponseFormatError.mismatch(
                 endpoint,
@@ -209,8 +240,12 @@ class RecordContract:
             self._reject(where, _path(problem["loc"]), problem["type"], _received(problem))
             return None
 
+    def mode_of(self, endpoint: str) -> ContractMode:
+        """The mode one list is read under."""
+        return self.modes.get(endpoint, self.mode)
+
     def _reject(self, where: _Where, path: str, rule: str, value: str) -> None:
-        if self.mode is ContractMode.STRICT:
+        if self.mode_of(where.endpoint) is ContractMode.STRICT:
             raise ResponseFormatError.mismatch(
                 where.endpoint,
                 path,

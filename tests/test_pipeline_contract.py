@@ -22,7 +22,6 @@ from pipelines.cli import app
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
-from resources.contract import ContractMode
 from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
 from tests.sync_support import query, settings_for, sync, sync_env
 
@@ -169,7 +168,7 @@ def test_rejections_above_the_threshold_block_the_run_and_name_the_records(
 def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
     server: EmulatorServer, state: TenantState, tmp_path: Path
 ) -> None:
-    settings = settings_for(server, tmp_path / "wh.duckdb", schema_contract=ContractMode.STRICT)
+    settings = settings_for(server, tmp_path / "wh.duckdb", schema_contract="strict")
 
     failed = sync(settings, full_refresh=True, expect_success=False)
 
@@ -222,6 +221,16 @@ def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
     printed = " ".join(result.output.split())  # rich wraps to its own width
     assert "off the spec, tolerated: E8 name null x3" in printed  # 15 deviating decisions, 7 kinds in turn
     assert "2 record(s) rejected: see the table rejected_records" in printed
+
+
+def test_one_list_can_be_strict_while_the_others_are_tolerant(server: EmulatorServer, tmp_path: Path) -> None:
+    settings = settings_for(
+        server, tmp_path / "wh.duckdb", schema_contract="tolerant,delegations=strict", reject_max_share=0.05
+    )
+
+    failed = sync(settings, full_refresh=True, expect_success=False)
+
+    assert failed.error is not None and "delegations response does not match the spec: page 1" in failed.error
 
 
 def test_every_deviation_of_the_profile_is_exercised() -> None:

@@ -94,6 +94,16 @@ def test_a_tenant_without_any_credential_is_named(monkeypatch: pytest.MonkeyPatc
         ("ADM_CONCURRENCY", "100", "a whole number from 1 to 64"),
         ("ADM_QUOTA_MAX_SHARE", "1.5", "a share above 0 and at most 1 (e.g. 0.9)"),
         ("ADM_BASE_URL", "adm.example.com", "an address starting with http:// or https://"),
+        (
+            "ADM_SCHEMA_CONTRACT",
+            "tolerant,payroll=strict",
+            "strict or tolerant, optionally per list (e.g. tolerant,users=strict)",
+        ),
+        (
+            "ADM_SCHEMA_CONTRACT",
+            "lenient",
+            "strict or tolerant, optionally per list (e.g. tolerant,users=strict)",
+        ),
     ],
 )
 def test_a_refused_value_is_one_line_naming_the_variable(
