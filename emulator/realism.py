@@ -3,7 +3,8 @@
 With ``realism_rate`` set (``PUT /_admin/faults`` or ``authority-sync emulator --realism-rate``), every
 ``round(1 / rate)``-th record of a list, in id order, is served with one deviation, the deviations taken in
 turn from `DEVIATIONS`: nulls where the spec does not say nullable, an omitted field, enum values the spec
-does not list, a number sent as a string, a malformed date, an empty id. The top of the org is served
+does not list, a number sent as a string and a string sent as a number, a renamed key inside
+``permissions``, a malformed date, an empty id. The top of the org is served
 with ``manager: null`` (the likeliest shape of a real service; the seeded data has him report to
 himself). Stored records are not changed: the deviation is applied to the served copy, so turning the
 profile off serves the spec again.
@@ -43,6 +44,16 @@ def _first(items: str, field: str, value: Any) -> Deviation:
     return apply
 
 
+def _rename_first(items: str, old: str, new: str) -> Deviation:
+    def apply(record: Record) -> None:
+        if record.get(items):
+            first = dict(record[items][0])
+            first[new] = first.pop(old, None)
+            record[items][0] = first
+
+    return apply
+
+
 DEVIATIONS: dict[str, dict[str, Deviation]] = {
     "decisions": {
         "name null": _set("name", None),
@@ -51,6 +62,8 @@ DEVIATIONS: dict[str, dict[str, Deviation]] = {
         "guidance omitted": _drop("guidance"),
         "authorityTypeOrder as a string": _first("decisionAuthorities", "authorityTypeOrder", "3"),
         "authority value type Ratio": _first("decisionAuthorities", "authorityLimitValueType", "Ratio"),
+        "permission key renamed": _rename_first("permissions", "relationship_key", "relationshipKey"),
+        "decisionDisplayId as a number": _set("decisionDisplayId", 12345),
         "id empty": _set("id", ""),
     },
     "users": {
