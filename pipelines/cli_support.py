@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from pipelines.settings import SettingsError, SyncSettings, load_settings
+from warehouse.reads import warehouse_problem
 
 if TYPE_CHECKING:
     from emulator.server import EmulatorServer
@@ -26,6 +27,10 @@ def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
     except SettingsError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+    problem = warehouse_problem(warehouse) if warehouse else None
+    if problem:
+        typer.echo(f"error: --warehouse: {problem}", err=True)
+        raise typer.Exit(2)
     return settings.model_copy(update={"warehouse": warehouse}) if warehouse else settings
 
 

@@ -24,6 +24,7 @@ from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
+from warehouse.reads import warehouse_problem
 
 PREFIX = "ADM_"
 TOKEN_PREFIX = "ADM_TOKEN__"  # noqa: S105 - a variable name, not a secret
@@ -49,7 +50,7 @@ ACCEPTS: dict[str, str] = {
     "rate_per_minute": "a number of requests per minute above 0",
     "burst": "a whole number of requests of at least 1",
     "concurrency": "a whole number from 1 to 64",
-    "warehouse": "the path of the DuckDB file",
+    "warehouse": "the path of a DuckDB file, existing or to create",
     "staging_dir": "a folder path",
     "overlap_minutes": "a whole number of minutes, 0 or more",
     "freshness_hours": "a number of hours above 0",
@@ -127,6 +128,14 @@ class SyncSettings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("not an http(s) address")
         return value.rstrip("/") if value else None
+
+    @field_validator("warehouse")
+    @classmethod
+    def _duckdb_file(cls, value: Path) -> Path:
+        problem = warehouse_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("tenants", mode="before")
     @classmethod
@@ -254,5 +263,9 @@ def describe(error: ValidationError, env: Mapping[str, str]) -> str:
             continue
         variable = f"{PREFIX}{field.upper()}"
         shown = "(hidden)" if field in SECRET_FIELDS else repr(env.get(variable, ""))
-        parts.append(f"{variable}={shown} is not accepted: expected {ACCEPTS.get(field, problem['msg'])}")
+        reason = str(problem["msg"]).removeprefix("Value error, ") if problem["type"] == "value_error" else ""
+        parts.append(
+            f"{variable}={shown} is not accepted: expected {ACCEPTS.get(field, problem['msg'])}"
+            + (f" ({reason})" if reason else "")
+        )
     return "; ".join(parts)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import duckdb
 import pytest
+from typer.testing import CliRunner
 
+from pipelines.cli import app
 from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, load_settings
 from resources.settings import RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from warehouse import reads
 
 
 @pytest.fixture(autouse=True)
@@ -109,13 +113,53 @@ def test_a_tenant_without_any_credential_is_named(monkeypatch: pytest.MonkeyPatc
 def test_a_refused_value_is_one_line_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
 ) -> None:
-    assert (
-        refusal(monkeypatch, **{variable: value})
-        == f"{variable}={value!r} is not accepted: expected {expected}"
-    )
+    # A rule of our own adds its reason in brackets.
+    message = refusal(monkeypatch, **{variable: value})
+    assert message.startswith(f"{variable}={value!r} is not accepted: expected {expected}"), message
 
 
 def test_an_environment_and_an_address_are_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
     message = refusal(monkeypatch, ADM_ENVIRONMENT="prod-us", ADM_BASE_URL="https://x.example", ADM_TOKEN="t")
 
     assert message == "give ADM_ENVIRONMENT or ADM_BASE_URL, not both"
+
+
+def test_a_warehouse_path_that_cannot_be_a_duckdb_file_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("meeting notes, not a database", encoding="utf-8")
+    expected = "expected the path of a DuckDB file, existing or to create"
+
+    folder = refusal(monkeypatch, ADM_WAREHOUSE=str(tmp_path))
+    text = refusal(monkeypatch, ADM_WAREHOUSE=str(tmp_path / "notes.txt"))
+    through = refusal(monkeypatch, ADM_WAREHOUSE=str(tmp_path / "notes.txt" / "wh.duckdb"))
+
+    assert (
+        folder
+        == f"ADM_WAREHOUSE={str(tmp_path)!r} is not accepted: {expected} ({tmp_path} is a folder, "
+        + ("not a DuckDB file)")
+    )
+    assert text.endswith(f"({tmp_path / 'notes.txt'} is not a DuckDB database file)")
+    assert through.endswith(
+        f"({tmp_path / 'notes.txt'} is a file, so {tmp_path / 'notes.txt' / 'wh.duckdb'} cannot be created)"
+    )
+
+
+def test_the_warehouse_flag_is_checked_the_same_way(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["extract", "--warehouse", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: --warehouse: {tmp_path} is a folder, not a DuckDB file"
+    ]
+
+
+def test_a_read_of_a_file_that_is_not_duckdb_fails_without_waiting(tmp_path: Path) -> None:
+    """Only a lock held by another process is waited for; a broken file is an answer at once."""
+    path = tmp_path / "warehouse.duckdb"
+    path.write_bytes(b"not a database, whatever its name says" * 100)
+
+    with pytest.raises(duckdb.IOException), reads.read_only(path):
+        pass
+
+    assert reads._open.statistics["attempt_number"] == 1

@@ -8,9 +8,34 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
 LOCK_WAIT_S = 60
+_MAGIC = b"DUCK"
+"""What a DuckDB database file holds at bytes 8..12."""
+
+
+def warehouse_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be the warehouse (a folder, a file that is not a DuckDB database, a folder
+    path through a file), or None: it is a DuckDB file or can become one."""
+    if path.is_dir():
+        return f"{path} is a folder, not a DuckDB file"
+    if path.is_file():
+        with path.open("rb") as file:
+            head = file.read(12)
+        if len(head) and head[8:12] != _MAGIC:
+            return f"{path} is not a DuckDB database file"
+        return None
+    parent = next((folder for folder in path.parents if folder.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is a file, so {path} cannot be created"
+    return None
+
+
+def _locked(error: BaseException) -> bool:
+    # Only another process's lock is worth waiting for; "Is a directory" or "not a valid DuckDB
+    # database" will not change in a minute.
+    return isinstance(error, duckdb.IOException) and "lock" in str(error).lower()
 
 
 @contextmanager
@@ -28,7 +53,7 @@ def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
 
 
 @retry(
-    retry=retry_if_exception_type(duckdb.IOException),
+    retry=retry_if_exception(_locked),
     stop=stop_after_delay(LOCK_WAIT_S),
     wait=wait_exponential(multiplier=0.1, max=2),
     reraise=True,
