@@ -24,7 +24,7 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, CheckOutcome
+from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome
 from pipelines.extract import LISTS
 from pipelines.sync import (
     SyncBlockedError,
@@ -109,6 +109,10 @@ def _check_spec(table: str, name: str, description: str, blocking: bool = True) 
     return dg.AssetCheckSpec(name, asset=table_key(table), blocking=blocking, description=description)
 
 
+LIMITS_DESCRIPTION = (
+    "Warns when numeric authority limits (currency, number, days...) hold a value that cannot be read as a "
+    "number; the rows are kept with limit_number null."
+)
 CONFORMITY_DESCRIPTION = (
     "Warns when records deviated from the spec and the tolerant schema contract accepted them (null or "
     "missing fields, unknown enum values, numbers sent as text); the metadata counts them per field."
@@ -124,7 +128,8 @@ def tenant_sync_asset(
         name="adm_tenant_sync",
         specs=[_spec(table, freshness) for table in TABLES],
         check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS]
-        + [_check_spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS],
+        + [_check_spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS]
+        + [_check_spec("decision_authorities", LIMITS_CHECK, LIMITS_DESCRIPTION, blocking=False)],
         partitions_def=partitions,
         can_subset=True,
         description="Extracts every list of one tenant, pulls revision ids, checks and commits in one "

@@ -136,6 +136,36 @@ def conformity(extract: TenantExtract) -> list[CheckOutcome]:
 
 
 CONFORMITY_CHECK = "records_conform_to_spec"
+LIMITS_CHECK = "limit_values_parse"
+_NUMERIC_LIMITS = ("Currency", "Number", "Days", "Months", "Years", "Percentage")
+"""Authority value types whose limit should be a number (``Authorized`` has none)."""
+
+
+def limits_parse(extract: TenantExtract) -> CheckOutcome:
+    """Staged authority limits of a numeric type whose value is not a number we can read (a warning: the
+    row is kept with ``limit_number`` null)."""
+    path = extract.staging / "decision_authorities.parquet"
+    rows = (
+        pq.read_table(path, columns=["value_type", "limit_value", "limit_number", "is_unlimited"]).to_pylist()
+        if path.exists()
+        else []
+    )
+    unread = [
+        row["limit_value"]
+        for row in rows
+        if row["value_type"] in _NUMERIC_LIMITS and row["limit_number"] is None and not row["is_unlimited"]
+    ]
+    description = f"{len(unread)} numeric limit value(s) could not be read as numbers" + (
+        f", e.g. {', '.join(repr(value) for value in sorted(set(map(str, unread)))[:5])}" if unread else ""
+    )
+    return CheckOutcome(
+        "decision_authorities",
+        LIMITS_CHECK,
+        not unread,
+        description,
+        {"unread": len(unread), "examples": sorted(set(map(str, unread)))[:20]},
+        blocking=False,
+    )
 
 
 def ids_unique(entity: str) -> Check:

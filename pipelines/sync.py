@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.checks import CheckOutcome, conformity, run_checks
+from pipelines.checks import CheckOutcome, conformity, limits_parse, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
@@ -169,7 +169,8 @@ def _extract_check_commit(
     extract = outcome.extract
     record.mode, record.warnings = extract.mode, extract.warnings
     with _phase(record, "checks"):
-        outcome.checks = run_checks(extract, warehouse, request.tenant_id) + conformity(extract)
+        warnings = [*conformity(extract), limits_parse(extract)]
+        outcome.checks = run_checks(extract, warehouse, request.tenant_id) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK

@@ -286,6 +286,34 @@ def test_an_unknown_field_of_the_service_is_kept_in_raw_json(
         assert raws and all(json.loads(raw)["riskScore"]["kind"] == table for (raw,) in raws)
 
 
+def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
+) -> None:
+    numeric = next(
+        (decision_id, authority)
+        for decision_id, decision in sorted(state.decisions.items())
+        for authority in decision["decisionAuthorities"]
+        if authority["authorityLimitValueType"] == "Currency"
+    )
+    decision_id, authority = numeric
+    authority["authorityLimitValue"] = "about a million"
+    server.emulator.changed(state, "decisions", decision_id)
+
+    run = sync(settings)
+
+    (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
+    warning = next(c for c in json.loads(checks) if c["check"] == "limit_values_parse")
+    assert not warning["passed"]
+    assert (
+        warning["description"]
+        == "1 numeric limit value(s) could not be read as numbers, e.g. 'about a million'"
+    )
+    kept = rows(
+        settings, "SELECT limit_value, limit_number FROM decision_authorities WHERE id = ?", [authority["id"]]
+    )
+    assert kept == [("about a million", None)]
+
+
 def test_raw_holds_the_record_as_the_service_sent_it(settings: SyncSettings, state: TenantState) -> None:
     sync(settings)
 

@@ -9,6 +9,7 @@ version only for a real change.
 from __future__ import annotations
 
 import hashlib
+import re
 from enum import Enum
 from typing import Any
 
@@ -133,12 +134,21 @@ def authority_row(tenant_id: str, decision_id: str, authority: DecisionAuthority
     }
 
 
+_AMOUNT = re.compile(
+    r"^(?:[A-Z]{3}\s*)?(?P<sign>-)?[$€£¥]?\s*(?P<number>\d[\d,\s]*(?:\.\d+)?)\s*(?P<scale>k|m|mn|b|bn)?\s*(?:[A-Z]{3})?$",
+    re.IGNORECASE,
+)
+_SCALES = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
+
+
 def parse_number(value: str) -> float | None:
-    """A limit value as a number (``"250,000"`` -> 250000.0), or None when it is not one."""
-    try:
-        return float(value.replace(",", "").strip())
-    except ValueError:
+    """A limit value as a number, or None when it is not one: ``250,000``, ``$1,000,000``,
+    ``1 000 000`` (any space as a group separator), ``1M``, ``2.5bn``, ``USD 5,000``, ``5,000 EUR``."""
+    found = _AMOUNT.match(" ".join(value.split()))
+    if found is None:
         return None
+    number = float(re.sub(r"[,\s]", "", found["number"])) * (-1 if found["sign"] else 1)
+    return number * _SCALES[found["scale"].lower()] if found["scale"] else number
 
 
 def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
