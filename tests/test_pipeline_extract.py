@@ -314,6 +314,34 @@ def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
     assert kept == [("about a million", None)]
 
 
+def test_user_groups_keep_their_order_and_the_primary_one(settings: SyncSettings, state: TenantState) -> None:
+    sync(settings)
+
+    for user_id, user in state.users.items():
+        expected = [(item["groupId"], order, order == 1) for order, item in enumerate(user["userGroups"], 1)]
+        found = rows(
+            settings,
+            "SELECT group_id, group_order, is_primary FROM user_groups WHERE user_id = ? ORDER BY 2",
+            [user_id],
+        )
+        assert found == expected, user_id
+
+
+def test_a_user_whose_status_is_deleted_is_deleted(
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
+) -> None:
+    user_id = sorted(state.users)[0]
+    state.users[user_id].update(status="DELETED", isDeleted=False)
+    server.emulator.changed(state, "users", user_id)
+
+    sync(settings)
+
+    assert rows(settings, "SELECT is_deleted, status FROM users WHERE id = ?", [user_id]) == [
+        (True, "DELETED")
+    ]
+    assert rows(settings, "SELECT count(*) FROM users WHERE is_deleted") == [(1,)]
+
+
 def test_raw_holds_the_record_as_the_service_sent_it(settings: SyncSettings, state: TenantState) -> None:
     sync(settings)
 

@@ -202,7 +202,8 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
         "manager_id": user.manager.id if user.manager else None,
         "start_date": user.start_date,
         "termination_date": user.termination_date,
-        "is_deleted": user.is_deleted,
+        # One meaning of deleted: the flag, or a status of DELETED (the service can send either alone).
+        "is_deleted": bool(user.is_deleted) or text(user.status) == "DELETED",
         "created_on": user.created_on,
         "updated_on": user.updated_on,
         "content_hash": content_hash,
@@ -230,8 +231,10 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
                 "group_name": g.group_name,
                 "group_type_name": g.group_type_name,
                 "display_name": g.display_name,
+                "group_order": order,
+                "is_primary": order == 1,
             }
-            for g in user.user_groups or []
+            for order, g in enumerate(user.user_groups or [], start=1)
         ],
     }
 
