@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,25 @@ from pipelines.runner import TenantRun, run_tenant
 from pipelines.settings import SyncSettings, tenant_variable_suffix
 from resources.dagster_resource import AdmClientResource
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
+
+ROOT = Path(__file__).resolve().parent.parent
+DAGSTER = Path(sys.executable).with_name("dagster")
+"""The venv's ``dagster`` command."""
+
+
+def dagster_cli(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """Run ``dagster <arguments>`` from the repository root; the result, whatever its exit code."""
+    return subprocess.run(
+        [str(DAGSTER), *arguments],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> SyncSettings:

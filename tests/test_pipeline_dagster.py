@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,11 +33,9 @@ from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, run_tenant
 from pipelines.settings import SyncSettings, load_settings
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, SMALL, fresh, set_faults
-from tests.sync_support import query, settings_for, sync, sync_env
+from tests.sync_support import DAGSTER, ROOT, dagster_cli, query, settings_for, sync, sync_env
 from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 PARTITION = {"dagster/partition": DEMO_TENANT_ID}
 RATE = {"ADM_RATE_PER_MINUTE": "3000", "ADM_BURST": "10"}
 """The client set to the plan the emulator enforces below (50 requests/s, a burst of 10)."""
@@ -301,21 +298,11 @@ def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
 ) -> None:
     """`dagster job execute` with no run config: the job's tag makes it full, deletions are found, and the
     default (multi-process) executor keeps to the plan's rate."""
-    sync(settings)
-    deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
-    set_faults(server, PLAN)
-    server.emulator.reset_stats()
-    env = os.environ | sync_env(server, settings.warehouse, **RATE) | {"DAGSTER_HOME": str(dagster_home)}
+    deleted, env = _synced_then_deleted_at_the_plan(server, settings, dagster_home)
 
-    command = ["job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh", "--tags"]
-    result = subprocess.run(
-        [str(BIN / "dagster"), *command, f'{{"dagster/partition": "{DEMO_TENANT_ID}"}}'],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    tags = f'{{"dagster/partition": "{DEMO_TENANT_ID}"}}'
+    result = dagster_cli(
+        "job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh", "--tags", tags, env=env
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
@@ -335,11 +322,7 @@ def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenan
     """Dagster's GraphQL client with no run config, on `dagster dev` (queue, daemon, run workers): the
     full refresh reads fully and finds deletions; a nightly run of the same tenant submitted at once waits
     for it in the queue; no 429 at the plan's rate."""
-    sync(settings)
-    deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
-    set_faults(server, PLAN)
-    server.emulator.reset_stats()
-    env = os.environ | sync_env(server, settings.warehouse, **RATE) | {"DAGSTER_HOME": str(dagster_home)}
+    deleted, env = _synced_then_deleted_at_the_plan(server, settings, dagster_home)
     with _dagster_dev(env, tmp_path / "dagster_dev.log") as client:
         full = client.submit_job_execution("full_refresh", tags=PARTITION)
         nightly = client.submit_job_execution("nightly_sync", tags=PARTITION)
@@ -355,6 +338,19 @@ def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenan
     assert too_many_requests(server) == 0
 
 
+def _synced_then_deleted_at_the_plan(
+    server: EmulatorServer, settings: SyncSettings, dagster_home: Path
+) -> tuple[set[str], dict[str, str]]:
+    """A first sync, then two decisions deleted at the service, which now enforces the client's plan; the
+    deleted ids and the environment of a Dagster process on ``dagster_home``."""
+    sync(settings)
+    deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
+    set_faults(server, PLAN)
+    server.emulator.reset_stats()
+    env = os.environ | sync_env(server, settings.warehouse, **RATE) | {"DAGSTER_HOME": str(dagster_home)}
+    return deleted, env
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -367,7 +363,7 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[DagsterGraphQLClien
     port = _free_port()
     with log.open("w") as output:
         process = subprocess.Popen(
-            [str(BIN / "dagster"), "dev", "-m", "pipelines.definitions", "-p", str(port)],
+            [str(DAGSTER), "dev", "-m", "pipelines.definitions", "-p", str(port)],
             cwd=ROOT,
             env=env,
             stdout=output,

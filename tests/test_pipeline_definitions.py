@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,8 @@ from emulator.scale import DEMO_ACCESS_KEY, DEMO_TOKEN
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.extract import LISTS, REVISION_LISTS
+from tests.sync_support import dagster_cli
 
-ROOT = Path(__file__).resolve().parent.parent
 STAGED_TABLES = [
     *(table for spec in LISTS.values() for table in spec.tables),
     "current_user_positions",
@@ -36,15 +34,7 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
 
 
 def test_dagster_validates_the_workspace() -> None:
-    dagster = Path(sys.executable).with_name("dagster")
-    result = subprocess.run(
-        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = dagster_cli("definitions", "validate", "-w", "workspace.yaml", timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
