@@ -92,7 +92,7 @@ def rejected_within_threshold(entity: str) -> Check:
     def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
         contract, report = extract.contract, extract.reports[entity]
         endpoint = LISTS[entity].endpoint
-        rejections = [r for r in contract.log.rejections if r.endpoint == endpoint]
+        rejections = contract.log.rejected_from(endpoint)
         total = report.service_total or report.rows + len(rejections)
         allowed = min(contract.reject_max_count, int(contract.reject_max_share * total))
         reasons = "; ".join(

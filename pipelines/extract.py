@@ -244,7 +244,7 @@ def _stage_list(
                 _advance_cursor(report, since, spec.updated_of(record))
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
-    report.rejected = request.contract.log.rejected_count(spec.endpoint)
+    report.rejected = len(request.contract.log.rejected_from(spec.endpoint))
     report.tables = dict(writer.counts)
 
 

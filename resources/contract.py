@@ -127,9 +127,9 @@ class ContractLog:
         with self._lock:
             self.rejections.append(rejection)
 
-    def rejected_count(self, endpoint: str) -> int:
-        """Records of ``endpoint`` rejected so far."""
-        return sum(1 for rejection in self.rejections if rejection.endpoint == endpoint)
+    def rejected_from(self, endpoint: str) -> list[Rejection]:
+        """The records of ``endpoint`` rejected so far."""
+        return [rejection for rejection in self.rejections if rejection.endpoint == endpoint]
 
     def summary(self) -> list[dict[str, Any]]:
         """The deviations as JSON-ready rows: endpoint, field, kind, records, sample ids."""
