@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -110,11 +110,16 @@ def sync_tenant(
 def _tenant_lock(warehouse: Path, request: SyncRequest) -> Iterator[None]:
     """The tenant's lock, refused at once (not awaited) when another sync holds it."""
     lock = tenant_lock_path(warehouse, request.tenant_id)
-    try:
-        with held(lock, f"run {request.run_id}", 0, f"the sync of tenant {request.tenant_id}"):
-            yield
-    except LockBusyError as error:
-        raise SyncRefusedError(f"{error}; this run did nothing") from None
+    with ExitStack() as stack:
+        # Only taking this lock is a refusal: a lock the commit later waits for in vain is a failure of a
+        # run that did read the service, and must not be reported as one that did nothing.
+        try:
+            stack.enter_context(
+                held(lock, f"run {request.run_id}", 0, f"the sync of tenant {request.tenant_id}")
+            )
+        except LockBusyError as error:
+            raise SyncRefusedError(f"{error}; this run did nothing") from None
+        yield
 
 
 def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> None:

@@ -131,6 +131,7 @@ def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
     assert materialized(instance, failed.run_id) == {}
     failure = events(instance, failed.run_id, dg.DagsterEventType.STEP_FAILURE)[0]
     assert "held by an analyst's export" in str(failure.step_failure_data.error)
+    assert "this run did nothing" not in str(failure.step_failure_data.error)
 
     # The UI's re-execution copies the parent's tags; Dagster's Python API takes them as given.
     options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
