@@ -62,6 +62,12 @@ def ids(settings: SyncSettings, table: str, column: str = "id") -> set[str]:
     return {row[0] for row in rows(settings, f"SELECT {column} FROM {table}")}  # noqa: S608 - test names
 
 
+def listed_ids(settings: SyncSettings, table: str) -> set[str]:
+    """The ids of a record table the service still lists (not soft-deleted by a full read)."""
+    query = f"SELECT id FROM {table} WHERE NOT (is_deleted AND deleted_at > synced_at)"  # noqa: S608
+    return {row[0] for row in rows(settings, query)}
+
+
 def mutate(server: EmulatorServer, **changes: Any) -> dict[str, list[str]]:
     """Change the service behind the client's back."""
     response = httpx.post(f"{server.base_url}/_admin/mutate", json=changes)
@@ -84,14 +90,14 @@ def nested(state: TenantState, key: str) -> set[str]:
 def test_full_run_loads_every_record_of_every_table(settings: SyncSettings, state: TenantState) -> None:
     sync(settings)
 
-    assert ids(settings, "decisions") == set(state.decisions)
+    assert listed_ids(settings, "decisions") == set(state.decisions)
     assert ids(settings, "decision_groups") == nested(state, "decisionGroups")
     assert ids(settings, "decision_authorities") == nested(state, "decisionAuthorities")
     assert ids(settings, "decision_documents") == nested(state, "decisionDocuments")
-    assert ids(settings, "delegations") == set(state.delegations)
-    assert ids(settings, "users") == set(state.users)
-    assert ids(settings, "groups") == set(state.groups)
-    assert ids(settings, "positions") == set(state.positions)
+    assert listed_ids(settings, "delegations") == set(state.delegations)
+    assert listed_ids(settings, "users") == set(state.users)
+    assert listed_ids(settings, "groups") == set(state.groups)
+    assert listed_ids(settings, "positions") == set(state.positions)
     assert ids(settings, "user_roles") == {r["id"] for u in state.users.values() for r in u["userRoles"]}
     assert ids(settings, "user_groups") == {g["id"] for u in state.users.values() for g in u["userGroups"]}
     assert ids(settings, "current_user_positions") == {
@@ -220,10 +226,18 @@ def test_full_refresh_marks_vanished_records_deleted(
 
     sync(settings, full_refresh=True)
 
-    assert ids(settings, "decisions") == set(state.decisions)
-    assert not deleted & ids(settings, "decision_authorities", "decision_id")
-    tombstones = rows(settings, "SELECT id FROM decisions_history WHERE is_current AND is_deleted")
-    assert {row[0] for row in tombstones} == deleted
+    # Soft deletes: the vanished decisions stay, marked deleted after they were last synced, with their
+    # authority limits as last seen; the others are the service's.
+    assert ids(settings, "decisions") == set(state.decisions) | deleted
+    assert listed_ids(settings, "decisions") == set(state.decisions)
+    marked = rows(
+        settings,
+        "SELECT id FROM decisions WHERE is_deleted AND deleted_at > synced_at AND run_id IS NOT NULL",
+    )
+    assert {row[0] for row in marked} == deleted
+    assert deleted <= ids(settings, "decision_authorities", "decision_id")
+    tombstones = rows(settings, "SELECT id, name FROM decisions_history WHERE is_current AND is_deleted")
+    assert {row[0] for row in tombstones} == deleted and all(name for _, name in tombstones)
     mode = rows(settings, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
     assert mode == [("full",)]
 
@@ -362,8 +376,8 @@ def test_an_ignored_updated_filter_falls_back_to_a_full_read(
 
     (warnings,) = rows(settings, "SELECT warnings FROM sync_runs ORDER BY finished_at DESC LIMIT 1")[0]
     assert any("ignored the updated-at filter" in warning for warning in json.loads(warnings))
-    assert ids(settings, "decisions") == set(state.decisions)
-    assert not deleted & ids(settings, "decisions")
+    assert listed_ids(settings, "decisions") == set(state.decisions)
+    assert not deleted & listed_ids(settings, "decisions")
 
 
 def test_analyst_views_answer_their_example_queries(settings: SyncSettings) -> None:
@@ -419,8 +433,8 @@ def test_a_full_run_with_inserts_while_it_pages_loads_the_lists_as_they_end(
 
     set_faults(server, FaultConfig())
     assert len(state.decisions) > at_start
-    assert ids(settings, "decisions") == set(state.decisions)
-    assert ids(settings, "delegations") == set(state.delegations)
+    assert listed_ids(settings, "decisions") == set(state.decisions)
+    assert listed_ids(settings, "delegations") == set(state.delegations)
     (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
     decisions = next(c for c in json.loads(checks) if c["table"] == "decisions" and c["passed"])
     total = len(state.decisions)

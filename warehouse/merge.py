@@ -1,9 +1,9 @@
 """Merge staged tables into the current tables and their SCD2 history.
 
-A *family* is a root table (decisions) and the child tables its records feed (decision_groups, ...). An
-incremental merge replaces the staged roots and their children; a full merge replaces the tenant's whole
-family and marks roots that disappeared as deleted in history. Every statement runs inside the caller's
-transaction, so nothing is visible until the caller commits.
+A *family* is a root table (decisions) and the child tables its records feed (decision_groups, ...). Both
+modes replace the staged records and their children; a full merge also marks deleted (soft delete) the
+records it did not find, which stay in the current table with their children as last seen. Every
+statement runs inside the caller's transaction, so nothing is visible until the caller commits.
 
 Table names come from the fixed registry below, never from input, so building SQL with them is safe.
 """
@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
+
+from warehouse.schema import staging_schema
 
 Counts = dict[str, int]
 
@@ -77,16 +79,19 @@ def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None
 
 def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[str, Counts]:
     """Merge one family whose root table was staged; returns counts per table."""
-    counts = {family.root: _diff(ctx, family.root, _scope(ctx, family.root, "id"))}
-    for child, parent_column in family.children:
+    root = family.root
+    counts = {root: _diff(ctx, root, _root_scope(ctx, root))}
+    # Children are replaced only under the staged roots: those of a record that vanished stay as last seen.
+    children = [(child, f"{column} IN (SELECT id FROM stg_{root})") for child, column in family.children]
+    for child, scope in children:
         if child in staged:
-            counts[child] = _diff(ctx, child, _scope(ctx, family.root, parent_column))
+            counts[child] = _diff(ctx, child, scope)
+            _replace(ctx, child, scope)
+    _replace_roots(ctx, root)
+    if ctx.full:
+        _soft_delete_vanished(ctx, root)
     if family.history:
         _record_history(ctx, family)
-    for child, parent_column in family.children:
-        if child in staged:
-            _replace(ctx, child, _scope(ctx, family.root, parent_column))
-    _replace(ctx, family.root, _scope(ctx, family.root, "id"))
     return counts
 
 
@@ -97,11 +102,12 @@ def merge_revisions(ctx: MergeContext, table: str) -> Counts:
     counts = _diff(ctx, table, scope, compare=("revision_id",))
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE rev_{table} AS "
-        f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at "
+        f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at, "
+        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id "
         f"FROM stg_{table} s LEFT JOIN {table} c "
         f"ON c.tenant_id = s.tenant_id AND c.{parent_column} = s.{parent_column} "
         f"AND c.revision_id = s.revision_id",
-        [ctx.now],
+        [ctx.now, ctx.now, ctx.run_id],
     )
     ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
     ctx.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rev_{table}")
@@ -120,9 +126,11 @@ def prune_orphan_revisions(ctx: MergeContext, table: str) -> int:
     return int(deleted[0]) if deleted else 0
 
 
-def _scope(ctx: MergeContext, root: str, column: str) -> str:
-    """Which current rows a merge replaces: all of the tenant's (full) or those of the staged roots."""
-    return "TRUE" if ctx.full else f"{column} IN (SELECT id FROM stg_{root})"
+def _root_scope(ctx: MergeContext, root: str) -> str:
+    """The root rows a merge compares with the staged ones: those staged, and with a full refresh also every
+    record not yet deleted (one the refresh does not find is deleted now; one deleted before stays so)."""
+    staged = f"id IN (SELECT id FROM stg_{root})"
+    return f"({staged} OR NOT coalesce(is_deleted, FALSE))" if ctx.full else staged
 
 
 def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)) -> Counts:
@@ -130,7 +138,7 @@ def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = 
     on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
     same = _SAME.get(table, _SAME_ROW)
     result = ctx.con.execute(
-        f"WITH c AS (SELECT * FROM {table} WHERE tenant_id = ? AND {scope}) "
+        f"WITH c AS (SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = ? AND {scope}) "
         f"SELECT count(*) FILTER (WHERE c.tenant_id IS NULL), "
         f"count(*) FILTER (WHERE c.tenant_id IS NOT NULL AND NOT ({same})), "
         f"count(*) FILTER (WHERE c.tenant_id IS NOT NULL AND {same}) "
@@ -151,53 +159,90 @@ def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = 
     }
 
 
+def _staged_columns(table: str) -> str:
+    """The select list of a current table's columns a run stages (without those the merge fills), in the
+    staged order, so that a current row and a staged one compare as whole rows."""
+    return ", ".join(f'"{name}"' for name in staging_schema(table).names)
+
+
 _SAME_ROW = "CAST(s AS VARCHAR) = CAST(c AS VARCHAR)"
-"""Whole-row equality (a table alias is a struct in DuckDB); staging and current share their columns."""
+"""Whole-row equality (a table alias is a struct in DuckDB) over the staged columns."""
 
 _SAME = {
-    **{family.root: "s.content_hash = c.content_hash" for family in FAMILIES.values() if family.history},
+    **{
+        family.root: "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
+        for family in FAMILIES.values()
+        if family.history
+    },
     # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
     **dict.fromkeys(REVISIONS, "s.revision_order = c.revision_order"),
 }
 
 
 def _replace(ctx: MergeContext, table: str, scope: str) -> None:
+    """Replace the scope's rows with the staged ones, stamped with this run."""
     ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
-    ctx.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM stg_{table}")
+    ctx.con.execute(
+        f"INSERT INTO {table} BY NAME SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table}",
+        [ctx.now, ctx.run_id],
+    )
+
+
+def _replace_roots(ctx: MergeContext, root: str) -> None:
+    """Replace the staged records, stamped with this run; a record the service says is deleted keeps the
+    time it was first seen deleted."""
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE deleted_before_{root} AS SELECT id, deleted_at FROM {root} "
+        f"WHERE tenant_id = ? AND is_deleted AND deleted_at IS NOT NULL "
+        f"AND id IN (SELECT id FROM stg_{root} WHERE is_deleted)",
+        [ctx.tenant_id],
+    )
+    ctx.con.execute(
+        f"DELETE FROM {root} WHERE tenant_id = ? AND id IN (SELECT id FROM stg_{root})", [ctx.tenant_id]
+    )
+    ctx.con.execute(
+        f"INSERT INTO {root} BY NAME SELECT s.*, "
+        f"CASE WHEN s.is_deleted THEN coalesce(d.deleted_at, ?::TIMESTAMPTZ) END AS deleted_at, "
+        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id "
+        f"FROM stg_{root} s LEFT JOIN deleted_before_{root} d ON d.id = s.id",
+        [ctx.now, ctx.now, ctx.run_id],
+    )
+
+
+def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
+    """After a full read, mark deleted the records it did not find. Their synced_at and run_id stay those of
+    the run that last saw them, so ``deleted_at > synced_at`` tells a record the service stopped listing."""
+    ctx.con.execute(
+        f"UPDATE {root} SET is_deleted = TRUE, deleted_at = ? "
+        f"WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE) AND id NOT IN (SELECT id FROM stg_{root})",
+        [ctx.now, ctx.tenant_id],
+    )
 
 
 def _record_history(ctx: MergeContext, family: Family) -> None:
-    """New versions for new or changed roots; with a full refresh, deleted versions for vanished ones."""
+    """A new version, a copy of the current row, for every record whose own content or deleted state
+    changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
     ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE changed_{root} AS "
-        f"SELECT s.id, s.content_hash, s.raw FROM stg_{root} s "
+        f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
+        f"SELECT s.id FROM stg_{root} s "
         f"LEFT JOIN {history} h ON h.tenant_id = ? AND h.id = s.id AND h.is_current "
-        f"WHERE h.id IS NULL OR h.is_deleted OR h.content_hash <> s.content_hash",
-        [ctx.tenant_id],
+        f"WHERE h.id IS NULL OR h.is_deleted IS DISTINCT FROM s.is_deleted "
+        f"OR h.content_hash <> s.content_hash "
+        f"UNION "
+        f"SELECT h.id FROM {history} h JOIN {root} c ON c.tenant_id = h.tenant_id AND c.id = h.id "
+        f"WHERE h.tenant_id = ? AND h.is_current AND NOT coalesce(h.is_deleted, FALSE) AND c.is_deleted",
+        [ctx.tenant_id, ctx.tenant_id],
     )
-    _close_versions(ctx, history, f"SELECT id FROM changed_{root}")
-    ctx.con.execute(
-        f"INSERT INTO {history} SELECT ?, id, content_hash, ?, NULL, TRUE, FALSE, ?, raw FROM changed_{root}",
-        [ctx.tenant_id, ctx.now, ctx.run_id],
-    )
-    if not ctx.full:
-        return
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE vanished_{root} AS SELECT id FROM {history} WHERE tenant_id = ? "
-        f"AND is_current AND NOT is_deleted AND id NOT IN (SELECT id FROM stg_{root})",
-        [ctx.tenant_id],
-    )
-    _close_versions(ctx, history, f"SELECT id FROM vanished_{root}")
-    ctx.con.execute(
-        f"INSERT INTO {history} SELECT ?, id, 'deleted', ?, NULL, TRUE, TRUE, ?, NULL FROM vanished_{root}",
-        [ctx.tenant_id, ctx.now, ctx.run_id],
-    )
-
-
-def _close_versions(ctx: MergeContext, history: str | None, ids: str) -> None:
     ctx.con.execute(
         f"UPDATE {history} SET valid_to = ?, is_current = FALSE "
-        f"WHERE tenant_id = ? AND is_current AND id IN ({ids})",
+        f"WHERE tenant_id = ? AND is_current AND id IN (SELECT id FROM versioned_{root})",
         [ctx.now, ctx.tenant_id],
+    )
+    # A version's run_id and synced_at are those of the run that recorded it.
+    ctx.con.execute(
+        f"INSERT INTO {history} BY NAME SELECT c.* REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
+        f"?::TIMESTAMPTZ AS valid_from, NULL::TIMESTAMPTZ AS valid_to, TRUE AS is_current "
+        f"FROM {root} c WHERE c.tenant_id = ? AND c.id IN (SELECT id FROM versioned_{root})",
+        [ctx.now, ctx.run_id, ctx.now, ctx.tenant_id],
     )

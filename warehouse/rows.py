@@ -1,15 +1,16 @@
 """Flatten service records into warehouse rows, one dict per row keyed by column name.
 
 Each function returns the rows of every table a record feeds (a decision feeds ``decisions`` and its three
-child tables). ``raw`` is the record's JSON with unknown fields kept; ``content_hash`` covers the record
-except fields that change without the record really changing (a user's last login), so history gains a
-version only for a real change.
+child tables). ``raw`` is the record's JSON with unknown fields kept; ``content_hash`` covers the record's
+own content only (`OwnContent`), so history gains a version only for a real change of the record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from enum import Enum
 from typing import Any
 
@@ -23,8 +24,99 @@ from models.users import User, UserPosition
 Row = dict[str, Any]
 TableRows = dict[str, list[Row]]
 
-VOLATILE_USER_FIELDS = frozenset({"last_login_date", "search_data", "dashboard_data", "column_view_settings"})
-"""User fields that move on every login or UI change; excluded from the user's content hash."""
+
+@dataclass(frozen=True)
+class OwnContent:
+    """What of a record its content hash covers: the record's own fields, and other records by id only.
+
+    Records embed copies of other records (a user's ``manager`` with its name, a group's parent groups,
+    the group names of a user's memberships). Hashing the copies would give every user a new version when
+    a group is renamed; a reference counts by id instead, so a new manager is a change and the manager's
+    new name is not. Fields that move without the record changing (a user's last login) and counts derived
+    from other records (a decision's delegations) are left out too. Names are pydantic field names.
+    """
+
+    left_out: frozenset[str] = frozenset()
+    """Top-level fields not hashed: volatile fields and counts derived from other records."""
+    by_id: frozenset[str] = frozenset()
+    """Embedded records hashed by their ``id`` only."""
+    item_copies: dict[str, frozenset[str]] = field(default_factory=dict)
+    """List field -> the fields of each item that copy another record (the item's own fields and the
+    referenced id stay)."""
+
+    def exclude(self) -> dict[str, Any]:
+        """The pydantic ``exclude`` argument that leaves out everything but own content."""
+        return {
+            **dict.fromkeys(self.left_out | self.by_id, True),
+            **{name: {"__all__": set(copies)} for name, copies in self.item_copies.items()},
+        }
+
+
+DECISION_CONTENT = OwnContent(
+    left_out=frozenset(
+        {
+            # copies of the section, category and users the decision points to by id
+            "section_name",
+            "category_name",
+            "created_by_username",
+            "owner_username",
+            "updated_by_username",
+            "owner_user_profile_url",
+            "created_by_user_profile_url",
+            "updated_by_user_profile_url",
+            "created_by_details",
+            "updated_by_details",
+            "owner_details",
+            # about the caller or other records, not the decision
+            "permissions",
+            "delegations",
+            "is_request_action_completed",
+        }
+    ),
+    item_copies={
+        "decision_groups": frozenset({"group_name", "display_name", "tenant_group_type_id"}),
+        "decision_authorities": frozenset({"authority_type", "authority_type_order", "authority_type_icon"}),
+        "decision_documents": frozenset(
+            {
+                "document_name",
+                "document_url",
+                "document_type_name",
+                "document_icon",
+                "document_description",
+                "document_file_type",
+                "document_display_id",
+                "document_status",
+                "document_file_link",
+            }
+        ),
+    },
+)
+DELEGATION_CONTENT = OwnContent(left_out=frozenset({"decision_name", "recipient_name"}))
+USER_CONTENT = OwnContent(
+    left_out=frozenset(
+        {
+            # move on every login or UI change
+            "last_login_date",
+            "search_data",
+            "dashboard_data",
+            "column_view_settings",
+            # counts of other records
+            "delegations_received",
+            "delegations_issued",
+        }
+    ),
+    by_id=frozenset({"manager"}),
+    item_copies={
+        "user_groups": frozenset({"group_name", "group_type_name", "display_name", "group_type_id"}),
+        "user_positions": frozenset({"position_name"}),
+        "user_roles": frozenset({"role_name"}),
+    },
+)
+GROUP_CONTENT = OwnContent(
+    left_out=frozenset({"decisions_count", "delegations_count"}),
+    by_id=frozenset({"tenant_group_type"}),
+    item_copies={"parent_groups": frozenset({"parent_group"})},
+)
 
 
 def text(value: Enum | str | None) -> str | None:
@@ -32,17 +124,27 @@ def text(value: Enum | str | None) -> str | None:
     return value.value if isinstance(value, Enum) else value
 
 
-def raw_and_hash(record: ServiceModel, volatile: frozenset[str] = frozenset()) -> tuple[str, str]:
-    """The record's JSON as the service sent it (unknown fields kept) and a hash of its content without
-    ``volatile`` fields (over the validated record, so a change of number format is not a change)."""
+def calendar_date(value: datetime | None) -> date | None:
+    """The calendar date of a date-only field. The service sends start and termination dates as timestamps
+    at midnight UTC (read as UTC by ``Timestamp``); stored as TIMESTAMPTZ, a reader in Los Angeles would see
+    2026-03-31 as 2026-03-30, so the warehouse keeps the UTC date as a DATE."""
+    return value.date() if value is not None else None
+
+
+def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
+    """The record's JSON as the service sent it (unknown fields kept) and a hash of its own content (over
+    the validated record, so a change of number format is not a change)."""
     raw = record.raw_json()
-    hashed = record.model_dump_json(by_alias=True, exclude=set(volatile))
-    return raw, hashlib.blake2b(hashed.encode(), digest_size=16).hexdigest()
+    hashed = record.model_dump_json(by_alias=True, exclude=content.exclude())
+    references = "".join(
+        f"|{name}={getattr(getattr(record, name), 'id', None)}" for name in sorted(content.by_id)
+    )
+    return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
 
 
 def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
     """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
-    raw, content_hash = raw_and_hash(decision)
+    raw, content_hash = raw_and_hash(decision, DECISION_CONTENT)
     root = {
         "tenant_id": tenant_id,
         "id": decision.id,
@@ -72,6 +174,7 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
         "authority_limit_sort_precedence": decision.authority_limit_sort_precedence,
         "delegation_pathway": decision.delegation_pathway,
         "link": decision.link,
+        "is_deleted": text(decision.status) == "DELETED",
         "content_hash": content_hash,
         "raw": raw,
     }
@@ -153,7 +256,7 @@ def parse_number(value: str) -> float | None:
 
 def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
     """Rows of ``delegations``."""
-    raw, content_hash = raw_and_hash(delegation)
+    raw, content_hash = raw_and_hash(delegation, DELEGATION_CONTENT)
     return {
         "delegations": [
             {
@@ -171,6 +274,7 @@ def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
                 "end_date": delegation.end_date,
                 "created_at": delegation.created_at,
                 "updated_at": delegation.updated_at,
+                "is_deleted": text(delegation.status) == "DELETED",
                 "content_hash": content_hash,
                 "raw": raw,
             }
@@ -180,7 +284,7 @@ def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
 
 def user_rows(tenant_id: str, user: User) -> TableRows:
     """Rows of ``users``, ``user_roles``, ``user_positions`` and ``user_groups``."""
-    raw, content_hash = raw_and_hash(user, VOLATILE_USER_FIELDS)
+    raw, content_hash = raw_and_hash(user, USER_CONTENT)
     root = {
         "tenant_id": tenant_id,
         "id": user.id,
@@ -200,9 +304,10 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
         "external_id": user.external_id,
         "mobile_phone": user.mobile_phone,
         "manager_id": user.manager.id if user.manager else None,
-        "start_date": user.start_date,
-        "termination_date": user.termination_date,
-        # One meaning of deleted: the flag, or a status of DELETED (the service can send either alone).
+        "start_date": calendar_date(user.start_date),
+        "termination_date": calendar_date(user.termination_date),
+        # One meaning of deleted (migration 0008): the flag, or a status of DELETED (the service can send
+        # either alone); the merge adds a record a full refresh no longer finds.
         "is_deleted": bool(user.is_deleted) or text(user.status) == "DELETED",
         "created_on": user.created_on,
         "updated_on": user.updated_on,
@@ -252,7 +357,7 @@ def position_link_row(tenant_id: str, user_id: str, link: UserPosition) -> Row:
 
 def group_rows(tenant_id: str, group: Group) -> TableRows:
     """Rows of ``groups`` (address flattened to columns) and ``group_parents``."""
-    raw, content_hash = raw_and_hash(group)
+    raw, content_hash = raw_and_hash(group, GROUP_CONTENT)
     address, group_type = group.address, group.tenant_group_type
     root = {
         "tenant_id": tenant_id,
@@ -262,7 +367,7 @@ def group_rows(tenant_id: str, group: Group) -> TableRows:
         "display_name": group.display_name,
         "legal_name": group.legal_name,
         "status": text(group.status),
-        "is_deleted": group.is_deleted,
+        "is_deleted": bool(group.is_deleted),
         "group_type_id": group_type.id if group_type else None,
         "group_type_name": group_type.group_type_name if group_type else None,
         "base_currency": group.base_currency or None,
@@ -302,6 +407,8 @@ def position_rows(tenant_id: str, position: Position) -> TableRows:
                 "status": position.status,
                 "is_scim_provisioned": position.is_scim_provisioned,
                 "group_ids": position.group_ids,
+                # The record has no deleted state of its own: only a full refresh that no longer finds it.
+                "is_deleted": False,
                 "raw": position.model_dump_json(by_alias=True),
             }
         ]
@@ -318,6 +425,7 @@ def current_user_position_rows(tenant_id: str, link: UserPosition) -> TableRows:
                 "user_id": link.user_id,
                 "position_id": link.positions_id,
                 "position_name": link.position_name,
+                "is_deleted": bool(link.is_deleted),
                 "raw": link.model_dump_json(by_alias=True),
             }
         ]

@@ -30,6 +30,17 @@ def arrow_schemas() -> dict[str, pa.Schema]:
         con.close()
 
 
+MERGE_COLUMNS = ("deleted_at", "synced_at", "run_id")
+"""Columns the merge fills (when a record was first seen deleted, by which run it was last written): the
+extract never stages them."""
+
+
 def arrow_schema(table: str) -> pa.Schema:
     """One table's Arrow schema."""
     return arrow_schemas()[table]
+
+
+def staging_schema(table: str) -> pa.Schema:
+    """The Arrow schema a run stages ``table`` in: its columns without those the merge fills."""
+    schema = arrow_schema(table)
+    return pa.schema([column for column in schema if column.name not in MERGE_COLUMNS])

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from warehouse.rows import Row, TableRows
-from warehouse.schema import arrow_schema
+from warehouse.schema import staging_schema
 
 BATCH_ROWS = 2_000
 """Rows buffered per table before they are written as one Arrow batch (bounds memory)."""
@@ -61,7 +61,7 @@ class StagingWriter:
             self.counts.setdefault(table, 0)
 
     def _flush(self, table: str) -> None:
-        schema = arrow_schema(table)
+        schema = staging_schema(table)
         writer = self._writers.get(table)
         if writer is None:
             writer = pq.ParquetWriter(self.directory / f"{table}.parquet", schema)

@@ -128,11 +128,21 @@ def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None
 
 
 def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
-    """The tenant's current users, groups and positions from the warehouse."""
-    users = con.execute("SELECT raw FROM users WHERE tenant_id = ?", [tenant_id]).fetchall()
-    groups = con.execute("SELECT raw FROM groups WHERE tenant_id = ?", [tenant_id]).fetchall()
+    """The tenant's current users, groups and positions from the warehouse: those the service still lists
+    (a record it says is deleted included, one it stopped listing not)."""
+    # A record a full read did not find is marked deleted after the synced_at of the run that last saw it.
+    users = con.execute(
+        "SELECT raw FROM users WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
+        [tenant_id],
+    ).fetchall()
+    groups = con.execute(
+        "SELECT raw FROM groups WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
+        [tenant_id],
+    ).fetchall()
     positions = con.execute(
-        "SELECT id, position_name FROM positions WHERE tenant_id = ?", [tenant_id]
+        "SELECT id, position_name FROM positions WHERE tenant_id = ? "
+        "AND NOT (is_deleted AND deleted_at > synced_at)",
+        [tenant_id],
     ).fetchall()
     return Snapshot(
         tenant_id,
