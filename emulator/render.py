@@ -19,10 +19,18 @@ def delegation(state: TenantState, delegation_id: str) -> Record:
 
 
 def user(state: TenantState, user_id: str) -> Record:
-    """A User (spec 2.1) with its Manager object (2.2) composed from the manager's current record."""
+    """A User (spec 2.1) with its Manager object (2.2) composed from the manager's current record, and its
+    memberships showing their groups' current names (assumption: the service denormalises at read, so a
+    group rename shows in every member's record)."""
     record = dict(state.users[user_id])
     record["manager"] = manager(state, state.manager_of[user_id])
+    record["userGroups"] = [{**item, **_group_names(state, item["groupId"])} for item in record["userGroups"]]
     return record
+
+
+def _group_names(state: TenantState, group_id: str) -> Record:
+    group = state.groups.get(group_id)
+    return {"groupName": group["groupName"], "displayName": group["displayName"]} if group else {}
 
 
 def manager(state: TenantState, manager_id: str) -> Record:

@@ -1,0 +1,312 @@
+"""Merge, commit and staging on hand-made Parquet: no service, no Dagster, a real DuckDB file. Each test
+commits a few runs of one tenant and reads the tables back."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from warehouse.commit import CommitResult, StagedRun, StagingMismatchError, commit_run
+from warehouse.runs import RunRecord
+from warehouse.schema import staging_schema
+from warehouse.staging import StagingWriter, clean_leftovers, discard, staged_tables, staging_dir
+
+TENANT = "tenant-a"
+OTHER = "tenant-b"
+_runs = itertools.count(1)
+
+
+def decision(record_id: str, name: str, *, status: str = "PUBLISHED", tenant: str = TENANT) -> dict[str, Any]:
+    """A decisions row: the hash stands for the record's own content, here its name and status."""
+    return {
+        "tenant_id": tenant,
+        "id": record_id,
+        "name": name,
+        "status": status,
+        "is_deleted": status == "DELETED",
+        "content_hash": f"{name}/{status}",
+        "raw": f'{{"id": "{record_id}", "name": "{name}"}}',
+    }
+
+
+def authority(record_id: str, decision_id: str, limit: str, tenant: str = TENANT) -> dict[str, Any]:
+    """A decision_authorities row."""
+    return {
+        "tenant_id": tenant,
+        "id": record_id,
+        "decision_id": decision_id,
+        "limit_value": limit,
+        "is_unlimited": False,
+        "raw": "{}",
+    }
+
+
+def revision(delegation_id: str, revision_id: str, order: int) -> dict[str, Any]:
+    """A delegation_revisions row (first_seen_at is the merge's to fill)."""
+    return {
+        "tenant_id": TENANT,
+        "delegation_id": delegation_id,
+        "revision_id": revision_id,
+        "revision_order": order,
+        "first_seen_at": None,
+    }
+
+
+def delegation(record_id: str) -> dict[str, Any]:
+    """A delegations row."""
+    return {
+        "tenant_id": TENANT,
+        "id": record_id,
+        "status": "ISSUED",
+        "is_deleted": False,
+        "content_hash": "h",
+        "raw": "{}",
+    }
+
+
+def stage(root: Path, tables: dict[str, list[dict[str, Any]]]) -> tuple[Path, dict[str, int]]:
+    """Write each table's rows as Parquet in its staging schema, the way a run leaves them."""
+    folder = root / f"stage-{next(_runs)}"
+    folder.mkdir(parents=True)
+    for table, rows in tables.items():
+        pq.write_table(pa.Table.from_pylist(rows, schema=staging_schema(table)), folder / f"{table}.parquet")
+    return folder, {table: len(rows) for table, rows in tables.items()}
+
+
+def commit(
+    warehouse: Path,
+    tables: dict[str, list[dict[str, Any]]],
+    *,
+    full: bool = False,
+    tenant: str = TENANT,
+    cursors: dict[str, str] | None = None,
+) -> tuple[str, CommitResult]:
+    """Stage ``tables`` and commit them as one run; returns the run id and the commit's result."""
+    folder, counts = stage(warehouse.parent, tables)
+    mode = "full" if full else "incremental"
+    modes = dict.fromkeys(("decisions", "delegations", "users", "groups"), mode)
+    record = RunRecord(f"run-{next(_runs)}", tenant, mode, datetime.now(UTC))
+    result = commit_run(warehouse, StagedRun(folder, counts, modes, cursors or {}), record, wait_s=5)
+    return record.run_id, result
+
+
+def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Rows of a query on the committed warehouse."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    """A warehouse file that does not exist yet."""
+    return tmp_path / "wh.duckdb"
+
+
+def test_insert_update_unchanged_delete_and_reappear(warehouse: Path) -> None:
+    _, first = commit(warehouse, {"decisions": [decision("a", "A"), decision("b", "B"), decision("c", "C")]})
+    assert first.row_counts["decisions"] == {"inserted": 3, "updated": 0, "unchanged": 0, "deleted": 0}
+
+    run_id, second = commit(warehouse, {"decisions": [decision("a", "A2"), decision("b", "B")]}, full=True)
+
+    assert second.row_counts["decisions"] == {"inserted": 0, "updated": 1, "unchanged": 1, "deleted": 1}
+    assert read(warehouse, "SELECT id, name, is_deleted, run_id FROM decisions ORDER BY id") == [
+        ("a", "A2", False, run_id),
+        ("b", "B", False, run_id),
+        ("c", "C", True, first_run_of(warehouse, "c")),
+    ]
+    # A second full run without c does not count it deleted again, nor move its deleted_at.
+    (deleted_at,) = read(warehouse, "SELECT deleted_at FROM decisions WHERE id = 'c'")[0]
+    _, third = commit(warehouse, {"decisions": [decision("a", "A2"), decision("b", "B")]}, full=True)
+    assert third.row_counts["decisions"]["deleted"] == 0
+    assert read(warehouse, "SELECT deleted_at FROM decisions WHERE id = 'c'") == [(deleted_at,)]
+
+    commit(warehouse, {"decisions": [decision("c", "C")]})
+
+    assert read(warehouse, "SELECT is_deleted, deleted_at FROM decisions WHERE id = 'c'") == [(False, None)]
+
+
+def first_run_of(warehouse: Path, record_id: str) -> str:
+    """The run that first recorded a record (its first history version)."""
+    found = read(
+        warehouse,
+        "SELECT run_id FROM decisions_history WHERE id = ? ORDER BY valid_from LIMIT 1",
+        [record_id],
+    )
+    return str(found[0][0])
+
+
+def test_a_record_the_service_says_is_deleted_keeps_when_it_was_first_seen_deleted(warehouse: Path) -> None:
+    commit(warehouse, {"decisions": [decision("a", "A")]})
+    commit(warehouse, {"decisions": [decision("a", "A", status="DELETED")]})
+    (first_seen,) = read(warehouse, "SELECT deleted_at FROM decisions WHERE id = 'a'")[0]
+
+    commit(warehouse, {"decisions": [decision("a", "A", status="DELETED")]})
+
+    assert first_seen is not None
+    assert read(warehouse, "SELECT is_deleted, deleted_at FROM decisions WHERE id = 'a'") == [
+        (True, first_seen)
+    ]
+    # Still listed by the service: deleted_at is not after the run that last saw it.
+    assert read(warehouse, "SELECT deleted_at <= synced_at FROM decisions WHERE id = 'a'") == [(True,)]
+
+
+def test_child_rows_follow_their_staged_record_and_stay_with_a_vanished_one(warehouse: Path) -> None:
+    commit(
+        warehouse,
+        {
+            "decisions": [decision("a", "A"), decision("b", "B")],
+            "decision_authorities": [
+                authority("x1", "a", "10"),
+                authority("x2", "a", "20"),
+                authority("y", "b", "5"),
+            ],
+        },
+    )
+
+    _, result = commit(
+        warehouse,
+        {"decisions": [decision("a", "A")], "decision_authorities": [authority("x1", "a", "15")]},
+        full=True,
+    )
+
+    assert result.row_counts["decision_authorities"] == {
+        "inserted": 0,
+        "updated": 1,
+        "unchanged": 0,
+        "deleted": 1,
+    }
+    assert read(warehouse, "SELECT id, decision_id, limit_value FROM decision_authorities ORDER BY id") == [
+        ("x1", "a", "15"),
+        ("y", "b", "5"),
+    ]
+
+
+def test_an_incremental_run_replaces_only_the_records_it_staged(warehouse: Path) -> None:
+    commit(warehouse, {"decisions": [decision("a", "A"), decision("b", "B")]})
+
+    _, result = commit(warehouse, {"decisions": [decision("b", "B2")]})
+
+    assert result.row_counts["decisions"] == {"inserted": 0, "updated": 1, "unchanged": 0, "deleted": 0}
+    assert read(warehouse, "SELECT id, name, is_deleted FROM decisions ORDER BY id") == [
+        ("a", "A", False),
+        ("b", "B2", False),
+    ]
+
+
+def test_history_is_a_chain_of_versions_with_a_tombstone_and_a_return(warehouse: Path) -> None:
+    commit(warehouse, {"decisions": [decision("a", "A")]})
+    commit(warehouse, {"decisions": [decision("a", "A")]})  # unchanged: no version
+    commit(warehouse, {"decisions": [decision("a", "A2")]})
+    commit(warehouse, {"decisions": [decision("z", "Z")]}, full=True)  # a vanished
+    commit(warehouse, {"decisions": [decision("a", "A2")]})  # a is back
+
+    chain = read(
+        warehouse,
+        "SELECT name, is_deleted, is_current, valid_from, valid_to FROM decisions_history "
+        "WHERE id = 'a' ORDER BY valid_from",
+    )
+    assert [row[:3] for row in chain] == [
+        ("A", False, False),
+        ("A2", False, False),
+        ("A2", True, False),
+        ("A2", False, True),
+    ]
+    assert all(older[4] == newer[3] for older, newer in itertools.pairwise(chain)), "versions must touch"
+    assert chain[-1][4] is None
+
+
+def test_revisions_keep_when_they_were_first_seen_and_count_a_new_order(warehouse: Path) -> None:
+    commit(
+        warehouse,
+        {
+            "delegations": [delegation("d")],
+            "delegation_revisions": [revision("d", "r1", 1), revision("d", "r2", 2)],
+        },
+    )
+    before = dict(read(warehouse, "SELECT revision_id, first_seen_at FROM delegation_revisions"))
+
+    _, result = commit(
+        warehouse,
+        {
+            "delegations": [delegation("d")],
+            "delegation_revisions": [revision("d", "r2", 1), revision("d", "r1", 2), revision("d", "r3", 3)],
+        },
+    )
+
+    after = dict(read(warehouse, "SELECT revision_id, first_seen_at FROM delegation_revisions"))
+    assert result.row_counts["delegation_revisions"] == {
+        "inserted": 1,
+        "updated": 2,
+        "unchanged": 0,
+        "deleted": 0,
+    }
+    assert after["r1"] == before["r1"] and after["r2"] == before["r2"] and after["r3"] > before["r1"]
+
+
+def test_tenants_do_not_touch_each_other(warehouse: Path) -> None:
+    commit(warehouse, {"decisions": [decision("a", "A")]})
+    commit(warehouse, {"decisions": [decision("a", "Other", tenant=OTHER)]}, tenant=OTHER, full=True)
+
+    assert read(warehouse, "SELECT tenant_id, name, is_deleted FROM decisions ORDER BY tenant_id") == [
+        (TENANT, "A", False),
+        (OTHER, "Other", False),
+    ]
+
+
+def test_a_commit_moves_cursors_and_records_the_run_in_one_transaction(warehouse: Path) -> None:
+    run_id, _ = commit(
+        warehouse, {"decisions": [decision("a", "A")]}, cursors={"decisions": "2026-01-02T03:04:05Z"}
+    )
+
+    assert read(warehouse, "SELECT entity, run_id FROM extract_cursors") == [("decisions", run_id)]
+    assert read(warehouse, "SELECT status FROM sync_runs WHERE run_id = ?", [run_id]) == [("succeeded",)]
+
+
+def test_a_failing_merge_leaves_the_warehouse_as_it_was(warehouse: Path) -> None:
+    commit(warehouse, {"decisions": [decision("a", "A")]})
+    before = read(warehouse, "SELECT * FROM decisions")
+    # Two staged rows with one key: the insert breaks the primary key in the middle of the merge.
+    with pytest.raises(duckdb.ConstraintException):
+        commit(warehouse, {"decisions": [decision("a", "A3"), decision("b", "B"), decision("b", "B")]})
+
+    assert read(warehouse, "SELECT * FROM decisions") == before
+    assert read(warehouse, "SELECT count(*) FROM decisions_history") == [(1,)]
+    assert read(warehouse, "SELECT count(*) FROM sync_runs") == [(1,)]
+
+
+def test_staging_that_differs_from_the_extract_is_never_committed(warehouse: Path, tmp_path: Path) -> None:
+    folder, counts = stage(tmp_path, {"decisions": [decision("a", "A")]})
+    record = RunRecord("run-x", TENANT, "incremental", datetime.now(UTC))
+
+    with pytest.raises(StagingMismatchError, match="decisions holds 1 rows, the extract reported 2"):
+        commit_run(warehouse, StagedRun(folder, {"decisions": 2}, {}), record, wait_s=1)
+    with pytest.raises(StagingMismatchError, match="holds \\['decisions'\\], the extract reported \\[\\]"):
+        commit_run(warehouse, StagedRun(folder, {}, {}), record, wait_s=1)
+    assert counts == {"decisions": 1}
+    assert not warehouse.exists()
+
+
+def test_the_staging_writer_stages_declared_tables_and_cleaning_removes_only_the_tenants(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "staging"
+    mine, other = staging_dir(root, "run-1", TENANT), staging_dir(root, "run-1", OTHER)
+    with StagingWriter(mine) as writer:
+        writer.add({"decisions": [decision("a", "A")]})
+        writer.declare("decision_authorities")
+    with StagingWriter(other) as writer:
+        writer.add({"decisions": [decision("b", "B", tenant=OTHER)]})
+
+    assert writer.counts == {"decisions": 1}
+    assert pq.read_table(staged_tables(mine)["decision_authorities"]).num_rows == 0
+    assert clean_leftovers(root, TENANT) == [mine]
+    assert not mine.exists() and other.exists()
+    discard(other)
+    assert not (root / "run-1").exists()
