@@ -81,7 +81,7 @@ def added(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 
 def a_group_with_members(state: TenantState) -> str:
     """A group that at least one user belongs to."""
-    return next(item["groupId"] for user in state.users.values() for item in user["userGroups"])
+    return str(next(item["groupId"] for user in state.users.values() for item in user["userGroups"]))
 
 
 def a_manager(state: TenantState) -> str:
