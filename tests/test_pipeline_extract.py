@@ -242,6 +242,25 @@ def test_full_refresh_marks_vanished_records_deleted(
     assert mode == [("full",)]
 
 
+def test_staging_lives_beside_the_warehouse_and_a_killed_runs_leftovers_go_at_the_next_start(
+    settings: SyncSettings,
+) -> None:
+    staging = settings.warehouse.parent / "staging"
+    killed = staging / "killed-run" / DEMO_TENANT_ID
+    killed.mkdir(parents=True)
+    (killed / "users.parquet").write_bytes(b"personal data of a run that was killed")
+    other_tenant = staging / "killed-run" / OTHER_TENANT_ID
+    other_tenant.mkdir()
+
+    sync(settings)
+
+    assert settings.staging_root == staging
+    assert not killed.exists()
+    # Another tenant's staging may belong to a run of that tenant still going: only its own sync cleans it.
+    assert other_tenant.exists()
+    assert [path.name for path in staging.iterdir()] == ["killed-run"]
+
+
 def test_a_failed_run_leaves_the_data_untouched_and_records_itself(
     server: EmulatorServer, settings: SyncSettings
 ) -> None:
