@@ -118,7 +118,7 @@ def breakdown(wall_s: float, phase_seconds: dict[str, float]) -> dict[str, float
     """Where a run's wall time went: process start (imports), the sync's phases as its row records them,
     and the rest (Dagster's run set-up and event log, settings, the tenant lock, the CLI's summary)."""
     start = startup_s()
-    phases = {name: phase_seconds.get(name, 0.0) for name in ("extract", "checks", "commit")}
+    phases = {name: phase_seconds.get(name, 0.0) for name in ("extract", "checks", "commit", "publish")}
     return {"process start": start, **phases, "Dagster and the rest": wall_s - start - sum(phases.values())}
 
 

@@ -36,6 +36,7 @@ from pipelines.sync import (
 )
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
+from warehouse.publish import Published
 from warehouse.runs import RunRecord
 from warehouse.schema import arrow_schema
 
@@ -214,7 +215,25 @@ def _table_metadata(table: str, outcome: SyncOutcome) -> dict[str, Any]:
         "unchanged": counts.get("unchanged", 0),
         "mode": outcome.record.mode,
     }
-    return metadata | (_run_metadata(outcome) if table == "sync_runs" else {})
+    if table != "sync_runs":
+        return metadata
+    return metadata | _run_metadata(outcome) | _publish_metadata(outcome.commit.published)
+
+
+def _publish_metadata(published: Published | None) -> dict[str, Any]:
+    """Where the copy for readers was published and how long it took, or why it was not (the run's data
+    is committed all the same, and readers keep the previous copy)."""
+    if published is None:
+        return {}
+    if published.error is not None:
+        return {"publish_error": dg.MetadataValue.text(published.error)}
+    metadata: dict[str, Any] = {
+        "published": dg.MetadataValue.path(str(published.target.path)),
+        "publish_seconds": published.seconds,
+    }
+    if published.target.parquet:
+        metadata["published_parquet"] = dg.MetadataValue.path(str(published.target.parquet_current))
+    return metadata
 
 
 def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:

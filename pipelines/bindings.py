@@ -69,8 +69,14 @@ def _secret(variable: str, value: SecretStr | None) -> Any:
 
 
 def warehouse_resource(settings: SyncSettings) -> WarehouseResource:
-    """Where the warehouse file and the staging folder are."""
-    return WarehouseResource(path=str(settings.warehouse), staging_root=str(settings.staging_root))
+    """Where the warehouse file and the staging folder are, and how the reader copy is published."""
+    return WarehouseResource(
+        path=str(settings.warehouse),
+        staging_root=str(settings.staging_root),
+        publish_path=str(settings.publish_file),
+        publish_storage_version=settings.publish_storage_version,
+        publish_parquet=settings.publish_parquet,
+    )
 
 
 def policy_resource(settings: SyncSettings) -> SyncPolicyResource:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from pipelines.settings import SettingsError, SyncSettings, load_settings
+from warehouse.publish import same_file_problem
 from warehouse.reads import warehouse_problem
 
 if TYPE_CHECKING:
@@ -27,11 +28,18 @@ def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
     except SettingsError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
-    problem = warehouse_problem(warehouse) if warehouse else None
+    problem = (warehouse_problem(warehouse) or _published_over(settings, warehouse)) if warehouse else None
     if problem:
         typer.echo(f"error: --warehouse: {problem}", err=True)
         raise typer.Exit(2)
     return settings.model_copy(update={"warehouse": warehouse}) if warehouse else settings
+
+
+def _published_over(settings: SyncSettings, warehouse: Path) -> str | None:
+    """Why ``--warehouse`` cannot be used with ``ADM_PUBLISH_PATH`` (it is that very file), or None."""
+    if settings.publish_path and same_file_problem(warehouse, settings.publish_path):
+        return f"{warehouse} is ADM_PUBLISH_PATH, where the copy for readers is published"
+    return None
 
 
 @contextmanager

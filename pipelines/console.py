@@ -12,12 +12,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from warehouse.publish import PublishTarget
 from warehouse.reads import read_only
 
 
-def run_summary(console: Console, warehouse: Path, run_ids: list[str]) -> None:
+def run_summary(
+    console: Console, warehouse: Path, run_ids: list[str], published: PublishTarget | None = None
+) -> None:
     """One table per run as ``sync_runs`` holds it: status, mode, API calls (and the month's against the
-    quota), 429s and rows changed per table; the error of a run that did not commit."""
+    quota), 429s and rows changed per table; the error of a run that did not commit; where the copy for
+    readers was published (a failed publish is one of the run's warnings)."""
+    # The writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
+    # and the publish's own time.
     with read_only(warehouse) as con:
         if con is None:
             return
@@ -27,12 +33,15 @@ def run_summary(console: Console, warehouse: Path, run_ids: list[str]) -> None:
             "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
             "AND date_trunc('month', timezone('UTC', m.started_at)) "
             "= date_trunc('month', timezone('UTC', r.started_at))), coalesce(deviations, '[]'), "
-            "coalesce(rejected_records, 0) "
+            "coalesce(rejected_records, 0), coalesce(phase_seconds, '{}') "
             "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
-    for row in rows:
+    for *row, phases in rows:
         _print_run(console, *row)
+        publish_s = json.loads(phases).get("publish")
+        if published is not None and publish_s is not None:
+            _print_published(console, published, publish_s)
 
 
 def _print_run(
@@ -76,6 +85,11 @@ def _print_run(
         console.print(
             f"[yellow]{rejected} record(s) rejected:[/] see the table rejected_records (run {run_id})"
         )
+
+
+def _print_published(console: Console, published: PublishTarget, seconds: float) -> None:
+    parquet = f", Parquet in {published.parquet_current}" if published.parquet else ""
+    console.print(f"published for readers in {seconds:.1f} s: {escape(str(published.path))}{escape(parquet)}")
 
 
 def query_results(console: Console, con: duckdb.DuckDBPyConnection, title: str, sql: str) -> None:

@@ -17,13 +17,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Self
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
+from warehouse.publish import (
+    DEFAULT_STORAGE_VERSION,
+    PublishTarget,
+    default_publish_path,
+    same_file_problem,
+    storage_version_problem,
+)
 from warehouse.reads import warehouse_problem
 
 PREFIX = "ADM_"
@@ -52,6 +59,9 @@ ACCEPTS: dict[str, str] = {
     "concurrency": "a whole number from 1 to 64",
     "warehouse": "the path of a DuckDB file, existing or to create",
     "staging_dir": "a folder path",
+    "publish_path": "the path of a DuckDB file other than the warehouse (ADM_WAREHOUSE)",
+    "publish_storage_version": "a DuckDB storage version such as v1.4.0 (readers need that DuckDB or newer)",
+    "publish_parquet": "true or false",
     "overlap_minutes": "a whole number of minutes, 0 or more",
     "freshness_hours": "a number of hours above 0",
     "monthly_quota": "a whole number of API calls of at least 1",
@@ -92,6 +102,10 @@ class SyncSettings(BaseSettings):
     concurrency: Annotated[int, Field(ge=1, le=64)] = 8
     warehouse: Path = Path("data/warehouse.duckdb")
     staging_dir: Path | None = None
+    publish_path: Path | None = None
+    """The copy readers open (after ``warehouse``: its check compares the two)."""
+    publish_storage_version: str = DEFAULT_STORAGE_VERSION
+    publish_parquet: bool = False
     overlap_minutes: Annotated[int, Field(ge=0)] = 10
     freshness_hours: Annotated[float, Field(gt=0)] = 26.0
     monthly_quota: Annotated[int | None, Field(ge=1)] = None
@@ -133,6 +147,26 @@ class SyncSettings(BaseSettings):
     @classmethod
     def _duckdb_file(cls, value: Path) -> Path:
         problem = warehouse_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("publish_path")
+    @classmethod
+    def _other_duckdb_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return None
+        # A refused ADM_WAREHOUSE is absent here: its own error is the one to read.
+        warehouse = info.data.get("warehouse")
+        problem = warehouse_problem(value) or (same_file_problem(warehouse, value) if warehouse else None)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("publish_storage_version")
+    @classmethod
+    def _known_storage_version(cls, value: str) -> str:
+        problem = storage_version_problem(value)
         if problem:
             raise ValueError(problem)
         return value
@@ -181,6 +215,17 @@ class SyncSettings(BaseSettings):
     def staging_root(self) -> Path:
         """Where runs stage their extracts: ``ADM_STAGING_DIR``, else ``staging`` beside the warehouse."""
         return self.staging_dir or self.warehouse.parent / "staging"
+
+    @property
+    def publish_file(self) -> Path:
+        """The copy readers open: ``ADM_PUBLISH_PATH``, else ``<stem>.analytics.duckdb`` beside the
+        warehouse."""
+        return self.publish_path or default_publish_path(self.warehouse)
+
+    @property
+    def publish_target(self) -> PublishTarget:
+        """Where and how each commit publishes the reader copy."""
+        return PublishTarget(self.publish_file, self.publish_storage_version, self.publish_parquet)
 
     @property
     def overlap(self) -> timedelta:

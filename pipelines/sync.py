@@ -5,7 +5,8 @@
    is refused unless allowed.
 3. Staging left behind by killed runs of the tenant is removed; this run stages into its own folder.
 4. The extract (`pipelines.extract`), then the blocking checks (`pipelines.checks`).
-5. One transaction commits the tables, the cursors and the run's row (`warehouse.commit`).
+5. One transaction commits the tables, the cursors and the run's row (`warehouse.commit`); then the copy
+   readers open is published (`warehouse.publish`): a failed publish is a warning, the run stays committed.
 
 Whatever happens, the run leaves its row in ``sync_runs`` (a run that did not commit writes it in a small
 transaction of its own) and its staging is removed. Nothing is committed unless every check passed, so a
@@ -187,7 +188,9 @@ def _extract_check_commit(
         {entity: report.mode for entity, report in extract.reports.items()},
         {entity: report.cursor.isoformat() for entity, report in extract.reports.items() if report.cursor},
     )
-    outcome.commit = commit_run(warehouse, staged, record, services.policy.lock_wait_s)
+    outcome.commit = commit_run(
+        warehouse, staged, record, services.policy.lock_wait_s, services.warehouse.publish_target
+    )
 
 
 @contextmanager

@@ -7,22 +7,43 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from warehouse.publish import DEFAULT_STORAGE_VERSION, PublishTarget, default_publish_path
+
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
 
 
 class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
-    """The warehouse file (``ADM_WAREHOUSE``) and the folder where runs stage their extracts."""
+    """The warehouse file (``ADM_WAREHOUSE``), the folder where runs stage their extracts and the copy
+    each commit publishes for readers."""
 
     path: str = Field(default=DEFAULT_WAREHOUSE, description="The DuckDB file.")
     staging_root: str = Field(
         default="data/staging",
         description="Where runs stage their extracts (personal data: keep it private).",
     )
+    publish_path: str | None = Field(
+        default=None,
+        description="The copy readers open, published after each commit; default <stem>.analytics.duckdb "
+        "beside the warehouse.",
+    )
+    publish_storage_version: str = Field(
+        default=DEFAULT_STORAGE_VERSION,
+        description="The DuckDB storage format of the copy (readers need that DuckDB version or newer).",
+    )
+    publish_parquet: bool = Field(
+        default=False, description="Also publish one Parquet file per table and view."
+    )
 
     @property
     def file(self) -> Path:
         """The DuckDB file."""
         return Path(self.path)
+
+    @property
+    def publish_target(self) -> PublishTarget:
+        """Where and how each commit publishes the reader copy."""
+        path = Path(self.publish_path) if self.publish_path else default_publish_path(self.file)
+        return PublishTarget(path, self.publish_storage_version, self.publish_parquet)
 
     def staging(self, run_id: str, tenant_id: str) -> Path:
         """The staging folder of one run and tenant."""

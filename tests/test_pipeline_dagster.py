@@ -145,7 +145,7 @@ def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
     assert [(run_id, status) for run_id, status, _, _ in runs] == [(again.run_id, "succeeded")]
     assert runs[0][2] > 0
     phases = json.loads(runs[0][3])
-    assert set(phases) == {"extract", "checks", "commit"} and phases["commit"] > 0
+    assert set(phases) == {"extract", "checks", "commit", "publish"} and phases["commit"] > 0
     tables = materialized(instance, again.run_id)
     assert set(tables) == {table_key(table).to_user_string() for table in TABLES}
     assert tables["adm/users"]["dagster/row_count"] == len(state.users)

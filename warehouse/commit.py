@@ -31,7 +31,8 @@ from warehouse.merge import (
     prune_orphan_revisions,
 )
 from warehouse.migrate import migrate
-from warehouse.runs import RunRecord, RunStatus, insert_run, table_rows, update_phases
+from warehouse.publish import Published, PublishTarget, publish_run
+from warehouse.runs import RunRecord, RunStatus, insert_run, table_rows, update_after_commit
 from warehouse.staging import staged_tables
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class CommitResult:
 
     row_counts: dict[str, Counts]
     table_rows: dict[str, int]
+    published: Published | None = None
+    """How the reader copy's publish went (None when none was asked for)."""
 
 
 def connect(
@@ -115,17 +118,24 @@ def writing(
             con.close()
 
 
-def commit_run(warehouse: Path, staged: StagedRun, record: RunRecord, wait_s: float) -> CommitResult:
-    """Merge everything staged for the record's tenant in one transaction and add the run's row."""
+def commit_run(
+    warehouse: Path,
+    staged: StagedRun,
+    record: RunRecord,
+    wait_s: float,
+    publish: PublishTarget | None = None,
+) -> CommitResult:
+    """Merge everything staged for the record's tenant in one transaction and add the run's row; then,
+    when ``publish`` is given, publish the reader copy (a failed publish is a warning of the run)."""
     verify_staging(staged)
     try:
-        return _commit(warehouse, staged, record, wait_s, MEMORY_LIMIT)
+        return _commit(warehouse, staged, record, wait_s, MEMORY_LIMIT, publish)
     except duckdb.OutOfMemoryException:
         # The transaction rolled back, so nothing was written: once more with DuckDB's default buffer.
         logger.warning(
             "commit of run %s needs more than %s: committing unbounded", record.run_id, MEMORY_LIMIT
         )
-        return _commit(warehouse, staged, record, wait_s, None)
+        return _commit(warehouse, staged, record, wait_s, None, publish)
 
 
 def verify_staging(staged: StagedRun) -> None:
@@ -142,7 +152,12 @@ def verify_staging(staged: StagedRun) -> None:
 
 
 def _commit(
-    warehouse: Path, staged: StagedRun, record: RunRecord, wait_s: float, memory_limit: str | None
+    warehouse: Path,
+    staged: StagedRun,
+    record: RunRecord,
+    wait_s: float,
+    memory_limit: str | None,
+    publish: PublishTarget | None,
 ) -> CommitResult:
     started = time.perf_counter()
     with writing(warehouse, f"run {record.run_id}", wait_s, memory_limit) as con:
@@ -161,11 +176,24 @@ def _commit(
         # The COMMIT writes the data to disk (DuckDB's checkpoint), a good part of the commit's time, so
         # the row learns it afterwards, in a small write of its own.
         record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
-        try:
-            update_phases(con, record)
-        except duckdb.Error as error:  # the run is committed: a lost timing must not fail it
-            logger.warning("could not store the commit time of run %s: %s", record.run_id, error)
-    return CommitResult(record.row_counts, counts)
+        _store_late(con, record)
+        # Published here, still on the writer's connection under the writer lock: the copy is exactly the
+        # state just committed (no other writer can slip in between), the file is not opened again, and
+        # publishes take turns with commits, so an older state never replaces a newer one. It never raises
+        # a DuckDB error: the OutOfMemory retry of `commit_run` must not commit the run twice.
+        published = publish_run(con, publish, record) if publish is not None else None
+        if published is not None:
+            _store_late(con, record)
+    return CommitResult(record.row_counts, counts, published)
+
+
+def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
+    """Store what the committed run learnt afterwards (timings, a publish warning); the run is committed,
+    so a failure here is only logged."""
+    try:
+        update_after_commit(con, record)
+    except duckdb.Error as error:
+        logger.warning("could not store the timings and warnings of run %s: %s", record.run_id, error)
 
 
 def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool:

@@ -51,7 +51,7 @@ class RunRecord:
     error: str | None = None
     monthly_quota: int | None = None
     phase_seconds: dict[str, float] = field(default_factory=dict)
-    """Seconds each phase took (extract, checks, commit): where a run's time went."""
+    """Seconds each phase took (extract, checks, commit, publish): where a run's time went."""
     deviations: list[dict[str, Any]] = field(default_factory=list)
     """Tolerated deviations from the spec: endpoint, field, kind, records, sample ids."""
     rejections: list[Rejection] = field(default_factory=list)
@@ -120,11 +120,12 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
         )
 
 
-def update_phases(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
-    """Store the run's phase timings again (after its commit has taken its own time)."""
+def update_after_commit(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
+    """Store the run's phase timings and warnings again: what it learns after its commit (the commit's own
+    time, the publish's time or its failure)."""
     con.execute(
-        "UPDATE sync_runs SET phase_seconds = ? WHERE run_id = ? AND tenant_id = ?",
-        [json.dumps(record.phase_seconds), record.run_id, record.tenant_id],
+        "UPDATE sync_runs SET phase_seconds = ?, warnings = ? WHERE run_id = ? AND tenant_id = ?",
+        [json.dumps(record.phase_seconds), json.dumps(record.warnings), record.run_id, record.tenant_id],
     )
 
 

@@ -1,0 +1,269 @@
+"""The copy published for readers after each commit (issue 11): real syncs against the small emulator, real
+DuckDB files, an analyst in a process of their own and a DuckDB 1.4 client in an environment of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import httpx
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from emulator.server import EmulatorServer
+from pipelines.cli import app
+from pipelines.console import run_summary
+from pipelines.settings import SettingsError, SyncSettings, load_settings
+from tests.conftest import fresh
+from tests.sync_support import ROOT, query, settings_for, sync
+from warehouse.commit import writing
+from warehouse.publish import CURRENT, PublishError, PublishTarget, publish
+
+ANALYST = """
+import sys
+import duckdb
+
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(con.execute("SELECT count(*) FROM decisions").fetchall()[0][0], flush=True)
+sys.stdin.readline()
+print(con.execute("SELECT count(*) FROM decisions").fetchall()[0][0], flush=True)
+"""
+"""An analyst's session: it opens the published copy, counts the decisions, waits, counts again."""
+
+OLD_READER = """
+import sys
+import duckdb
+
+con = duckdb.connect(sys.argv[1], read_only=True)
+tables = con.execute("SELECT count(*) FROM decisions").fetchall()[0][0]
+view = con.execute("SELECT count(*) FROM v_org_chart").fetchall()[0][0]
+print(duckdb.__version__, tables, view)
+"""
+"""A reader on DuckDB 1.4: a table and a (recursive) view of the published copy."""
+
+UV_RUN = ("run", "--no-project", "--isolated", "--python", "3.11", "--with", "duckdb==1.4.*")
+"""A throwaway environment with DuckDB 1.4 (uv caches the wheel)."""
+
+
+@pytest.fixture
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh."""
+    yield from fresh(small_emulator_server)
+
+
+@pytest.fixture
+def settings(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
+    """A fresh warehouse; a commit that finds the warehouse busy fails at once instead of waiting."""
+    return settings_for(server, tmp_path / "wh.duckdb", lock_wait_s=0)
+
+
+def count(path: Path, sql: str) -> int:
+    """The one number a query of a DuckDB file gives."""
+    return int(query(path, sql)[0][0])
+
+
+def insert_decisions(server: EmulatorServer, inserted: int) -> None:
+    """New decisions in the service, for the next sync to commit."""
+    httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsInserted": inserted}).raise_for_status()
+
+
+def temporary_files(folder: Path) -> list[str]:
+    """Names in ``folder`` a publish writes aside before moving them in place."""
+    return sorted(path.name for path in folder.rglob("*.tmp-*"))
+
+
+def uv() -> str:
+    """The repository's uv (``make`` installs it into ``.tools/bin``), else one on the PATH."""
+    local = ROOT / ".tools" / "bin" / "uv"
+    found = str(local) if local.is_file() else shutil.which("uv")
+    assert found, "uv is needed to run a DuckDB 1.4 client: `make test` installs it in .tools/bin"
+    return found
+
+
+def test_default_path_is_beside_the_warehouse(settings: SyncSettings, tmp_path: Path) -> None:
+    assert settings.publish_file == tmp_path / "wh.analytics.duckdb"
+    assert settings.publish_target.parquet_current == tmp_path / "wh.analytics-parquet" / CURRENT
+
+
+def test_an_analyst_on_the_published_copy_never_holds_up_a_sync(
+    server: EmulatorServer, settings: SyncSettings
+) -> None:
+    """The analyst's session stays open through the next sync, which commits without waiting (the lock
+    wait is 0); the session keeps reading the state it opened, a new session reads the new one."""
+    first = sync(settings)
+    published = settings.publish_file
+    before = count(published, "SELECT count(*) FROM decisions")
+    analyst = subprocess.Popen(
+        [sys.executable, "-c", ANALYST, str(published)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert analyst.stdout is not None
+        assert int(analyst.stdout.readline()) == before
+        insert_decisions(server, 2)
+        second = sync(settings)
+        still, _ = analyst.communicate("\n", timeout=60)
+    finally:
+        analyst.kill()
+
+    assert int(still) == before
+    assert count(published, "SELECT count(*) FROM decisions") == before + 2
+    runs = query(published, "SELECT run_id, status FROM sync_runs ORDER BY finished_at")
+    assert runs == [(first.run_id, "succeeded"), (second.run_id, "succeeded")]
+    phases = json.loads(query(settings.warehouse, "SELECT phase_seconds FROM sync_runs")[1][0])
+    assert set(phases) == {"extract", "checks", "commit", "publish"}
+    assert temporary_files(published.parent) == []
+
+
+def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(settings: SyncSettings) -> None:
+    sync(settings)
+    decisions = count(settings.warehouse, "SELECT count(*) FROM decisions")
+    users = count(settings.warehouse, "SELECT count(*) FROM v_org_chart")
+
+    result = subprocess.run(
+        [uv(), *UV_RUN, "python", "-c", OLD_READER, str(settings.publish_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
+    )
+
+    assert result.returncode == 0, result.stderr
+    version, tables, view = result.stdout.split()
+    assert version.startswith("1.4.")
+    assert (int(tables), int(view)) == (decisions, users)
+
+
+def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
+    server: EmulatorServer, settings: SyncSettings
+) -> None:
+    """A view that cannot be evaluated fails the Parquet export after the DuckDB copy was written aside:
+    the run still commits and says why it did not publish; readers keep both previous copies, and nothing
+    written aside is left."""
+    settings = settings.model_copy(update={"publish_parquet": True})
+    target = settings.publish_target
+    first = sync(settings)
+    inode, folder = target.path.stat().st_ino, target.parquet_current.readlink()
+    with duckdb.connect(str(settings.warehouse)) as con:
+        con.execute("CREATE VIEW v_broken AS SELECT CAST(name AS INTEGER) AS number FROM users")
+    insert_decisions(server, 2)
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        second = sync(settings, instance=instance)
+        metadata = sync_runs_metadata(instance, second.run_id)
+
+    warnings = json.loads(query(settings.warehouse, "SELECT warnings FROM sync_runs")[1][0])
+    assert len(warnings) == 1
+    assert warnings[0].startswith("publish for readers failed, readers keep the previous copy: Conversion")
+    assert metadata["publish_error"] == warnings[0] and "published" not in metadata
+    assert (
+        count(settings.warehouse, "SELECT count(*) FROM decisions")
+        == count(target.path, "SELECT count(*) FROM decisions") + 2
+    )
+    assert target.path.stat().st_ino == inode
+    assert query(target.path, "SELECT run_id FROM sync_runs") == [(first.run_id,)]
+    assert target.parquet_current.readlink() == folder
+    assert sorted(path.name for path in target.parquet_root.iterdir()) == sorted([CURRENT, folder.name])
+    assert temporary_files(target.path.parent) == []
+    console = Console(record=True, width=300)
+    run_summary(console, settings.warehouse, [first.run_id, second.run_id], target)
+    summary = console.export_text()
+    assert summary.count("published for readers in") == 1 and "publish for readers failed" in summary
+
+
+def sync_runs_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, object]:
+    """The metadata of the run's materialization of ``adm/sync_runs``."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        materialization = event.step_materialization_data.materialization if event else None
+        if materialization and materialization.asset_key == dg.AssetKey(["adm", "sync_runs"]):
+            return {name: value.value for name, value in materialization.metadata.items()}
+    raise AssertionError(f"run {run_id} materialized no adm/sync_runs")
+
+
+def test_parquet_holds_every_table_and_view_and_moves_in_one_swap(settings: SyncSettings) -> None:
+    """Each publish writes a folder of its own and moves ``current``; the folder it replaced stays for
+    readers in the middle of a read, older ones go."""
+    settings = settings.model_copy(update={"publish_parquet": True})
+    target = settings.publish_target
+    sync(settings)
+    first = target.parquet_current.resolve()
+    with duckdb.connect(str(settings.warehouse), read_only=True) as con:
+        relations = con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION ALL "
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()
+        rows = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0] for (name,) in relations}  # noqa: S608
+
+    assert {path.stem: pq.read_metadata(path).num_rows for path in target.parquet_current.iterdir()} == rows
+    assert rows["decisions"] > 0 and rows["v_user_profile"] > 0
+    assert pq.read_table(target.parquet_current / "v_org_chart.parquet").num_rows == rows["v_org_chart"]
+
+    for label in ("second", "third"):
+        with writing(settings.warehouse, "a test", 0) as con:
+            publish(con, target, label)
+        assert target.parquet_current.is_symlink()
+        assert target.parquet_current.resolve().name.endswith(f"-{label}")
+    folders = sorted(path.name for path in target.parquet_root.iterdir() if path.name != CURRENT)
+
+    assert [name.rsplit("-", 1)[1] for name in folders] == ["second", "third"]
+    assert not first.exists()
+    assert temporary_files(target.parquet_root) == []
+
+
+def test_a_publish_path_that_is_the_warehouse_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    warehouse, spelled = tmp_path / "wh.duckdb", str(tmp_path / "sub" / ".." / "wh.duckdb")
+    monkeypatch.setenv("ADM_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("ADM_PUBLISH_PATH", spelled)
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    monkeypatch.delenv("ADM_WAREHOUSE")
+    flag = CliRunner().invoke(app, ["extract", "--warehouse", str(warehouse)])
+
+    assert str(refused.value) == (
+        f"ADM_PUBLISH_PATH={spelled!r} is not accepted: expected the path of a DuckDB file other than the "
+        f"warehouse (ADM_WAREHOUSE) ({spelled} is the warehouse itself)"
+    )
+    assert flag.exit_code == 2
+    assert flag.output.strip().splitlines() == [
+        f"error: --warehouse: {warehouse} is ADM_PUBLISH_PATH, where the copy for readers is published"
+    ]
+
+
+def test_a_storage_version_duckdb_does_not_know_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ADM_PUBLISH_STORAGE_VERSION", "1.4")
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+
+    assert str(refused.value).startswith(
+        "ADM_PUBLISH_STORAGE_VERSION='1.4' is not accepted: expected a DuckDB storage version such as v1.4.0"
+    )
+    assert "\n" not in str(refused.value)
+
+
+def test_a_publish_over_the_warehouse_itself_is_refused_before_it_writes(tmp_path: Path) -> None:
+    """A Dagster run config can name any path: the publish itself refuses the writer's own file."""
+    warehouse = tmp_path / "wh.duckdb"
+    with writing(warehouse, "a test", 0) as con:
+        con.execute("CREATE TABLE kept AS SELECT 1 AS one")
+        with pytest.raises(PublishError, match="is the warehouse itself"):
+            publish(con, PublishTarget(warehouse), "over")
+
+    assert query(warehouse, "SELECT one FROM kept") == [(1,)]

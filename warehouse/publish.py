@@ -1,0 +1,272 @@
+"""Publish a reader copy of the warehouse after each commit, so that analysts never open the writer's file.
+
+Any DuckDB session on the writer's file, even a read-only one, holds DuckDB's lock on it and makes the next
+commit wait and fail. Readers open the published copy instead (``ADM_PUBLISH_PATH``, by default
+``<warehouse stem>.analytics.duckdb`` beside the warehouse):
+
+- DuckDB itself writes the copy (``ATTACH … (STORAGE_VERSION …)``, ``COPY FROM DATABASE``: tables, views,
+  macros, types, sequences, indexes, constraints and comments) into a temporary file beside the target,
+  then ``os.replace`` puts it in place. A reader opens either the previous copy or the new one, never half
+  of one; a reader that holds the previous copy open keeps reading it (its inode) until it reconnects, and
+  never delays a sync.
+- The copy is written in an older storage format (``ADM_PUBLISH_STORAGE_VERSION``, default v1.4.0), so an
+  analyst's DuckDB 1.4 opens it even when the writer's DuckDB is newer.
+- Optionally (``ADM_PUBLISH_PARQUET``) one Parquet file per table and view, for pandas, pyarrow or Polars
+  without DuckDB, under ``<copy stem>-parquet/current/``: each publish writes a folder of its own and then
+  moves the ``current`` link, keeping the previous folder for readers in the middle of a read.
+
+A publish that fails leaves every previous copy in place and no temporary file; the caller decides what a
+failure means (`publish_run`: a warning of a run that did commit).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from warehouse.runs import RunRecord
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORAGE_VERSION = "v1.4.0"
+"""The storage format of the copy: DuckDB 1.4 and every later version open it (DuckDB names formats by the
+release that introduced them: ``v1.4.0``, ``v1.5.0``, …, or ``latest``)."""
+
+ALIAS = "adm_published"
+"""The name the copy is attached under while it is written (not a name a warehouse file is likely to have)."""
+
+CURRENT = "current"
+"""The link, in the Parquet folder, to the folder of the last publish."""
+
+
+class PublishError(RuntimeError):
+    """The copy cannot be published, or does not hold what the warehouse holds."""
+
+
+@dataclass(frozen=True)
+class PublishTarget:
+    """Where and how the reader copy is published."""
+
+    path: Path
+    storage_version: str = DEFAULT_STORAGE_VERSION
+    parquet: bool = False
+
+    @property
+    def parquet_root(self) -> Path:
+        """The folder of the Parquet publishes, beside the copy: ``<copy stem>-parquet``."""
+        return self.path.with_name(f"{self.path.stem}-parquet")
+
+    @property
+    def parquet_current(self) -> Path:
+        """What Parquet readers read: the link to the last publish's folder."""
+        return self.parquet_root / CURRENT
+
+
+@dataclass(frozen=True)
+class Published:
+    """How a run's publish went: its seconds, or the one-line warning of its failure."""
+
+    target: PublishTarget
+    seconds: float | None = None
+    error: str | None = None
+
+
+def default_publish_path(warehouse: Path) -> Path:
+    """The copy readers open when ``ADM_PUBLISH_PATH`` is unset: ``<stem>.analytics.duckdb`` beside it."""
+    return warehouse.with_name(f"{warehouse.stem}.analytics.duckdb")
+
+
+def same_file_problem(warehouse: Path, published: Path) -> str | None:
+    """Why ``published`` cannot be the published copy of ``warehouse`` (it is the warehouse), or None."""
+    if warehouse.resolve() == published.resolve():
+        return f"{published} is the warehouse itself"
+    return None
+
+
+def storage_version_problem(version: str) -> str | None:
+    """Why ``version`` cannot be the copy's storage version (this DuckDB does not know it), or None."""
+    with duckdb.connect() as con:
+        try:
+            con.execute("ATTACH ':memory:' AS probe (STORAGE_VERSION ?)", [version])
+        except duckdb.Error:
+            return f"not a storage version DuckDB {duckdb.__version__} knows"
+    return None
+
+
+def for_readers(warehouse: Path, published: Path) -> Path:
+    """The file a reader should open: the published copy once there is one, else the warehouse."""
+    return published if published.is_file() else warehouse
+
+
+def publish_run(con: duckdb.DuckDBPyConnection, target: PublishTarget, record: RunRecord) -> Published:
+    """Publish after the run's commit. A failure does not undo or fail the committed run: it is logged in
+    one line and added to the run's warnings, and readers keep the previous copy. Only a publish that
+    completed records its time (``phase_seconds["publish"]``): the warning says what happened to the other."""
+    started = time.perf_counter()
+    try:
+        publish(con, target, record.run_id)
+    except (duckdb.Error, OSError, PublishError) as error:
+        warning = f"publish for readers failed, readers keep the previous copy: {_first_line(error)}"
+        logger.warning("run %s: %s", record.run_id, warning)
+        record.warnings.append(warning)
+        return Published(target, error=warning)
+    record.phase_seconds["publish"] = round(time.perf_counter() - started, 3)
+    return Published(target, record.phase_seconds["publish"])
+
+
+def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -> None:
+    """Publish the committed state of ``con``'s database (the caller holds the writer lock, so nothing
+    changes meanwhile). Everything is written aside first and moved in place last; on any failure the
+    previous copies stay and the temporary files are removed. ``label`` names the Parquet folder."""
+    source = _current_database(con)
+    problem = same_file_problem(_database_path(con, source), target.path)
+    if problem:
+        raise PublishError(problem)
+    target.path.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in target.path.parent.glob(f".{target.path.name}.tmp-*"):  # of a killed publish
+        leftover.unlink(missing_ok=True)
+    temporary = target.path.with_name(f".{target.path.name}.tmp-{os.getpid()}")
+    folder = link = None
+    previous = _link_target(target.parquet_current)
+    try:
+        _copy_database(con, source, temporary, target.storage_version)
+        if target.parquet:
+            folder = _run_folder(target.parquet_root, label)
+            _write_parquet(con, source, folder)
+            link = _link_aside(target.parquet_root, folder)
+        temporary.replace(target.path)
+        if link is not None:
+            link.replace(target.parquet_current)
+    except BaseException:
+        _discard(temporary, folder, link)
+        raise
+    if folder is not None:
+        _remove_old_folders(target.parquet_root, {CURRENT, folder.name, previous})
+
+
+def _copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, storage_version: str) -> None:
+    """Copy the whole database into a new file at ``path`` in ``storage_version``'s format, checked."""
+    _discard(path)
+    con.execute(f"ATTACH ? AS {ALIAS} (STORAGE_VERSION ?)", [str(path), storage_version])
+    try:
+        con.execute(f"COPY FROM DATABASE {_quoted(source)} TO {ALIAS}")
+        _check_copy(con, source)
+    finally:
+        # Detaching checkpoints the copy into its one file: no WAL is left beside it to publish.
+        con.execute(f"DETACH {ALIAS}")
+
+
+def _check_copy(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """The copy holds every table with its rows and every view, binding to the same columns: whatever
+    ``COPY FROM DATABASE`` may leave behind fails the publish instead of reaching readers."""
+    wanted, copied = _contents(con, source), _contents(con, ALIAS)
+    if wanted != copied:
+        differing = sorted(
+            name for name in wanted.keys() | copied.keys() if wanted.get(name) != copied.get(name)
+        )
+        raise PublishError(f"the copy differs from the warehouse in {', '.join(differing[:5])}")
+
+
+def _contents(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, object]:
+    """Each table's row count and each view's columns, by qualified name."""
+    contents: dict[str, object] = {}
+    for schema, name, is_view in _relations(con, database):
+        relation = _quoted(database, schema, name)
+        if is_view:
+            con.execute(f"SELECT * FROM {relation} LIMIT 0").fetchall()  # noqa: S608 - names from the catalog
+            contents[f"{schema}.{name}"] = [column[0] for column in con.description or []]
+        else:
+            contents[f"{schema}.{name}"] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()  # noqa: S608
+    return contents
+
+
+def _relations(con: duckdb.DuckDBPyConnection, database: str) -> list[tuple[str, str, bool]]:
+    """The tables and views of ``database`` (schema, name, is a view), without DuckDB's own."""
+    rows = con.execute(
+        "SELECT schema_name, table_name, false FROM duckdb_tables() "
+        "WHERE database_name = $db AND NOT internal "
+        "UNION ALL SELECT schema_name, view_name, true FROM duckdb_views() "
+        "WHERE database_name = $db AND NOT internal ORDER BY 1, 2",
+        {"db": database},
+    ).fetchall()
+    return [(str(schema), str(name), bool(is_view)) for schema, name, is_view in rows]
+
+
+def _run_folder(root: Path, label: str) -> Path:
+    """The folder of this publish's Parquet files: named by its time (so they sort) and ``label``."""
+    return root / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{label}"
+
+
+def _write_parquet(con: duckdb.DuckDBPyConnection, source: str, folder: Path) -> None:
+    """One Parquet file per table and view (a view as its rows now: Parquet readers cannot run its SQL)
+    in ``folder``, a new one."""
+    folder.mkdir(parents=True)
+    for schema, name, _ in _relations(con, source):
+        file = folder / (f"{name}.parquet" if schema == "main" else f"{schema}.{name}.parquet")
+        relation = _quoted(source, schema, name)
+        con.execute(f"COPY (SELECT * FROM {relation}) TO ? (FORMAT parquet)", [str(file)])  # noqa: S608
+
+
+def _link_aside(root: Path, folder: Path) -> Path:
+    """A new link to ``folder`` beside ``current``, ready to replace it in one rename."""
+    link = root / f".{CURRENT}.tmp-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(folder.name)  # relative: the whole folder can be moved
+    return link
+
+
+def _link_target(link: Path) -> str:
+    """The name of the folder ``link`` points at ('' when there is no link yet)."""
+    return link.readlink().name if link.is_symlink() else ""
+
+
+def _remove_old_folders(root: Path, keep: set[str]) -> None:
+    """Remove every entry of ``root`` but those named in ``keep`` (the link, the new folder and the one it
+    replaced: a reader that resolved ``current`` just before the swap may still be reading that), and the
+    leftovers of killed publishes with them."""
+    for entry in root.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _discard(*paths: Path | None) -> None:
+    """Remove what a publish wrote aside (a file with its WAL, a folder, a link); absent ones are fine."""
+    for path in paths:
+        if path is None:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            continue
+        path.unlink(missing_ok=True)
+        path.with_name(f"{path.name}.wal").unlink(missing_ok=True)
+
+
+def _current_database(con: duckdb.DuckDBPyConnection) -> str:
+    found = con.execute("SELECT current_database()").fetchall()
+    return str(found[0][0])
+
+
+def _database_path(con: duckdb.DuckDBPyConnection, database: str) -> Path:
+    found = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [database]).fetchall()
+    return Path(str(found[0][0]))
+
+
+def _quoted(*names: str) -> str:
+    """A qualified SQL identifier from its parts."""
+    return ".".join('"' + name.replace('"', '""') + '"' for name in names)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
