@@ -404,8 +404,12 @@ def test_analyst_views_answer_their_example_queries(settings: SyncSettings) -> N
 
     for title, sql in EXAMPLES.items():
         assert rows(settings, sql), title
-    chain = rows(settings, "SELECT management_chain FROM v_org_chart ORDER BY levels_below_top DESC LIMIT 1")
-    assert chain[0][0][0] == "Integration Admin"
+    # The seeded org chart is one tree: every live user's chain reaches the one top, who manages themself.
+    tops = rows(
+        settings, "SELECT chain_end, top_id, management_chain[1], count(*) FROM v_org_chart GROUP BY ALL"
+    )
+    (top_id,) = rows(settings, "SELECT id FROM users WHERE manager_id = id")[0]
+    assert tops == [("top", top_id, "Integration Admin", rows(settings, "SELECT count(*) FROM users")[0][0])]
 
 
 def test_tenant_partitions_fail_independently(settings: SyncSettings) -> None:
