@@ -8,7 +8,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: demo test lint bench emulator dagster clean
+.PHONY: demo test lint bench emulator dagster dictionary clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -51,6 +51,10 @@ emulator: $(VENV)/.synced
 dagster: $(VENV)/.synced
 	mkdir -p data/dagster_home && cp pipelines/dagster.yaml data/dagster_home/dagster.yaml
 	DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
+
+# The README's data dictionary, rendered again from warehouse/dictionary.toml and the migrated schema.
+dictionary: $(VENV)/.synced
+	$(VENV)/bin/python -m warehouse.dictionary --write-readme
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data

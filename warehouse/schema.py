@@ -16,7 +16,7 @@ def arrow_schemas() -> dict[str, pa.Schema]:
     """Every base table's Arrow schema, by table name (built once, in memory)."""
     con = duckdb.connect(":memory:")
     try:
-        migrate(con)
+        migrate(con, describe=False)
         tables = [
             row[0]
             for row in con.execute(

@@ -1,0 +1,142 @@
+"""The data dictionary (``warehouse/dictionary.toml``): it describes the migrated schema exactly, migrate()
+applies it as comments only when it or the schema changed, and the README shows what it says.
+
+When a migration adds a table, view or column, the first two tests name what to describe; when it drops
+or renames one, the second names what the dictionary still mentions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from warehouse import dictionary
+from warehouse import migrate as migrations
+from warehouse.migrate import migrate
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A migrated in-memory warehouse."""
+    with duckdb.connect(":memory:") as connection:
+        migrate(connection)
+        yield connection
+
+
+def _uncommented(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every table, view (``name``) and column (``name.column``) without a comment."""
+    found = []
+    for name, relation in sorted(dictionary.live_schema(con).items()):
+        found += [name] if not relation.comment else []
+        found += [f"{name}.{column.name}" for column in relation.columns if not column.comment]
+    return found
+
+
+def _comment(con: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
+    row = con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, column]
+    ).fetchone()
+    assert row is not None, f"{table}.{column} does not exist"
+    return str(row[0]) if row[0] is not None else None
+
+
+def test_every_table_view_and_column_has_a_comment_after_migrate(con: duckdb.DuckDBPyConnection) -> None:
+    missing = _uncommented(con)
+    assert not missing, f"describe these in warehouse/dictionary.toml: {', '.join(missing)}"
+
+
+def test_the_dictionary_names_nothing_the_schema_lacks(con: duckdb.DuckDBPyConnection) -> None:
+    extra = dictionary.unknown(dictionary.load(dictionary.source_text()), dictionary.live_schema(con))
+    assert not extra, f"warehouse/dictionary.toml describes what the schema lacks: {', '.join(extra)}"
+
+
+def test_a_history_table_has_its_current_tables_descriptions_and_its_own(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    assert _comment(con, "users_history", "email") == _comment(con, "users", "email")
+    assert _comment(con, "groups_history", "valid_to") == _comment(con, "decisions_history", "valid_to")
+    assert _comment(con, "users_history", "run_id") != _comment(con, "users", "run_id")
+
+
+def test_the_readme_shows_the_dictionary() -> None:
+    readme = dictionary.README.read_text(encoding="utf-8")
+    assert dictionary.with_section(readme, dictionary.rendered()) == readme, (
+        "the README's data dictionary differs from warehouse/dictionary.toml: run `make dictionary`"
+    )
+
+
+def test_migrate_applies_the_comments_once_and_again_when_the_dictionary_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "warehouse.duckdb")
+    with duckdb.connect(path) as con:
+        migrate(con)
+        con.execute("COMMENT ON COLUMN users.email IS 'changed by hand'")
+    with duckdb.connect(path) as con:
+        migrate(con)
+        assert _comment(con, "users", "email") == "changed by hand", "the comments were applied again"
+
+    text = dictionary.source_text()
+    old = 'email = "The user\'s email address (email)."'
+    assert old in text
+    monkeypatch.setattr(
+        dictionary, "source_text", lambda: text.replace(old, 'email = "Where mail reaches them."')
+    )
+    with duckdb.connect(path) as con:
+        migrate(con)
+        assert _comment(con, "users", "email") == "Where mail reaches them."
+        assert _comment(con, "users_history", "email") == "Where mail reaches them."
+
+
+def test_a_new_migration_that_recreates_a_view_gets_its_comments_back(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recreated view or table loses its comments, so the migrations applied are part of the fingerprint."""
+    found = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'v_api_budget'").fetchone()
+    assert found is not None
+    recreate = str(found[0]).replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1)
+    shipped = migrations.available()
+    monkeypatch.setattr(migrations, "available", lambda: [*shipped, (shipped[-1][0] + 1, "again", recreate)])
+
+    assert migrate(con) == [shipped[-1][0] + 1]
+    assert not _uncommented(con)
+
+
+def test_a_failed_apply_leaves_no_comment_and_no_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comments are applied in one transaction: all of them and the fingerprint, or nothing."""
+    monkeypatch.setattr(
+        dictionary,
+        "comment_statements",
+        lambda *_: ["COMMENT ON TABLE users IS 'applied'", "COMMENT ON TABLE no_such_table IS 'fails'"],
+    )
+    with duckdb.connect(":memory:") as con:
+        with pytest.raises(duckdb.CatalogException):
+            migrate(con)
+        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'users'").fetchall() == [
+            (None,)
+        ]
+        assert con.execute(f"SELECT count(*) FROM {dictionary.APPLIED_TABLE}").fetchall() == [(0,)]  # noqa: S608
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[tables.t]\ndescription = "x"\ncommon = ["c"]', "common names no [common] entry: c"),
+        ('[common]\nc = "x"\n[tables.t]\ndescription = "x"', "[common] entries no relation uses: c"),
+        ('[tables.t]\nhistory_of = "u"', "t: refers to u, which the dictionary does not describe"),
+        (
+            '[tables.t.columns]\na = { same_as = "u.b" }\n[tables.u.columns]\nc = "x"',
+            "t.a: same_as u.b, which the dictionary does not describe",
+        ),
+        (
+            '[tables.t.columns]\na = { same_as = "u.b" }\n[tables.u.columns]\nb = { same_as = "t.a" }',
+            "same_as cycle",
+        ),
+    ],
+)
+def test_a_dictionary_that_contradicts_itself_is_refused(text: str, error: str) -> None:
+    with pytest.raises(dictionary.DictionaryError, match=re.escape(error)):
+        dictionary.load(text)

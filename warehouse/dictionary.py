@@ -1,0 +1,343 @@
+"""The data dictionary: what every table, view and column of the warehouse means, written once in
+``warehouse/dictionary.toml`` and used twice, as the database's own comments (``COMMENT ON``, applied by
+`warehouse.migrate.migrate`) and as the README's column tables (``python -m warehouse.dictionary
+--write-readme``, or ``make dictionary``).
+
+The file has four kinds of entries (its header says more):
+
+- ``[tables.<name>]`` and ``[views.<name>]``: a ``description`` and ``[<...>.columns]``, column -> text;
+- ``common = [...]`` in a relation: columns that mean the same wherever they appear (``[common]``);
+- ``{ same_as = "<relation>.<column>" }`` as a column's value: a view column that copies a table's;
+- ``history_of = "<table>"``: an SCD2 history table, described by ``[history]`` (its own columns and a
+  description naming ``{table}``) on top of every column description of its current table.
+
+Comments are applied only where the live schema has the relation or column, so a dictionary that lags the
+migrations never stops a connection: ``tests/test_dictionary.py`` names what is missing or extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+
+Kind = Literal["table", "view"]
+
+SOURCE = "dictionary.toml"
+README = Path(__file__).resolve().parents[1] / "README.md"
+START = "<!-- dictionary:start -->"
+END = "<!-- dictionary:end -->"
+APPLIED_TABLE = "schema_dictionary"
+"""The one-row table that remembers which dictionary and migrations the comments were applied for."""
+
+
+class DictionaryError(ValueError):
+    """The dictionary file contradicts itself (a reference to nothing, a cycle of references) or holds
+    text that describes nothing (a common entry no relation uses)."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One table or view as the dictionary describes it."""
+
+    name: str
+    kind: Kind
+    description: str
+    columns: dict[str, str]
+    """Every column description that applies, its own, its history's, its current table's and common ones."""
+    named: frozenset[str]
+    """The columns this entry names itself (own, common and history columns): each must exist."""
+
+
+@dataclass(frozen=True)
+class LiveColumn:
+    """A column of the connected database."""
+
+    name: str
+    data_type: str
+    comment: str | None
+
+
+@dataclass(frozen=True)
+class LiveRelation:
+    """A table or view of the connected database, with its columns in order."""
+
+    name: str
+    kind: Kind
+    comment: str | None
+    columns: tuple[LiveColumn, ...]
+
+
+@cache
+def source_text() -> str:
+    """The dictionary file shipped with the package (read once per process: migrate() runs often)."""
+    return resources.files("warehouse").joinpath(SOURCE).read_text(encoding="utf-8")
+
+
+def load(text: str) -> dict[str, Relation]:
+    """Every relation of the dictionary ``text``, in the file's order (tables, then views)."""
+    data = tomllib.loads(text)
+    entries: dict[str, tuple[Kind, dict[str, Any]]] = {
+        **{name: ("table", entry) for name, entry in data.get("tables", {}).items()},
+        **{name: ("view", entry) for name, entry in data.get("views", {}).items()},
+    }
+    common = data.get("common", {})
+    unused = sorted(
+        set(common) - {column for _, entry in entries.values() for column in entry.get("common", [])}
+    )
+    if unused:
+        raise DictionaryError(f"[common] entries no relation uses: {', '.join(unused)}")
+    resolver = _Resolver(entries, common, data.get("history", {}))
+    return {name: resolver.relation(name) for name in entries}
+
+
+class _Resolver:
+    """Resolves the references of a parsed dictionary (common columns, ``same_as``, ``history_of``)."""
+
+    def __init__(
+        self, entries: dict[str, tuple[Kind, dict[str, Any]]], common: dict[str, str], history: dict[str, Any]
+    ) -> None:
+        self.entries = entries
+        self.common = common
+        self.history = history
+        self.resolving: list[str] = []
+
+    def relation(self, name: str) -> Relation:
+        """One relation with every reference resolved."""
+        kind, entry = self.entries[name]
+        own = dict(entry.get("columns", {}))
+        unknown_common = [column for column in entry.get("common", []) if column not in self.common]
+        if unknown_common:
+            raise DictionaryError(f"{name}: common names no [common] entry: {', '.join(unknown_common)}")
+        columns = {column: self.common[column] for column in entry.get("common", [])}
+        named = set(own) | set(columns)
+        description = entry.get("description", "")
+        if "history_of" in entry:
+            current = self._entry(name, entry["history_of"])
+            columns |= self.relation(entry["history_of"]).columns | self.history.get("columns", {})
+            named |= set(self.history.get("columns", {}))
+            description = description or self.history.get("description", "").replace("{table}", current)
+        columns |= {column: self.text(name, column, value) for column, value in own.items()}
+        return Relation(
+            name, kind, _flat(description), {c: _flat(t) for c, t in columns.items()}, frozenset(named)
+        )
+
+    def text(self, relation: str, column: str, value: str | dict[str, str]) -> str:
+        """A column's description: its text, or the text of the column it is the ``same_as``."""
+        if isinstance(value, str):
+            return value
+        target = value["same_as"]
+        if target in self.resolving:
+            raise DictionaryError(f"{relation}.{column}: same_as cycle through {' -> '.join(self.resolving)}")
+        other, _, other_column = target.partition(".")
+        self._entry(f"{relation}.{column}", other)
+        self.resolving.append(target)
+        try:
+            found = self.relation(other).columns.get(other_column)
+        finally:
+            self.resolving.pop()
+        if found is None:
+            raise DictionaryError(
+                f"{relation}.{column}: same_as {target}, which the dictionary does not describe"
+            )
+        return found
+
+    def _entry(self, where: str, name: str) -> str:
+        """``name`` itself, once it is known to be a relation of the dictionary."""
+        if name not in self.entries:
+            raise DictionaryError(f"{where}: refers to {name}, which the dictionary does not describe")
+        return name
+
+
+def _flat(text: str) -> str:
+    """One line: the file wraps long texts over several lines, a comment and a table cell hold one."""
+    return " ".join(text.split())
+
+
+def live_schema(con: duckdb.DuckDBPyConnection) -> dict[str, LiveRelation]:
+    """The tables and views of the connected database's main schema (not DuckDB's own, not temporary ones),
+    with their columns in order."""
+    relations = con.execute(
+        "SELECT table_name, 'table', comment FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+        "UNION ALL SELECT view_name, 'view', comment FROM duckdb_views() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal"
+    ).fetchall()
+    columns: dict[str, list[LiveColumn]] = {}
+    for table, column, data_type, comment in con.execute(
+        "SELECT table_name, column_name, data_type, comment FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+        "ORDER BY table_name, column_index"
+    ).fetchall():
+        columns.setdefault(table, []).append(LiveColumn(column, data_type, comment))
+    return {
+        name: LiveRelation(name, kind, comment, tuple(columns.get(name, ())))
+        for name, kind, comment in relations
+    }
+
+
+def unknown(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> list[str]:
+    """What the dictionary names and the live schema lacks: a relation (or one of the wrong kind, as
+    ``name (a view, not a table)``) or ``table.column``."""
+    found = []
+    for name, relation in relations.items():
+        there = live.get(name)
+        if there is None:
+            found.append(name)
+            continue
+        if there.kind != relation.kind:
+            found.append(f"{name} (a {there.kind}, not a {relation.kind})")
+        columns = {column.name for column in there.columns}
+        found += [f"{name}.{column}" for column in sorted(relation.named - columns)]
+    return found
+
+
+def comment_statements(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> list[str]:
+    """The ``COMMENT ON`` statements that make the live comments say what the dictionary says. Only what
+    differs, and only for what exists: a relation or column the dictionary does not describe keeps its
+    comment."""
+    statements = []
+    for name, relation in live.items():
+        described = relations.get(name)
+        if described is None:
+            continue
+        target = _identifier(name)
+        if described.description and relation.comment != described.description:
+            statements.append(
+                f"COMMENT ON {relation.kind.upper()} {target} IS {_literal(described.description)}"
+            )
+        for column in relation.columns:
+            text = described.columns.get(column.name)
+            if text and column.comment != text:
+                statements.append(
+                    f"COMMENT ON COLUMN {target}.{_identifier(column.name)} IS {_literal(text)}"
+                )
+    return statements
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    # COMMENT ON takes no bound parameters: the text is written as an SQL string literal.
+    return "'" + text.replace("'", "''") + "'"
+
+
+def fingerprint(text: str, versions: Iterable[int]) -> str:
+    """What the comments depend on: the dictionary's text and the migrations applied (a migration that
+    recreates a view or table drops its comments)."""
+    listed = ",".join(str(version) for version in sorted(versions))
+    return hashlib.sha256(f"{text}\n{listed}".encode()).hexdigest()
+
+
+def document(con: duckdb.DuckDBPyConnection, versions: Iterable[int]) -> bool:
+    """Apply the dictionary as comments, in one transaction, unless it was applied already for this
+    dictionary and these migrations (one small read: this runs on every warehouse connection). Returns
+    whether it applied."""
+    text = source_text()
+    wanted = fingerprint(text, versions)
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {APPLIED_TABLE} "
+        "(fingerprint VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+    current = con.execute(f"SELECT fingerprint FROM {APPLIED_TABLE}").fetchall()  # noqa: S608 - fixed name
+    if current == [(wanted,)]:
+        return False
+    con.begin()
+    try:
+        for statement in comment_statements(load(text), live_schema(con)):
+            con.execute(statement)
+        con.execute(f"DELETE FROM {APPLIED_TABLE}")  # noqa: S608 - fixed name
+        con.execute(f"INSERT INTO {APPLIED_TABLE} (fingerprint) VALUES (?)", [wanted])  # noqa: S608
+        con.commit()
+    except duckdb.Error:
+        con.rollback()
+        raise
+    return True
+
+
+def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str:
+    """The README's data dictionary: one table per relation of the live schema (the dictionary's order,
+    then any it lacks), each column with its live type and its description."""
+    order = [name for name in relations if name in live] + sorted(set(live) - set(relations))
+    return "\n\n".join(_render_relation(relations.get(name), live[name]) for name in order) + "\n"
+
+
+def _render_relation(described: Relation | None, relation: LiveRelation) -> str:
+    kind = " (view)" if relation.kind == "view" else ""
+    lines = [
+        f"#### `{relation.name}`{kind}",
+        "",
+        _markdown(described.description if described else ""),
+        "",
+        # Folded, so that the README's reader sees every relation's description before any column.
+        f"<details><summary>{len(relation.columns)} columns</summary>",
+        "",
+        "| column | type | description |",
+        "|---|---|---|",
+    ]
+    texts = described.columns if described else {}
+    lines += [
+        f"| `{column.name}` | {_type(column.data_type)} | {_markdown(texts.get(column.name, ''))} |"
+        for column in relation.columns
+    ]
+    return "\n".join([*lines, "", "</details>"])
+
+
+def _type(data_type: str) -> str:
+    # The migrations and the README say TIMESTAMPTZ; DuckDB reports the long form of the same type.
+    return data_type.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
+
+
+def _markdown(text: str) -> str:
+    # Plain text in markdown: | would end a table cell, <record> would read as an HTML tag, * as emphasis.
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
+
+
+def with_section(readme: str, section: str) -> str:
+    """``readme`` with the text between the dictionary's markers replaced by ``section``."""
+    before, start, rest = readme.partition(START)
+    _, end, after = rest.partition(END)
+    if not start or not end:
+        raise DictionaryError(f"the README has no {START} ... {END} section")
+    return f"{before}{START}\n{section}{END}{after}"
+
+
+def rendered() -> str:
+    """The data dictionary rendered against a freshly migrated in-memory database."""
+    # migrate() applies this module's comments, so it cannot be imported at the top of this module.
+    from warehouse.migrate import migrate
+
+    with duckdb.connect(":memory:") as con:
+        migrate(con)
+        return render(load(source_text()), live_schema(con))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the rendered data dictionary, or with ``--write-readme`` put it into the README."""
+    parser = argparse.ArgumentParser(
+        prog="python -m warehouse.dictionary", description="Render the data dictionary of the warehouse."
+    )
+    parser.add_argument("--write-readme", action="store_true", help=f"rewrite the section of {README.name}")
+    args = parser.parse_args(argv)
+    text = rendered()
+    if not args.write_readme:
+        sys.stdout.write(text)
+        return 0
+    README.write_text(with_section(README.read_text(encoding="utf-8"), text), encoding="utf-8")
+    print(f"{README}: data dictionary section rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
