@@ -28,11 +28,12 @@ $(VENV)/.synced-bench: uv.lock pyproject.toml | $(UV)
 demo: $(VENV)/.synced
 	$(VENV)/bin/authority-sync demo
 
+# Tests run on every core, one test file per worker (files share their emulator and fixtures).
 test: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto --dist loadfile
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
