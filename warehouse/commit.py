@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,31 +160,49 @@ def _commit(
     publish: PublishTarget | None,
 ) -> CommitResult:
     started = time.perf_counter()
-    with writing(warehouse, f"run {record.run_id}", wait_s, memory_limit) as con:
-        con.begin()
-        try:
-            now = datetime.now(UTC)
-            record.row_counts = _merge_all(con, staged, record, now)
-            _move_cursors(con, staged.cursors, record)
-            record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
-            insert_run(con, record)
-            counts = table_rows(con, record.tenant_id, sorted(staged.tables))
-            con.commit()
-        except BaseException:
-            con.rollback()
-            raise
+    deadline = time.monotonic() + wait_s
+    with held(writer_lock_path(warehouse), f"run {record.run_id}", wait_s, f"the warehouse {warehouse}"):
+        with closing(connect(warehouse, memory_limit, _left(deadline))) as con:
+            con.begin()
+            try:
+                now = datetime.now(UTC)
+                record.row_counts = _merge_all(con, staged, record, now)
+                _move_cursors(con, staged.cursors, record)
+                record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
+                insert_run(con, record)
+                counts = table_rows(con, record.tenant_id, sorted(staged.tables))
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
         # The COMMIT writes the data to disk (DuckDB's checkpoint), a good part of the commit's time, so
         # the row learns it afterwards, in a small write of its own.
         record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
-        _store_late(con, record)
-        # Published here, still on the writer's connection under the writer lock: the copy is exactly the
-        # state just committed (no other writer can slip in between), the file is not opened again, and
-        # publishes take turns with commits, so an older state never replaces a newer one. It never raises
-        # a DuckDB error: the OutOfMemory retry of `commit_run` must not commit the run twice.
-        published = publish_run(con, publish, record) if publish is not None else None
-        if published is not None:
-            _store_late(con, record)
+        published = _publish_committed(warehouse, record, publish, deadline)
     return CommitResult(record.row_counts, counts, published)
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _publish_committed(
+    warehouse: Path, record: RunRecord, publish: PublishTarget | None, deadline: float
+) -> Published | None:
+    """Store the committed run's late figures and publish, still under the writer lock: the copy is
+    exactly the state just committed (no other writer can slip in between), and publishes take turns with
+    commits, so an older state never replaces a newer one. On a connection of its own: the commit's buffer
+    is full of the merge's pages, and building the copy's indexes in what is left of the bounded buffer
+    ran out of memory. It never raises: the run is committed, and the OutOfMemory retry of `commit_run`
+    must not commit it twice."""
+    try:
+        with closing(connect(warehouse, MEMORY_LIMIT, _left(deadline))) as con:
+            published = publish_run(con, publish, record) if publish is not None else None
+            _store_late(con, record)
+    except (duckdb.Error, LockBusyError) as error:
+        logger.warning("could not store the timings of run %s or publish it: %s", record.run_id, error)
+        return None
+    return published
 
 
 def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:

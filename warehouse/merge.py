@@ -200,12 +200,16 @@ def _replace_roots(ctx: MergeContext, root: str) -> None:
     ctx.con.execute(
         f"DELETE FROM {root} WHERE tenant_id = ? AND id IN (SELECT id FROM stg_{root})", [ctx.tenant_id]
     )
+    # A plain insert, then a small update: a join in the insert made DuckDB buffer the whole staged table.
     ctx.con.execute(
-        f"INSERT INTO {root} BY NAME SELECT s.*, "
-        f"CASE WHEN s.is_deleted THEN coalesce(d.deleted_at, ?::TIMESTAMPTZ) END AS deleted_at, "
-        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id "
-        f"FROM stg_{root} s LEFT JOIN deleted_before_{root} d ON d.id = s.id",
+        f"INSERT INTO {root} BY NAME SELECT *, CASE WHEN is_deleted THEN ?::TIMESTAMPTZ END AS deleted_at, "
+        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{root}",
         [ctx.now, ctx.now, ctx.run_id],
+    )
+    ctx.con.execute(
+        f"UPDATE {root} SET deleted_at = d.deleted_at FROM deleted_before_{root} d "
+        f"WHERE {root}.tenant_id = ? AND {root}.id = d.id",
+        [ctx.tenant_id],
     )
 
 
