@@ -19,7 +19,6 @@ from pipelines.hr.fields import Values, group_values, user_values
 from pipelines.hr.kinds import ChangeKind
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.plan import Change, EntityPlan, Plan
-from pipelines.hr.store import Journal
 from pipelines.hr.workflow import refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
@@ -36,6 +35,7 @@ from tests.test_hr_support import (
     write_users,
     writes,
 )
+from warehouse.hr_store import Journal
 
 pytest_plugins = ["tests.test_hr_support"]
 

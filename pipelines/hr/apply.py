@@ -9,7 +9,7 @@ query and one groups query with ``updated_at_start``), then settles every entity
 * its planned fields equal "before": it is written (a ``in_flight``/``unknown`` write proven not applied);
 * anything else: someone changed it since planning; it is skipped, not overwritten.
 
-Writes follow the journal protocol of `pipelines.hr.store.Journal`: mark ``in_flight`` and commit, send,
+Writes follow the journal protocol of `warehouse.hr_store.Journal`: mark ``in_flight`` and commit, send,
 record the outcome and commit. A write whose outcome is unknown (dropped connection, 5xx, unreadable
 answer) is never repeated blindly: the next pass (or the next apply) reads it back first. Groups go
 before users, parents before children; each level runs concurrently under the client's rate limiter.
@@ -32,14 +32,6 @@ from models.queries import GroupQuery, UserQuery
 from models.users import UpdateUserEntities
 from pipelines.hr.fields import Value, Values, group_values, same, user_values
 from pipelines.hr.plan import EntityPlan
-from pipelines.hr.store import (
-    PENDING,
-    Journal,
-    StoredPlan,
-    journal_entries,
-    outcome_counts,
-    set_plan_status,
-)
 from resources.client import AdmClient
 from resources.errors import (
     AuthenticationError,
@@ -48,6 +40,14 @@ from resources.errors import (
     RateLimitError,
     ServiceError,
     WriteOutcomeUnknown,
+)
+from warehouse.hr_status import PENDING, EntityStatus, PlanStatus
+from warehouse.hr_store import (
+    Journal,
+    StoredPlan,
+    journal_entries,
+    outcome_counts,
+    set_plan_status,
 )
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ CLOCK_SKEW = timedelta(minutes=10)
 """Read-backs start this long before the snapshot, in case the service's clock is behind ours."""
 
 Key = tuple[str, str]
-Outcome = tuple[str, str | None]
+Outcome = tuple[EntityStatus, str | None]
 
 
 class PlanNotApplicableError(Exception):
@@ -71,7 +71,7 @@ class ApplyReport:
 
     plan_id: str
     run_id: str
-    status: str
+    status: PlanStatus
     outcomes: dict[str, int]
     writes: int = 0
     read_backs: int = 0
@@ -79,7 +79,7 @@ class ApplyReport:
 
 def check_applicable(plan: StoredPlan) -> None:
     """Refuse a plan that was applied already or that a threshold still blocks."""
-    if plan.status == "applied":
+    if plan.status == PlanStatus.APPLIED:
         raise PlanNotApplicableError(
             f"plan {plan.plan_id} was applied at {plan.applied_at}; a plan applies once"
         )
@@ -96,7 +96,7 @@ def apply_plan(
 ) -> ApplyReport:
     """Apply (or resume) ``plan``; every entity's outcome is journaled in the warehouse."""
     check_applicable(plan)
-    set_plan_status(con, plan.plan_id, "applying", run_id, datetime.now(UTC))
+    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC))
     journal = Journal(con, plan.plan_id, run_id)
     try:
         report = _passes(con, client, plan, journal)
@@ -113,7 +113,7 @@ def _passes(
     """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring)."""
     entries = journal_entries(con, plan.plan_id)
     status = {_key(entry.entity): entry.status for entry in entries}
-    report = ApplyReport(plan.plan_id, journal.run_id, "applying", {})
+    report = ApplyReport(plan.plan_id, journal.run_id, PlanStatus.APPLYING, {})
     for number in range(WRITE_PASSES + 1):
         pending = [entry.entity for entry in entries if status[_key(entry.entity)] in PENDING]
         if not pending:
@@ -124,7 +124,8 @@ def _passes(
         if number < WRITE_PASSES and to_write:
             report.writes += len(to_write)
             _write_levels(client, journal, plan.tenant_id, to_write, status)
-    report.status = "incomplete" if any(value in PENDING for value in status.values()) else "applied"
+    pending_left = any(value in PENDING for value in status.values())
+    report.status = PlanStatus.INCOMPLETE if pending_left else PlanStatus.APPLIED
     return report
 
 
@@ -146,7 +147,10 @@ def _read_back(client: AdmClient, plan: StoredPlan, kinds: set[str]) -> dict[Key
 
 
 def _settle(
-    pending: list[EntityPlan], status: dict[Key, str], current: Mapping[Key, Values], journal: Journal
+    pending: list[EntityPlan],
+    status: dict[Key, EntityStatus],
+    current: Mapping[Key, Values],
+    journal: Journal,
 ) -> list[EntityPlan]:
     """Settle each pending entity against the read-back; returns those to write now."""
     to_write = []
@@ -155,29 +159,40 @@ def _settle(
         outcome = triage(entity, was, current.get(_key(entity)))
         if outcome is None:
             to_write.append(entity)
-            outcome = ("planned", "read back: not applied; writing it" if was != "planned" else None)
-        if outcome != ("planned", None):
+            outcome = (
+                EntityStatus.PLANNED,
+                "read back: not applied; writing it" if was != EntityStatus.PLANNED else None,
+            )
+        if outcome != (EntityStatus.PLANNED, None):
             journal.record(entity, *outcome)
         status[_key(entity)] = outcome[0]
     return to_write
 
 
-def triage(entity: EntityPlan, status: str, current: Values | None) -> Outcome | None:
+def triage(entity: EntityPlan, status: EntityStatus, current: Values | None) -> Outcome | None:
     """The outcome of a pending entity given its current values (None: not updated since the snapshot),
     or None when it must be written. See the module docstring."""
     if current is None:
         return None
     if all(same(current[change.field], change.after) for change in entity.changes):
-        done = "read back: the write was applied" if status != "planned" else "already had the planned values"
-        return "applied", done
+        done = (
+            "read back: the write was applied"
+            if status != EntityStatus.PLANNED
+            else "already had the planned values"
+        )
+        return EntityStatus.APPLIED, done
     if all(same(current[change.field], change.before) for change in entity.changes):
         return None
     changed = [change.field for change in entity.changes if not same(current[change.field], change.before)]
-    return "skipped_changed", f"changed in the service since planning: {', '.join(changed)}"
+    return EntityStatus.SKIPPED_CHANGED, f"changed in the service since planning: {', '.join(changed)}"
 
 
 def _write_levels(
-    client: AdmClient, journal: Journal, tenant_id: str, entities: list[EntityPlan], status: dict[Key, str]
+    client: AdmClient,
+    journal: Journal,
+    tenant_id: str,
+    entities: list[EntityPlan],
+    status: dict[Key, EntityStatus],
 ) -> None:
     """Write level by level (groups by depth, then users); each level concurrently."""
     write = partial(write_entity, client, journal, tenant_id)
@@ -195,15 +210,15 @@ def write_entity(client: AdmClient, journal: Journal, tenant_id: str, entity: En
     try:
         outcome = _compare(entity, _send(client, tenant_id, entity))
     except WriteOutcomeUnknown as error:
-        outcome = ("unknown", str(error))
+        outcome = (EntityStatus.UNKNOWN, str(error))
     except (RateLimitError, ConnectionError) as error:
         # Retried by the client and still failing before the request left: certainly not applied.
-        outcome = ("planned", f"not sent: {error}")
+        outcome = (EntityStatus.PLANNED, f"not sent: {error}")
     except (AuthenticationError, PermissionDeniedError) as error:
-        journal.record(entity, "planned", f"not sent: {error}")
+        journal.record(entity, EntityStatus.PLANNED, f"not sent: {error}")
         raise
     except ServiceError as error:
-        outcome = ("failed", str(error))
+        outcome = (EntityStatus.FAILED, str(error))
     journal.record(entity, *outcome)
     logger.info("%s %s (%s): %s", entity.kind, entity.hr_key, entity.entity_id, outcome[0])
     return outcome
@@ -222,7 +237,11 @@ def _compare(entity: EntityPlan, got: Values) -> Outcome:
         for change in entity.changes
         if not same(got[change.field], change.after)
     ]
-    return ("mismatch", "the response differs: " + "; ".join(wrong)) if wrong else ("applied", None)
+    return (
+        (EntityStatus.MISMATCH, "the response differs: " + "; ".join(wrong))
+        if wrong
+        else (EntityStatus.APPLIED, None)
+    )
 
 
 def user_body(tenant_id: str, entity: EntityPlan) -> UpdateUserEntities:

@@ -23,7 +23,6 @@ from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping
 from pipelines.hr.report import print_apply, print_journal, print_plan, print_plans, print_problems
 from pipelines.hr.snapshot import StaleWarehouseError
-from pipelines.hr.store import PlanNotFoundError, StoredPlan, journal_entries, list_plans
 from pipelines.hr.workflow import (
     PlanOutcome,
     PlanRequest,
@@ -37,6 +36,7 @@ from pipelines.hr.workflow import (
 from pipelines.settings import SyncSettings
 from resources.errors import ServiceError
 from warehouse.commit import connect
+from warehouse.hr_store import PlanNotFoundError, StoredPlan, journal_entries, list_plans
 
 DEFAULT_REPORTS = Path("data/hr/reports")
 BLOCKED = 3

@@ -24,11 +24,11 @@ from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import load_mapping
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
-from pipelines.hr.store import StoredPlan
 from pipelines.hr.workflow import PlanRequest, allow, apply_stored, plan_upload, refresh, stored_plan
 from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
+from warehouse.hr_store import StoredPlan
 
 DEFAULT_REPORTS = "data/hr/reports"
 

@@ -16,8 +16,8 @@ from rich.table import Table
 from pipelines.hr.apply import ApplyReport
 from pipelines.hr.plan import Plan
 from pipelines.hr.problems import Problem
-from pipelines.hr.store import JournalEntry, StoredPlan
 from pipelines.hr.thresholds import ThresholdCheck
+from warehouse.hr_store import JournalEntry, StoredPlan
 
 MAX_ROWS = 200
 """Changes (or problems) printed at most; the CSV and JSON exports hold all of them."""

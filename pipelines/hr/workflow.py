@@ -22,7 +22,6 @@ from pipelines.hr.csv_input import read_csv
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Plan, make_plan
 from pipelines.hr.snapshot import fresh_run, load_snapshot
-from pipelines.hr.store import StoredPlan, load_plan, record_allowances, save_plan
 from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
@@ -32,6 +31,7 @@ from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
+from warehouse.hr_store import StoredPlan, load_plan, record_allowances, save_plan
 
 
 class RefreshFailedError(Exception):
@@ -121,7 +121,7 @@ def allow(warehouse: Path, plan_id: str, kinds: Mapping[str, str]) -> StoredPlan
 
 
 def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
-    """A stored plan; `pipelines.hr.store.PlanNotFoundError` when there is none."""
+    """A stored plan; `warehouse.hr_store.PlanNotFoundError` when there is none."""
     con = connect(warehouse)
     try:
         return load_plan(con, plan_id)

@@ -1,4 +1,5 @@
-"""Plans and the apply journal in the DuckDB warehouse (tables of migration 0004).
+"""The HR reverse sync's plans and apply journal in the DuckDB warehouse (tables of migration 0004): every
+statement the HR sync runs against them is here, beside the warehouse's other data access.
 
 The journal is what makes an apply safe to interrupt: before an entity's write it is marked ``in_flight``
 (committed), after it its outcome is recorded (committed). Whatever happens in between, the next apply
@@ -19,9 +20,7 @@ import pyarrow as pa
 from pipelines.hr.fields import decode, encode
 from pipelines.hr.kinds import ChangeKind
 from pipelines.hr.plan import Change, EntityPlan, Plan
-
-PENDING = frozenset({"planned", "in_flight", "unknown"})
-"""Entity statuses an apply still has to settle."""
+from warehouse.hr_status import EntityStatus, PlanStatus
 
 
 class PlanNotFoundError(KeyError):
@@ -39,7 +38,7 @@ class StoredPlan:
     plan_id: str
     tenant_id: str
     created_at: datetime
-    status: str
+    status: PlanStatus
     snapshot_run_id: str
     snapshot_at: datetime
     sources: list[dict[str, Any]]
@@ -55,7 +54,7 @@ class JournalEntry:
     """One entity of a plan with its latest outcome."""
 
     entity: EntityPlan
-    status: str
+    status: EntityStatus
     message: str | None
     write_count: int
     updated_at: datetime
@@ -141,7 +140,7 @@ def _entities(plan: Plan) -> list[dict[str, Any]]:
             "entity_id": entity.entity_id,
             "hr_key": entity.hr_key,
             "apply_order": entity.order,
-            "status": "planned",
+            "status": EntityStatus.PLANNED.value,
             "message": None,
             "updated_at": plan.created_at,
             "apply_run_id": None,
@@ -191,7 +190,7 @@ def _stored(row: tuple[Any, ...]) -> StoredPlan:
         plan_id=row[0],
         tenant_id=row[1],
         created_at=row[2],
-        status=row[3],
+        status=PlanStatus(row[3]),
         snapshot_run_id=row[4],
         snapshot_at=row[5],
         sources=json.loads(row[6]),
@@ -210,15 +209,20 @@ def record_allowances(
     con.execute(
         "UPDATE hr_plans SET allowed_kinds = ?, blocked_kinds = ?, "
         "status = CASE WHEN status IN ('ready', 'blocked') THEN ? ELSE status END WHERE plan_id = ?",
-        [json.dumps(allowed), json.dumps(blocked), "blocked" if blocked else "ready", plan_id],
+        [
+            json.dumps(allowed),
+            json.dumps(blocked),
+            PlanStatus.BLOCKED if blocked else PlanStatus.READY,
+            plan_id,
+        ],
     )
 
 
 def set_plan_status(
-    con: duckdb.DuckDBPyConnection, plan_id: str, status: str, run_id: str, now: datetime
+    con: duckdb.DuckDBPyConnection, plan_id: str, status: PlanStatus, run_id: str, now: datetime
 ) -> None:
     """Move a plan to ``applying`` (stamping the run), ``incomplete`` or ``applied`` (stamping the end)."""
-    if status == "applying":
+    if status == PlanStatus.APPLYING:
         con.execute(
             "UPDATE hr_plans SET status = ?, apply_run_id = ?, "
             "apply_started_at = coalesce(apply_started_at, ?) WHERE plan_id = ?",
@@ -242,7 +246,7 @@ def journal_entries(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[Journa
     for kind, entity_id, hr_key, order, status, message, writes, updated in rows:
         items, file, line = changes[(kind, entity_id)]
         entity = EntityPlan(kind, entity_id, hr_key, file, line, tuple(items), order)
-        entries.append(JournalEntry(entity, status, message, writes, updated))
+        entries.append(JournalEntry(entity, EntityStatus(status), message, writes, updated))
     return entries
 
 
@@ -295,13 +299,15 @@ class Journal:
 
     def mark_in_flight(self, entity: EntityPlan) -> None:
         """Before a write: the entity's write is about to be sent (counted as one write)."""
-        self._update(entity, "in_flight", None, written=True)
+        self._update(entity, EntityStatus.IN_FLIGHT, None, written=True)
 
-    def record(self, entity: EntityPlan, status: str, message: str | None) -> None:
+    def record(self, entity: EntityPlan, status: EntityStatus, message: str | None) -> None:
         """After a write, or after reading the record back: the entity's outcome."""
         self._update(entity, status, message, written=False)
 
-    def _update(self, entity: EntityPlan, status: str, message: str | None, *, written: bool) -> None:
+    def _update(
+        self, entity: EntityPlan, status: EntityStatus, message: str | None, *, written: bool
+    ) -> None:
         with self._lock:
             if not self._open:
                 raise JournalClosedError(

@@ -1,0 +1,38 @@
+"""The statuses of HR plans and of their entities (the apply journal), as stored in ``hr_plans.status``
+and ``hr_plan_entities.status``. A module of its own, free of imports, so the planner and the store can
+both use them without importing each other."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PlanStatus(StrEnum):
+    """Where a plan stands."""
+
+    READY = "ready"
+    """Within every threshold (or lifted): may be applied."""
+    BLOCKED = "blocked"
+    """A watched kind is over its threshold and not lifted."""
+    APPLYING = "applying"
+    """An apply is running (or was killed: the next apply resumes it)."""
+    INCOMPLETE = "incomplete"
+    """An apply ended with entities not applied (failed, unknown, or stopped by an error): resumable."""
+    APPLIED = "applied"
+    """Every entity is settled; the plan never applies again."""
+
+
+class EntityStatus(StrEnum):
+    """One entity's latest outcome in the apply journal."""
+
+    PLANNED = "planned"
+    IN_FLIGHT = "in_flight"
+    APPLIED = "applied"
+    SKIPPED_CHANGED = "skipped_changed"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    MISMATCH = "mismatch"
+
+
+PENDING = frozenset({EntityStatus.PLANNED, EntityStatus.IN_FLIGHT, EntityStatus.UNKNOWN})
+"""Entity statuses an apply still has to settle."""
