@@ -178,13 +178,13 @@ def _change(kind: EntityKind, name: str, before: Value, after: Value, snapshot: 
         name,
         before,
         after,
-        _kind(kind, name, before, after),
+        change_kind(kind, name, before, after),
         _label(name, before, snapshot),
         _label(name, after, snapshot),
     )
 
 
-def _kind(kind: EntityKind, name: str, before: Value, after: Value) -> ChangeKind:
+def change_kind(kind: EntityKind, name: str, before: Value, after: Value) -> ChangeKind:
     """What a change means: see `ChangeKind`."""
     if kind == "group":
         if name == "status":
