@@ -70,7 +70,20 @@ def test_a_clean_export_has_no_problem(tmp_path: Path) -> None:
         ("first_name", "=SUM(A1:A9)", "formula_injection"),
         ("last_name", "@cmd", "formula_injection"),
         ("first_name", "-2+3", "formula_injection"),
-        ("first_name", "\tTabbed", "formula_injection"),
+        ("first_name", "\t=SUM(A1:A9)", "formula_injection"),
+        # Trimmed before the check: a leading space hides nothing from a spreadsheet.
+        ("first_name", " =1+1", "formula_injection"),
+        ("last_name", "  @cmd", "formula_injection"),
+        # This tool's own escape, as its error report writes it, does not come back as data.
+        ("first_name", "'=1+1", "escaped_formula"),
+        ("last_name", "'@cmd", "escaped_formula"),
+        ("mobile_phone", "'+1 (555)=cmd|' /C calc'!A0", "escaped_formula"),
+        # An extension is no formula; E1's phone pattern refuses it.
+        ("mobile_phone", "+1 555 0100 ext 12", "phone_pattern"),
+        ("mobile_phone", "+1 555 0100 x12", "phone_pattern"),
+        ("first_name", "Ann\rMarie", "control_characters"),
+        ("last_name", "Bell\x07", "control_characters"),
+        ("start_date", "2024-13-01 00:00:00", "date"),
         ("mobile_phone", "+1 (555)=cmd|' /C calc'!A0", "formula_injection"),
         ("tenant", OTHER_TENANT_ID, "wrong_tenant"),
         ("tenant", "", "wrong_tenant"),

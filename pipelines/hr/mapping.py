@@ -9,6 +9,7 @@ cannot silently drop a column from the sync.
 
 from __future__ import annotations
 
+import codecs
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -111,7 +112,30 @@ class CsvOptions(_Table):
     list_separator: str = Field(";", min_length=1, max_length=1)
     """Separates several positions, groups or roles in one cell."""
     date_format: str = "%Y-%m-%d"
-    """``strptime`` format of the date columns."""
+    """``strptime`` format of the date columns. A time part after the date (``2026-03-31 00:00:00``,
+    ``2026-03-31T00:00:00``) is accepted and ignored: HR systems export dates as midnight timestamps."""
+    encoding: str = "utf-8"
+    """The file's encoding, a Python codec name: ``utf-8`` (a BOM is optional), ``cp1252``, ``latin-1``."""
+    delimiter: str | None = None
+    """Separates cells: one character, or ``tab``; None detects comma, semicolon or tab from the header."""
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        try:
+            codecs.lookup(value)
+        except LookupError:
+            raise ValueError(f"unknown encoding {value!r}; e.g. utf-8, cp1252, latin-1") from None
+        return value
+
+    @field_validator("delimiter")
+    @classmethod
+    def _one_character(cls, value: str | None) -> str | None:
+        if value is not None and value.casefold() == "tab":
+            return "\t"
+        if value is not None and len(value) != 1:
+            raise ValueError(f"a delimiter is one character or 'tab', got {value!r}")
+        return value
 
 
 class PlanOptions(_Table):

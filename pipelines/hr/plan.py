@@ -170,6 +170,9 @@ def _changes(kind: EntityKind, name: str, before: Value, after: Value) -> bool:
         return False
     if name == "status" and before == "INVITED" and after == "ACTIVE":
         return False
+    if name == "email" and isinstance(before, str) and isinstance(after, str):
+        # Rows match emails ignoring case, and mail delivery ignores it: a case-only difference is no change.
+        return before.casefold() != after.casefold()
     return not same(before, after)
 
 

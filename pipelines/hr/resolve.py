@@ -20,8 +20,10 @@ Finder = Callable[[str], list[str]]
 
 
 def match_rows(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) -> None:
-    """Set each row's ``entity_id`` to the service record it matches, if any."""
+    """Set each row's ``entity_id`` to the service record it matches, if any; rows matching the same
+    record are each reported (`duplicate_targets`)."""
     find = snapshot.find_users if mapping.kind == "user" else snapshot.find_groups
+    matched_by: dict[tuple[str, int], str] = {}
     for row in rows:
         for key_field in mapping.match_keys:
             value = row.cells.get(key_field)
@@ -30,7 +32,28 @@ def match_rows(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) ->
                 row.problem(mapping, key_field, "ambiguous_match", f"{value!r} matches {len(ids)} records")
             if ids:
                 row.entity_id = ids[0] if len(ids) == 1 else None
+                matched_by[(row.file, row.line)] = key_field
                 break
+    duplicate_targets(rows, mapping, matched_by)
+
+
+def duplicate_targets(
+    rows: list[HrRow], mapping: EntityMapping, matched_by: dict[tuple[str, int], str]
+) -> None:
+    """Rows that match one record through different keys (one by employee id, another by email): which
+    one HR meant cannot be known, so each is reported at the key it matched by. Rows that share a key are
+    already ``duplicate_key`` problems and are not reported twice."""
+    by_record: dict[str, list[HrRow]] = {}
+    for row in rows:
+        if row.entity_id:
+            by_record.setdefault(row.entity_id, []).append(row)
+    for same in (group for group in by_record.values() if len(group) > 1):
+        for row in same:
+            if any(problem.rule == "duplicate_key" for problem in row.problems):
+                continue
+            lines = ", ".join(str(other.line) for other in same if other is not row)
+            message = f"line {lines} matches the same {mapping.kind} record"
+            row.problem(mapping, matched_by[(row.file, row.line)], "duplicate_target", message)
 
 
 class References:

@@ -11,6 +11,7 @@ resolved to ids against the warehouse in `pipelines.hr.resolve`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
@@ -20,7 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from models.groups import UpdateGroup
 from models.users import UpdateUserEntities
-from pipelines.hr.csv_input import CsvRow, formula_prefixed
+from pipelines.hr.csv_input import CsvRow, escaped_formula, formula_prefixed
 from pipelines.hr.fields import USER_DATE_FIELDS, USER_REFERENCE_FIELDS, EntityKind, Values
 from pipelines.hr.mapping import TENANT_FIELD, CsvOptions, EntityMapping
 from pipelines.hr.problems import Problem
@@ -30,6 +31,8 @@ SINGLE_REFERENCES = frozenset({"manager", "parent"})
 """References that take one key; the others take a list (``list_separator``)."""
 UNCHECKED_FIELDS = frozenset({"external_id"})
 """Fields with no rule of their own in E1/E3 (a group's externalId cannot be written)."""
+_TIME_PART = re.compile(r"[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$")
+"""A time of day after a date, with optional seconds, fraction and UTC offset."""
 _RULES = {
     "string_too_long": "max_length",
     "string_pattern_mismatch": "phone_pattern",
@@ -70,14 +73,14 @@ class HrRow:
 
 
 def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOptions, tenant_id: str) -> HrRow:
-    """Check one row's cells and turn them into desired values."""
-    raw = {name: row.values.get(column, "") for name, column in mapping.columns.items()}
-    parsed = HrRow(mapping.kind, file, row.line, raw[mapping.match_keys[0]].strip(), {})
+    """Check one row's cells and turn them into desired values. A mapped column the file lacks (only the
+    tenant may be missing) is no cell of the row."""
+    raw = {
+        name: value for name, column in mapping.columns.items() if (value := row.value(column)) is not None
+    }
+    parsed = HrRow(mapping.kind, file, row.line, raw.get(mapping.match_keys[0], "").strip(), {})
     for name, value in raw.items():
-        if formula_prefixed(value, phone=name == "mobile_phone"):
-            parsed.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
-        else:
-            parsed.cells[name] = value.strip()
+        _check_cell(parsed, mapping, name, value.strip())
     _check_tenant(parsed, mapping, tenant_id)
     scalars = _scalars(parsed, mapping, options)
     parsed.desired = _validated(parsed, mapping, scalars, tenant_id)
@@ -87,6 +90,18 @@ def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOption
         if name in REFERENCE_FIELDS and value
     }
     return parsed
+
+
+def _check_cell(row: HrRow, mapping: EntityMapping, name: str, value: str) -> None:
+    """Keep a trimmed cell, unless it could run as a formula or carries this tool's own escape. Trimmed
+    first: a spreadsheet ignores the leading space that would otherwise hide ``=``."""
+    if escaped_formula(value):
+        message = "starts with ' and a formula character, as the error report writes it: not passed on"
+        row.problem(mapping, name, "escaped_formula", message)
+    elif formula_prefixed(value, phone=name == "mobile_phone"):
+        row.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
+    else:
+        row.cells[name] = value
 
 
 def _check_tenant(row: HrRow, mapping: EntityMapping, tenant_id: str) -> None:
@@ -108,7 +123,10 @@ def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[st
             day = _date(value, options.date_format)
             if day is None:
                 row.problem(
-                    mapping, name, "date", f"{value!r} is not a date of the form {options.date_format}"
+                    mapping,
+                    name,
+                    "date",
+                    f"{value!r} is not a date of the form {options.date_format} (a time may follow)",
                 )
             else:
                 scalars[name] = day.isoformat()
@@ -118,10 +136,19 @@ def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[st
 
 
 def _date(value: str, form: str) -> date | None:
-    try:
-        return datetime.strptime(value, form).date()
-    except ValueError:
-        return None
+    """The date of ``value`` in ``form``, or of its date part when a time part follows (midnight
+    timestamps of HR exports: ``2026-03-31 00:00:00``, ``2026-03-31T00:00:00Z``)."""
+    for text in (value, *_date_part(value)):
+        try:
+            return datetime.strptime(text, form).date()
+        except ValueError:
+            continue
+    return None
+
+
+def _date_part(value: str) -> list[str]:
+    found = _TIME_PART.search(value)
+    return [value[: found.start()]] if found else []
 
 
 def _validated(row: HrRow, mapping: EntityMapping, scalars: dict[str, str], tenant_id: str) -> Values:

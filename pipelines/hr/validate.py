@@ -15,11 +15,14 @@ from datetime import date
 from pipelines.hr.csv_input import CsvFile
 from pipelines.hr.fields import EntityKind
 from pipelines.hr.graph import check_org_graph
-from pipelines.hr.mapping import EntityMapping, Mapping
+from pipelines.hr.mapping import TENANT_FIELD, EntityMapping, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
 from pipelines.hr.rows import HrRow, parse_row
 from pipelines.hr.snapshot import Snapshot, fold
+
+_SHOWN_COLUMNS = 8
+"""Header names an unknown_file_kind problem quotes at most."""
 
 
 @dataclass
@@ -72,27 +75,41 @@ def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: 
 
 
 def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKind | None:
-    """The file's kind (by which key column its header has), checking every mapped column is there."""
-    fatal = [problem for problem in file.problems if problem.line <= 1]
-    problems += fatal
-    if fatal:
+    """The file's kind (by which key column its header has), checking every mapped column is there. The
+    tenant column is optional: when the file has none, its rows are not checked for it."""
+    problems += file.refused
+    if file.refused:
         return None
     kinds: list[EntityKind] = [
-        kind for kind in ("user", "group") if mapping.for_kind(kind).key_column in file.header
+        kind for kind in ("user", "group") if file.has(mapping.for_kind(kind).key_column)
     ]
     if len(kinds) != 1:
-        columns = f"{mapping.users.key_column!r} or {mapping.groups.key_column!r}"
-        problems.append(Problem(file.name, 1, "", "unknown_file_kind", f"the header must name {columns}"))
+        problems.append(Problem(file.name, 1, "", "unknown_file_kind", _kind_message(file, mapping)))
         return None
-    missing = sorted(set(mapping.for_kind(kinds[0]).columns.values()) - set(file.header))
+    entity_mapping = mapping.for_kind(kinds[0])
+    required = {column for name, column in entity_mapping.columns.items() if name != TENANT_FIELD}
+    missing = sorted(column for column in required if not file.has(column))
     problems += [
         Problem(file.name, 1, column, "missing_column", "mapped but not in the header") for column in missing
     ]
     return None if missing else kinds[0]
 
 
+def _kind_message(file: CsvFile, mapping: Mapping) -> str:
+    """Which key columns tell the kinds apart, and what the header holds instead (a wrong delimiter or
+    encoding shows there as one long column)."""
+    wanted = f"{mapping.users.key_column!r} (users) or {mapping.groups.key_column!r} (org units)"
+    shown = ", ".join(repr(name) for name in file.header[:_SHOWN_COLUMNS])
+    more = f" and {len(file.header) - _SHOWN_COLUMNS} more" if len(file.header) > _SHOWN_COLUMNS else ""
+    both = all(file.has(entity.key_column) for entity in (mapping.users, mapping.groups))
+    return (
+        f"the header must name one of {wanted}{', not both' if both else ''}; "
+        f"found {len(file.header)} column(s): {shown}{more}"
+    )
+
+
 def _rows(file: CsvFile, entity_mapping: EntityMapping, mapping: Mapping, tenant_id: str) -> list[HrRow]:
-    shape = {problem.line: problem for problem in file.problems if problem.line > 1}
+    shape = {problem.line: problem for problem in file.problems if problem.rule == "field_count"}
     rows = []
     for csv_row in file.rows:
         row = parse_row(file.name, csv_row, entity_mapping, mapping.csv, tenant_id)

@@ -74,7 +74,8 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
     moment = now or datetime.now(UTC)
     checked_allowances(request.allow)
-    files = [read_csv(path) for path in request.files]
+    options = request.mapping.csv
+    files = [read_csv(path, options.encoding, options.delimiter) for path in request.files]
     con = connect(warehouse)
     try:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
@@ -95,6 +96,9 @@ def _refusal(validation: Validation, strict: bool) -> str | None:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
         return f"--strict: {len(validation.problems)} problem(s) in the upload; nothing was planned"
+    if validation.rows and not any(row.valid for row in validation.rows):
+        # An upload HR got entirely wrong is a failure to report, not an empty plan that looks like success.
+        return f"every row of the upload is invalid ({len(validation.rows)}); nothing was planned"
     return None
 
 
