@@ -17,7 +17,7 @@ from pipelines.cli import app
 from pipelines.hr.demo_export import benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, writes
+from tests.test_hr_support import MAPPING, row_of, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -130,3 +130,66 @@ def test_the_benchmark_export_changes_the_requested_share(tmp_path: Path) -> Non
         baseline = list(csv.DictReader(handle))
     assert len(rows) == 400 and list(rows[0]) == [*MAPPING.users.columns.values(), "Cost Center"]
     assert sum(1 for row, base in zip(rows, baseline, strict=True) if row != base) == 20
+
+
+def test_an_upload_whose_every_row_is_invalid_exits_non_zero(
+    service_env: Path, hr_store: WarehouseResource
+) -> None:
+    rows = user_rows()
+    for row in rows[:3]:
+        row["email"] = "not-an-email"
+    code, output = hr("plan", str(write_users(Path("bad.csv"), rows[:3])), "--warehouse", hr_store.path)
+    assert code == 1 and "every row of the upload is invalid (3)" in output
+    assert "Nothing to change" not in output
+
+
+def test_the_needs_creation_table_honours_the_limit(service_env: Path, hr_store: WarehouseResource) -> None:
+    rows = user_rows()
+    hires = [
+        dict(rows[10], employee_id=f"E9{number:05}", email=f"hire{number}@acme.example.com")
+        for number in range(5)
+    ]
+    code, output = hr(
+        "plan", str(write_users(Path("hires.csv"), hires)), "--warehouse", hr_store.path, "--limit", "2"
+    )
+    assert code == 0, output
+    assert "Needs creation: 5" in output and "E900001" in output and "E900004" not in output
+    assert "and 3 more" in output
+
+
+def test_cp1252_semicolon_export_with_file_options(service_env: Path, hr_store: WarehouseResource) -> None:
+    rows = user_rows()
+    row_of(rows, "E100010")["first_name"] = "Zoë"
+    text = write_users(Path("utf8.csv"), [row_of(rows, "E100010")]).read_text(encoding="utf-8-sig")
+    Path("cp1252.csv").write_bytes(text.replace('","', '";"').encode("cp1252"))
+    args = ("plan", "cp1252.csv", "--warehouse", hr_store.path, "--json", "plan.json")
+    code, output = hr(*args, "--encoding", "cp1252", "--delimiter", ";")
+    assert code == 0, output
+    changes = json.loads(Path("plan.json").read_text(encoding="utf-8"))["changes"]
+    assert [(change["field"], change["after_label"]) for change in changes] == [("first_name", "Zoë")]
+    code, output = hr(*args)
+    assert code == 1 and "--encoding" in output and "Traceback" not in output
+    code, output = hr(*args, "--encoding", "klingon")
+    assert code == 2 and "klingon" in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("--allow", "manger", "--reason", "typo"), "no threshold named 'manger'"),
+        (("--allow", "position", "--reason", "not watched"), "no threshold named 'position'"),
+    ],
+)
+def test_a_mistyped_allow_is_a_usage_error(
+    service_env: Path, hr_store: WarehouseResource, arguments: tuple[str, ...], message: str
+) -> None:
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, *arguments)
+    assert code == 2 and message in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize(("name", "message"), [(".", "is a directory"), ("gone.csv", "does not exist")])
+def test_a_directory_or_a_missing_file_is_a_usage_error(
+    service_env: Path, hr_store: WarehouseResource, name: str, message: str
+) -> None:
+    code, output = hr("plan", name, "--warehouse", hr_store.path)
+    assert code == 2 and message in output and "Traceback" not in output

@@ -20,9 +20,10 @@ from pipelines.bindings import client_resource, warehouse_resource
 from pipelines.cli_support import service_for, settings_or_exit
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan_json
-from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping
+from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import print_apply, print_journal, print_plan, print_plans, print_problems
 from pipelines.hr.snapshot import StaleWarehouseError
+from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.workflow import (
     PlanOutcome,
     PlanRequest,
@@ -62,9 +63,19 @@ ReasonOption = Annotated[str | None, typer.Option(help="Why the thresholds are l
 
 @hr_app.command("plan")
 def plan_command(
-    files: Annotated[list[Path], typer.Argument(help="HR users and/or org-units CSV files.", exists=True)],
+    files: Annotated[
+        list[Path],
+        # A directory or a missing file is a usage error (exit 2), not a traceback from reading it.
+        typer.Argument(help="HR users and/or org-units CSV files.", exists=True, dir_okay=False),
+    ],
     mapping: Annotated[
         Path | None, typer.Option(help="Column-mapping TOML; default the shipped one.")
+    ] = None,
+    encoding: Annotated[
+        str | None, typer.Option(help="The files' encoding (utf-8, cp1252, latin-1); default the mapping's.")
+    ] = None,
+    delimiter: Annotated[
+        str | None, typer.Option(help="The cell delimiter (',', ';' or 'tab'); default detected.")
     ] = None,
     tenant: TenantOption = None,
     warehouse: WarehouseOption = None,
@@ -85,7 +96,13 @@ def plan_command(
     console = Console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant or settings.sync_tenants[0]
-    request = PlanRequest(tuple(files), tenant_id, _mapping(mapping), strict, _allowances(allow_kind, reason))
+    request = PlanRequest(
+        tuple(files),
+        tenant_id,
+        _mapping(mapping, encoding, delimiter),
+        strict,
+        _allowances(allow_kind, reason),
+    )
     if refresh_first:
         with service_for(settings) as (settings, embedded):
             _note(console, embedded)
@@ -182,11 +199,15 @@ def show_demo_plan(console: Console, warehouse: Path) -> None:
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 
 
-def _mapping(path: Path | None) -> Mapping:
+def _mapping(path: Path | None, encoding: str | None = None, delimiter: str | None = None) -> Mapping:
     try:
-        return load_mapping(path)
+        loaded = load_mapping(path)
     except MappingError as error:
         raise typer.BadParameter(str(error), param_hint="--mapping") from None
+    try:
+        return with_file_options(loaded, encoding, delimiter)
+    except MappingError as error:
+        raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter") from None
 
 
 def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
@@ -194,6 +215,11 @@ def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
         return {}
     if not reason or not reason.strip():
         raise typer.BadParameter("--allow needs a --reason", param_hint="--reason")
+    for kind in kinds:
+        try:
+            watched_kind(kind)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--allow") from None
     return dict.fromkeys(kinds, reason)
 
 

@@ -173,6 +173,19 @@ class Mapping(_Table):
         return self.users if kind == "user" else self.groups
 
 
+def with_file_options(mapping: Mapping, encoding: str | None, delimiter: str | None) -> Mapping:
+    """``mapping`` with the file's encoding and delimiter set where given (command-line options win over
+    the mapping file: one odd export should not need a mapping of its own)."""
+    given = {name: value for name, value in (("encoding", encoding), ("delimiter", delimiter)) if value}
+    if not given:
+        return mapping
+    try:
+        options = CsvOptions.model_validate(mapping.csv.model_dump() | given)
+    except PydanticValidationError as error:
+        raise MappingError(error.errors(include_url=False)[0]["msg"]) from None
+    return mapping.model_copy(update={"csv": options})
+
+
 def load_mapping(path: Path | None = None) -> Mapping:
     """Read a mapping file (the shipped default when ``path`` is None)."""
     source = path or DEFAULT_MAPPING

@@ -66,11 +66,9 @@ def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
     _more(console, len(rows), limit)
     new = [(item.kind, item.hr_key, str(item.line)) for item in plan.new]
     if new:
-        console.print(
-            _table(
-                "Needs creation (the API cannot create users or groups)", ("entity", "HR key", "line"), new
-            )
-        )
+        title = f"Needs creation: {len(new)} (the API cannot create users or groups)"
+        console.print(_table(title, ("entity", "HR key", "line"), new[:limit]))
+        _more(console, len(new), limit)
     console.print(_verdict(plan))
 
 
@@ -145,17 +143,25 @@ def print_journal(console: Console, plan: StoredPlan, entries: list[JournalEntry
 
 
 def plan_markdown(plan: Plan, limit: int = 50) -> str:
-    """The plan as markdown (Dagster metadata)."""
+    """The plan as markdown (Dagster metadata); long lists end with how many were left out."""
+    changes = change_rows(plan)
     lines = [
         f"**Plan** `{plan.plan_id}`: **{plan.status}**",
         "",
         *_markdown_table(("kind", "entities", "threshold", "verdict"), kind_rows(plan)),
         "",
-        *_markdown_table(("entity", "HR key", "field", "before", "after", "kind"), change_rows(plan)[:limit]),
+        *_markdown_table(("entity", "HR key", "field", "before", "after", "kind"), changes[:limit]),
+        *_markdown_more(len(changes), limit),
     ]
     if plan.new:
-        lines += ["", f"{len(plan.new)} row(s) need creation: " + ", ".join(item.hr_key for item in plan.new)]
+        keys = ", ".join(item.hr_key for item in plan.new[:limit])
+        lines += ["", f"{len(plan.new)} row(s) need creation: {keys}", *_markdown_more(len(plan.new), limit)]
     return "\n".join(lines)
+
+
+def _markdown_more(total: int, limit: int) -> list[str]:
+    """The line saying how many rows a markdown list left out (none when it left none out)."""
+    return ["", f"... and {total - limit} more (the plan's CSV and JSON hold all)"] if total > limit else []
 
 
 def _markdown_table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
