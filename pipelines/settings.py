@@ -74,6 +74,7 @@ ACCEPTS: dict[str, str] = {
     "nightly_cron": "a cron expression (UTC)",
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
+    "hr_plan_max_age_hours": "a number of hours above 0",
 }
 """What each setting accepts, as the one-line error says it."""
 
@@ -119,6 +120,8 @@ class SyncSettings(BaseSettings):
     nightly_cron: str = "0 2 * * *"
     full_refresh_cron: str = "0 3 * * 0"
     hr_drop_dir: Path = Path("data/hr/inbox")
+    hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = 72.0
+    """An HR plan older than this is not applied (plan the files again)."""
     tenant_tokens: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)

@@ -160,11 +160,11 @@ def test_a_crash_between_write_and_journal_is_settled_by_reading_back(
     recorded = Journal.record
     calls: list[str] = []
 
-    def dying(self: Journal, entity: object, status: str, message: str | None) -> None:
+    def dying(self: Journal, entity: object, status: str, message: str | None, **flags: bool) -> None:
         calls.append(status)
         if len(calls) > 4:
             raise Crash
-        recorded(self, entity, status, message)  # type: ignore[arg-type]
+        recorded(self, entity, status, message, **flags)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Journal, "record", dying)
     with pytest.raises(Crash):

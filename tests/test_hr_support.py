@@ -42,6 +42,7 @@ from pipelines.hr.demo_export import (
 from pipelines.hr.mapping import Mapping, load_mapping
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
+from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from tests.conftest import set_faults
@@ -137,9 +138,19 @@ def plan(
     return plan_upload(store.file, request, datetime.now(UTC))
 
 
+TEST_TIMEOUTS = {"connect_timeout_s": 1.0, "write_timeout_s": 1.0, "read_timeout_s": 3.0}
+"""Short client timeouts, so that an unanswered write's settling wait (their sum) stays short in tests."""
+
+
+def client_of(adm: AdmClientResource, **timeouts: float) -> AdmClient:
+    """A client of the demo tenant with the tests' short timeouts (or the ones given)."""
+    settings = adm.client_settings(DEMO_TENANT_ID)
+    return AdmClient(settings.model_copy(update=TEST_TIMEOUTS | timeouts))
+
+
 def apply(store: WarehouseResource, adm: AdmClientResource, plan_id: str) -> ApplyReport:
     """Apply a stored plan with a client of the demo tenant."""
-    with adm.client_for(DEMO_TENANT_ID) as client:
+    with client_of(adm) as client:
         return apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
 
 

@@ -9,6 +9,11 @@ query and one groups query with ``updated_at_start``), then settles every entity
 * its planned fields equal "before": it is written (a ``in_flight``/``unknown`` write proven not applied);
 * anything else: someone changed it since planning; it is skipped, not overwritten.
 
+A write whose request may still be running at the service (no answer came back: a timeout, a cut
+connection, or the process died after marking it ``in_flight``) is not judged before its request's
+timeout has passed (`settle_window`): read back earlier, a slow service's pending write looks "not
+applied" and would be sent twice. The pass waits for that deadline instead.
+
 Writes follow the journal protocol of `warehouse.hr_store.Journal`: mark ``in_flight`` and commit, send,
 record the outcome and commit. A write whose outcome is unknown (dropped connection, 5xx, unreadable
 answer) is never repeated blindly: the next pass (or the next apply) reads it back first. Groups go
@@ -19,11 +24,13 @@ Bodies are minimal: E1 gets ``tenantId`` and the changed fields; E3 only the cha
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import groupby
+from typing import NamedTuple
 
 import duckdb
 
@@ -41,6 +48,7 @@ from resources.errors import (
     ServiceError,
     WriteOutcomeUnknown,
 )
+from resources.settings import ClientSettings
 from warehouse.hr_status import PENDING, EntityStatus, PlanStatus
 from warehouse.hr_store import (
     Journal,
@@ -56,13 +64,27 @@ WRITE_PASSES = 2
 """Passes that write: the first, and one retry of writes a read-back proved were not applied."""
 CLOCK_SKEW = timedelta(minutes=10)
 """Read-backs start this long before the snapshot, in case the service's clock is behind ours."""
+DEFAULT_MAX_AGE = timedelta(hours=72)
+"""A plan older than this is refused (``ADM_HR_PLAN_MAX_AGE_HOURS``): the files are planned again."""
+UNFINISHED = PENDING | {EntityStatus.FAILED}
+"""Entity statuses that leave a plan ``incomplete`` after an apply."""
 
 Key = tuple[str, str]
 Outcome = tuple[EntityStatus, str | None]
 
 
 class PlanNotApplicableError(Exception):
-    """The plan cannot be applied: it was applied already, or a threshold blocks it."""
+    """The plan cannot be applied: it was applied already, it expired, or a threshold blocks it."""
+
+
+class Written(NamedTuple):
+    """One write's outcome: status and message, whether the service received the write, and until when
+    its request may still be running there (None: an answer came back, or nothing was sent)."""
+
+    status: EntityStatus
+    message: str | None
+    sent: bool
+    running_until: datetime | None = None
 
 
 @dataclass
@@ -77,11 +99,17 @@ class ApplyReport:
     read_backs: int = 0
 
 
-def check_applicable(plan: StoredPlan) -> None:
-    """Refuse a plan that was applied already or that a threshold still blocks."""
+def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> None:
+    """Refuse a plan that was applied already, that is older than ``max_age``, or that a threshold still
+    blocks."""
     if plan.status == PlanStatus.APPLIED:
         raise PlanNotApplicableError(
             f"plan {plan.plan_id} was applied at {plan.applied_at}; a plan applies once"
+        )
+    if now - plan.created_at > max_age:
+        raise PlanNotApplicableError(
+            f"plan {plan.plan_id} expired: made {plan.created_at:%Y-%m-%d %H:%M} UTC, more than "
+            f"{max_age.total_seconds() / 3600:g} h ago (ADM_HR_PLAN_MAX_AGE_HOURS); plan the files again"
         )
     if plan.blocked:
         kinds = ", ".join(plan.blocked)
@@ -92,19 +120,36 @@ def check_applicable(plan: StoredPlan) -> None:
 
 
 def apply_plan(
-    con: duckdb.DuckDBPyConnection, client: AdmClient, plan: StoredPlan, run_id: str
+    con: duckdb.DuckDBPyConnection,
+    client: AdmClient,
+    plan: StoredPlan,
+    run_id: str,
+    max_age: timedelta = DEFAULT_MAX_AGE,
 ) -> ApplyReport:
-    """Apply (or resume) ``plan``; every entity's outcome is journaled in the warehouse."""
-    check_applicable(plan)
+    """Apply (or resume) ``plan``; every entity's outcome is journaled in the warehouse. An error that
+    stops the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
+    check_applicable(plan, max_age, datetime.now(UTC))
     set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC))
     journal = Journal(con, plan.plan_id, run_id)
     try:
         report = _passes(con, client, plan, journal)
+    except Exception as error:
+        # Closed first: a write still running on a worker thread must not touch the connection any more.
+        journal.close()
+        set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), str(error))
+        raise
     finally:
         journal.close()
     set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
     report.outcomes = outcome_counts(con, plan.plan_id)
     return report
+
+
+def settle_window(settings: ClientSettings) -> timedelta:
+    """How long a write's request may run on our side (connect, send, await the answer): until then an
+    unanswered write may still be applied by the service, so it is not judged by reading it back."""
+    seconds = settings.connect_timeout_s + settings.write_timeout_s + settings.read_timeout_s
+    return timedelta(seconds=seconds)
 
 
 def _passes(
@@ -113,24 +158,35 @@ def _passes(
     """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring)."""
     entries = journal_entries(con, plan.plan_id)
     status = {_key(entry.entity): entry.status for entry in entries}
+    running = {_key(entry.entity): entry.settle_after for entry in entries if entry.settle_after}
     report = ApplyReport(plan.plan_id, journal.run_id, PlanStatus.APPLYING, {})
+    write = partial(write_entity, client, journal, plan.tenant_id, settle_window(client.settings))
     for number in range(WRITE_PASSES + 1):
         pending = [entry.entity for entry in entries if status[_key(entry.entity)] in PENDING]
         if not pending:
             break
+        _await_running(pending, running)
         current = _read_back(client, plan, {entity.kind for entity in pending})
         report.read_backs += 1
         to_write = _settle(pending, status, current, journal)
         if number < WRITE_PASSES and to_write:
-            report.writes += len(to_write)
-            _write_levels(client, journal, plan.tenant_id, to_write, status)
-    pending_left = any(value in PENDING for value in status.values())
-    report.status = PlanStatus.INCOMPLETE if pending_left else PlanStatus.APPLIED
+            report.writes += _write_levels(client, write, to_write, status, running)
+    unfinished = any(value in UNFINISHED for value in status.values())
+    report.status = PlanStatus.INCOMPLETE if unfinished else PlanStatus.APPLIED
     return report
 
 
 def _key(entity: EntityPlan) -> Key:
     return entity.kind, entity.entity_id
+
+
+def _await_running(pending: list[EntityPlan], running: Mapping[Key, datetime]) -> None:
+    """Wait until no pending entity's write may still be running at the service."""
+    deadlines = [running[_key(entity)] for entity in pending if _key(entity) in running]
+    wait = (max(deadlines) - datetime.now(UTC)).total_seconds() if deadlines else 0.0
+    if wait > 0:
+        logger.info("waiting %.1f s for unanswered writes to time out before reading them back", wait)
+        time.sleep(wait)
 
 
 def _read_back(client: AdmClient, plan: StoredPlan, kinds: set[str]) -> dict[Key, Values]:
@@ -159,12 +215,12 @@ def _settle(
         outcome = triage(entity, was, current.get(_key(entity)))
         if outcome is None:
             to_write.append(entity)
-            outcome = (
-                EntityStatus.PLANNED,
-                "read back: not applied; writing it" if was != EntityStatus.PLANNED else None,
-            )
+            message = "read back: not applied; writing it" if was != EntityStatus.PLANNED else None
+            outcome = (EntityStatus.PLANNED, message)
         if outcome != (EntityStatus.PLANNED, None):
-            journal.record(entity, *outcome)
+            # An in_flight write found applied reached the service, though its answer was never recorded.
+            sent = was == EntityStatus.IN_FLIGHT and outcome[0] == EntityStatus.APPLIED
+            journal.record(entity, *outcome, sent=sent)
         status[_key(entity)] = outcome[0]
     return to_write
 
@@ -189,39 +245,52 @@ def triage(entity: EntityPlan, status: EntityStatus, current: Values | None) -> 
 
 def _write_levels(
     client: AdmClient,
-    journal: Journal,
-    tenant_id: str,
+    write: Callable[[EntityPlan], Written],
     entities: list[EntityPlan],
     status: dict[Key, EntityStatus],
-) -> None:
-    """Write level by level (groups by depth, then users); each level concurrently."""
-    write = partial(write_entity, client, journal, tenant_id)
+    running: dict[Key, datetime],
+) -> int:
+    """Write level by level (groups by depth, then users), each level concurrently; returns the writes
+    the service received."""
+    received = 0
     for _, level in groupby(
         sorted(entities, key=lambda entity: entity.order), key=lambda entity: entity.order
     ):
-        for entity, (outcome, _message) in client.map_concurrent(write, list(level)):
-            status[_key(entity)] = outcome
+        for entity, written in client.map_concurrent(write, list(level)):
+            status[_key(entity)] = written.status
+            received += written.sent
+            if written.running_until is None:
+                running.pop(_key(entity), None)
+            else:
+                running[_key(entity)] = written.running_until
+    return received
 
 
-def write_entity(client: AdmClient, journal: Journal, tenant_id: str, entity: EntityPlan) -> Outcome:
+def write_entity(
+    client: AdmClient, journal: Journal, tenant_id: str, window: timedelta, entity: EntityPlan
+) -> Written:
     """Journal, send and check one entity's write; returns its recorded outcome. An authentication or
     permission failure stops the whole apply (every other write would fail the same way)."""
-    journal.mark_in_flight(entity)
+    deadline = datetime.now(UTC) + window
+    journal.mark_in_flight(entity, deadline)
     try:
-        outcome = _compare(entity, _send(client, tenant_id, entity))
+        status, message = _compare(entity, _send(client, tenant_id, entity))
+        written = Written(status, message, sent=True)
     except WriteOutcomeUnknown as error:
-        outcome = (EntityStatus.UNKNOWN, str(error))
+        # With no answer at all (a timeout, a cut connection) the service may still be working on it.
+        written = Written(EntityStatus.UNKNOWN, str(error), True, deadline if error.status is None else None)
     except (RateLimitError, ConnectionError) as error:
         # Retried by the client and still failing before the request left: certainly not applied.
-        outcome = (EntityStatus.PLANNED, f"not sent: {error}")
+        written = Written(EntityStatus.PLANNED, f"not sent: {error}", sent=False)
     except (AuthenticationError, PermissionDeniedError) as error:
         journal.record(entity, EntityStatus.PLANNED, f"not sent: {error}")
         raise
     except ServiceError as error:
-        outcome = (EntityStatus.FAILED, str(error))
-    journal.record(entity, *outcome)
-    logger.info("%s %s (%s): %s", entity.kind, entity.hr_key, entity.entity_id, outcome[0])
-    return outcome
+        written = Written(EntityStatus.FAILED, str(error), sent=True)
+    still_running = written.running_until is not None
+    journal.record(entity, written.status, written.message, sent=written.sent, still_running=still_running)
+    logger.info("%s %s (%s): %s", entity.kind, entity.hr_key, entity.entity_id, written.status)
+    return written
 
 
 def _send(client: AdmClient, tenant_id: str, entity: EntityPlan) -> Values:
@@ -237,11 +306,9 @@ def _compare(entity: EntityPlan, got: Values) -> Outcome:
         for change in entity.changes
         if not same(got[change.field], change.after)
     ]
-    return (
-        (EntityStatus.MISMATCH, "the response differs: " + "; ".join(wrong))
-        if wrong
-        else (EntityStatus.APPLIED, None)
-    )
+    if wrong:
+        return EntityStatus.MISMATCH, "the response differs: " + "; ".join(wrong)
+    return EntityStatus.APPLIED, None
 
 
 def user_body(tenant_id: str, entity: EntityPlan) -> UpdateUserEntities:
