@@ -13,8 +13,10 @@ import pytest
 
 from pipelines.hr.csv_input import read_csv
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
+from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import CsvOptions, Mapping
 from pipelines.hr.plan import Plan
+from pipelines.hr.report import plan_markdown
 from pipelines.hr.validate import Validation, validate
 from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_rows
@@ -169,3 +171,30 @@ def test_an_email_differing_only_in_case_is_no_change(hr_store: WarehouseResourc
     assert outcome.plan is not None
     fields = {change.field for entity in outcome.plan.entities for change in entity.changes}
     assert fields == {"first_name", "last_name"}
+
+
+def test_the_error_report_uploaded_again_does_not_bring_back_a_formula(tmp_path: Path) -> None:
+    rows = renamed_rows()
+    rows[0].update(first_name='=HYPERLINK("http://evil.example","Fix me")', email="broken")
+    rows[1].update(email="also broken")
+    # Headers in another case: the report must still know the phone column (a phone is never escaped).
+    header = [name.lower() for name in HEADER]
+    first = check(export(tmp_path / "users.csv", rows, header=header))
+    (report,) = write_error_reports(first, MAPPING, tmp_path / "reports")
+    again = {(p.line, p.column.casefold(), p.rule) for p in check(report).problems}
+    assert (2, "first name", "escaped_formula") in again
+    assert not {problem for problem in again if problem[1] == "mobile phone"}
+
+
+def test_the_plan_markdown_says_how_many_rows_it_left_out(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    hires = [
+        dict(renamed_rows()[2], employee_id=f"E9{number:05}", email=f"hire{number}@acme.example.com")
+        for number in range(5)
+    ]
+    made = plan(hr_store, export(tmp_path / "users.csv", [*renamed_rows(), *hires])).plan
+    assert made is not None
+    text = plan_markdown(made, limit=2)
+    assert "... and 2 more" in text  # four name changes, two shown
+    assert "5 row(s) need creation: E900000, E900001\n\n... and 3 more" in text

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pipelines.hr.csv_input import CsvFile, safe_cell, write_csv
+from pipelines.hr.csv_input import CsvFile, column_key, safe_cell, write_csv
 from pipelines.hr.fields import encode
 from pipelines.hr.mapping import Mapping
 from pipelines.hr.plan import Change, Plan
@@ -127,7 +127,7 @@ def _error_report(file: CsvFile, invalid: dict[int, list[Problem]], phones: set[
         [
             # A row of the wrong width is cut or padded to the header (its problem says so).
             *(
-                safe_cell(cell, column in phones)
+                safe_cell(cell, column_key(column) in phones)
                 for column, cell in zip(file.header, row.cells + [""] * width, strict=False)
             ),
             str(row.line),
@@ -140,5 +140,6 @@ def _error_report(file: CsvFile, invalid: dict[int, list[Problem]], phones: set[
 
 
 def _phone_columns(mapping: Mapping) -> set[str]:
+    """The phone column, as `column_key` matches headers (the file may write it in another case)."""
     column = mapping.users.column("mobile_phone")
-    return {column} if column else set()
+    return {column_key(column)} if column else set()
