@@ -14,7 +14,7 @@ import pytest
 from pipelines.hr.csv_input import read_csv
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.mapping import CsvOptions, Mapping
+from pipelines.hr.mapping import SAMPLES, CsvOptions, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.validate import Validation, validate
@@ -198,3 +198,15 @@ def test_the_plan_markdown_says_how_many_rows_it_left_out(
     text = plan_markdown(made, limit=2)
     assert "... and 2 more" in text  # four name changes, two shown
     assert "5 row(s) need creation: E900000, E900001\n\n... and 3 more" in text
+
+
+def test_file_options_are_checked_where_they_are_set(tmp_path: Path) -> None:
+    mapping = tmp_path / "mapping.toml"
+    default = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
+    mapping.write_text(default.replace('encoding = "utf-8"', 'encoding = "klingon"'), encoding="utf-8")
+    with pytest.raises(MappingError, match=r"csv\.encoding: unknown encoding 'klingon'"):
+        load_mapping(mapping)
+    with pytest.raises(MappingError, match="delimiter: a delimiter is one character or 'tab'"):
+        with_file_options(MAPPING, None, ";;")
+    options = with_file_options(MAPPING, "cp1252", "tab").csv
+    assert (options.encoding, options.delimiter) == ("cp1252", "\t")

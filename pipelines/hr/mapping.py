@@ -182,7 +182,7 @@ def with_file_options(mapping: Mapping, encoding: str | None, delimiter: str | N
     try:
         options = CsvOptions.model_validate(mapping.csv.model_dump() | given)
     except PydanticValidationError as error:
-        raise MappingError(error.errors(include_url=False)[0]["msg"]) from None
+        raise MappingError(_first_error(error)) from None
     return mapping.model_copy(update={"csv": options})
 
 
@@ -195,6 +195,11 @@ def load_mapping(path: Path | None = None) -> Mapping:
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise MappingError(f"{source}: {error}") from error
     except PydanticValidationError as error:
-        first = error.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise MappingError(f"{source}: {where}: {first['msg']}") from None
+        raise MappingError(f"{source}: {_first_error(error)}") from None
+
+
+def _first_error(error: PydanticValidationError) -> str:
+    """``where: what`` of the first error, without pydantic's "Value error, " prefix."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
