@@ -210,3 +210,13 @@ def test_file_options_are_checked_where_they_are_set(tmp_path: Path) -> None:
         with_file_options(MAPPING, None, ";;")
     options = with_file_options(MAPPING, "cp1252", "tab").csv
     assert (options.encoding, options.delimiter) == ("cp1252", "\t")
+
+
+def test_a_quote_never_closed_is_refused_at_a_physical_line(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    # The open quote swallows the rest of the file into one cell, past the csv module's field limit.
+    tail = "".join(f"E1{number:05},Ann\n" for number in range(20_000))
+    path.write_text(f'{",".join(HEADER)}\nE100010,"Ann\n{tail}', encoding="utf-8")
+    problems = check(path).problems
+    assert [p.rule for p in problems] == ["csv_syntax"]
+    assert problems[0].line > 2 and "field larger than field limit" in problems[0].message

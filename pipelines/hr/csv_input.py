@@ -19,6 +19,7 @@ tool writes can run as a formula when opened in a spreadsheet.
 
 from __future__ import annotations
 
+import _csv
 import codecs
 import csv
 import hashlib
@@ -106,10 +107,13 @@ def read_csv(path: Path, encoding: str = "utf-8", delimiter: str | None = None) 
             "name the file's encoding with --encoding (e.g. cp1252, latin-1) or [csv] encoding"
         )
         return CsvFile(path, digest, problems=[Problem(str(path), line, "", "encoding", message)])
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter or detect_delimiter(text))
     try:
-        return _parse(path, digest, text, delimiter or detect_delimiter(text))
+        return _parse(path, digest, reader)
     except csv.Error as error:
-        return CsvFile(path, digest, problems=[Problem(str(path), 0, "", "csv_syntax", str(error))])
+        # Typically a quote never closed: the line is where reading stopped, the message says why.
+        problem = Problem(str(path), reader.line_num, "", "csv_syntax", f"cannot be read as CSV: {error}")
+        return CsvFile(path, digest, problems=[problem])
 
 
 def _os_reason(error: OSError) -> str:
@@ -135,8 +139,7 @@ def detect_delimiter(text: str) -> str:
     return max(DELIMITERS, key=lambda candidate: widths[candidate])
 
 
-def _parse(path: Path, digest: str, text: str, delimiter: str) -> CsvFile:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+def _parse(path: Path, digest: str, reader: _csv.Reader) -> CsvFile:
     header = [name.strip() for name in next(reader, [])]
     keys = [column_key(name) for name in header]
     problems = _header_problems(str(path), header)
