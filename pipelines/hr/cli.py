@@ -1,8 +1,9 @@
 """``authority-sync hr``: plan, apply and follow HR reverse syncs from the command line.
 
-Exit codes: 0 done (a plan ready to apply, an apply with every entity applied); 1 refused or not all
-applied (see the output); 2 a usage error; 3 a plan blocked by safety thresholds. The service's token is
-never printed.
+Exit codes: 0 done (a plan ready to apply, an apply with every entity applied); 1 refused (an unreadable
+file, an upload whose every row is invalid, a stale warehouse) or not all applied (see the output); 2 a
+usage error (a missing file or a directory, a mistyped ``--allow`` kind, an unknown encoding); 3 a plan
+blocked by safety thresholds. The service's token is never printed.
 """
 
 from __future__ import annotations
