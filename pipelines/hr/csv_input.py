@@ -8,9 +8,9 @@ on a tie) unless set (``[csv] delimiter``, ``--delimiter``). Header names match 
 and surrounding spaces.
 
 The standard library's reader is used rather than pandas: it reports the physical line a record starts on
-(``line_num``), which pandas does not for quoted cells spanning lines, and every problem must name the line
-HR's editor shows. pandas would add a second parser and its type guessing (an employee id ``00123`` read as
-a number) for nothing this needs, so it is not a dependency.
+(``line_num``), and every problem must name the line HR's editor shows; pandas numbers records, so after a
+quoted cell spanning lines every later line would be off. pandas would add a second parser and its type
+guessing (an employee id ``00123`` read as a number) for nothing this needs, so it is not a dependency.
 
 Each row keeps the physical line it starts on. Cells are kept exactly as read; trimming and checks happen
 in `pipelines.hr.rows`. Writing CSV back (error reports, plans) goes through `safe_cell`, so nothing this
