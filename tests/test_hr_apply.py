@@ -3,7 +3,11 @@ twice (re-apply, dropped connections, crashes, server errors), conflicts are ski
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -13,19 +17,22 @@ from duckdb import connect as duckdb_connect
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from emulator.server import EmulatorServer
 from models.groups import Group
-from models.users import User
-from pipelines.hr.apply import PlanNotApplicableError, group_body, user_body
+from models.users import UpdateUserEntities, User
+from pipelines.hr.apply import PlanNotApplicableError, group_body, settle_window, user_body
 from pipelines.hr.fields import Values, group_values, user_values
 from pipelines.hr.kinds import ChangeKind
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.plan import Change, EntityPlan, Plan
-from pipelines.hr.workflow import refresh
+from pipelines.hr.workflow import apply_stored, refresh, stored_plan
+from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
+from resources.errors import AuthenticationError
 from resources.warehouse_resource import WarehouseResource
 from tests.conftest import stored
 from tests.sync_support import adm_for
 from tests.test_hr_support import (
     apply,
+    client_of,
     faults,
     plan,
     row_of,
@@ -35,6 +42,8 @@ from tests.test_hr_support import (
     write_users,
     writes,
 )
+from warehouse.commit import connect
+from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import Journal
 
 pytest_plugins = ["tests.test_hr_support"]
@@ -253,3 +262,111 @@ def test_bodies_hold_only_what_changes() -> None:
         "status": "INACTIVE",
         "disableOption": "KEEP_ASSOCIATIONS",
     }
+
+
+def renames(store: WarehouseResource, folder: Path, count: int) -> Plan:
+    """A stored plan that changes the last name of ``count`` users (a kind no threshold watches)."""
+    rows = user_rows()
+    for row in rows[10 : 10 + count]:
+        row["last_name"] = f"{row['last_name'][:15]}-HR"
+    made = plan(store, write_users(folder / "renames.csv", rows)).plan
+    assert made is not None and len(made.entities) == count
+    return made
+
+
+def test_an_in_flight_write_is_not_judged_before_its_request_timed_out(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    made = renames(hr_store, tmp_path, 1)
+    entity = made.entities[0]
+    with client_of(adm) as first:
+        # An apply marked the entity in_flight, sent its write to a slow service and died; the write is
+        # still under way there (applied 1.5 s after it arrived) when the next apply starts.
+        con = connect(hr_store.file)
+        Journal(con, made.plan_id, "died").mark_in_flight(
+            entity, datetime.now(UTC) + settle_window(first.settings)
+        )
+        con.close()
+        faults(server, latency_ms=1500)
+        body = user_body(DEMO_TENANT_ID, entity)
+        sending = threading.Thread(target=first.update_user_entities, args=(entity.entity_id, body))
+        sending.start()
+        quick_once_received(server, "E1", 1)
+        report = apply(hr_store, adm, made.plan_id)
+        sending.join()
+    assert (report.status, report.outcomes, report.writes) == (PlanStatus.APPLIED, {"applied": 1}, 0)
+    assert journal(hr_store, made.plan_id)[entity.hr_key] == (
+        "applied",
+        1,
+        "read back: the write was applied",
+    )
+    # Before the fix the read-back came at once, missed the write still under way and sent it again.
+    assert each_written_once(server, made)
+
+
+def quick_once_received(server: EmulatorServer, endpoint: str, count: int) -> None:
+    """Remove the latency once the emulator has received ``count`` requests of ``endpoint`` (those
+    received still take their time), so the requests that follow are answered quickly."""
+
+    def received() -> int:
+        counted: int = httpx.get(f"{server.base_url}/_admin/stats").json()["requests"].get(endpoint, 0)
+        return counted
+
+    deadline = time.monotonic() + 30
+    while received() < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    faults(server)
+
+
+def test_a_refused_token_leaves_the_plan_incomplete_and_counts_no_write(
+    hr_store: WarehouseResource,
+    adm: AdmClientResource,
+    server: EmulatorServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = demo_plan(hr_store)
+    send, sent, revoked = AdmClient.update_user_entities, itertools.count(1), {}
+
+    def revoking(self: AdmClient, entity_id: str, body: UpdateUserEntities) -> User:
+        if next(sent) == 5:  # an administrator revokes the token mid-apply
+            revoked[DEMO_TOKEN] = server.emulator.tokens.pop(DEMO_TOKEN)
+        return send(self, entity_id, body)
+
+    monkeypatch.setattr(AdmClient, "update_user_entities", revoking)
+    with pytest.raises(AuthenticationError):
+        apply(hr_store, adm, made.plan_id)
+    stopped = stored_plan(hr_store.file, made.plan_id)
+    assert stopped.status == PlanStatus.INCOMPLETE and "401" in (stopped.apply_error or "")
+    refused = [entry for entry in journal(hr_store, made.plan_id).values() if "401" in (entry[2] or "")]
+    assert refused and {(status, count) for status, count, _ in refused} == {("planned", 0)}
+    server.emulator.tokens |= revoked
+    monkeypatch.setattr(AdmClient, "update_user_entities", send)
+    resumed = apply(hr_store, adm, made.plan_id)
+    assert (resumed.status, resumed.outcomes) == (PlanStatus.APPLIED, {"applied": 19})
+    assert stored_plan(hr_store.file, made.plan_id).apply_error is None
+    assert sum(count for _, count, _ in journal(hr_store, made.plan_id).values()) == 19
+    assert each_written_once(server, made)
+
+
+def test_writes_that_keep_failing_leave_the_plan_incomplete(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    made = renames(hr_store, tmp_path, 3)
+    faults(server, error_rate=1.0, methods=["PATCH"])
+    report = apply(hr_store, adm, made.plan_id)
+    assert (report.status, report.outcomes) == (PlanStatus.INCOMPLETE, {"planned": 3})
+    # Each entity was sent twice (the second after a read-back proved the first was not applied).
+    assert report.writes == 6 and writes(server) == {}
+    faults(server)
+    resumed = apply(hr_store, adm, made.plan_id)
+    assert (resumed.status, resumed.outcomes) == (PlanStatus.APPLIED, {"applied": 3})
+    assert each_written_once(server, made)
+
+
+def test_an_expired_plan_is_refused(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    made = renames(hr_store, tmp_path, 1)
+    with client_of(adm) as client, pytest.raises(PlanNotApplicableError, match="expired"):
+        apply_stored(hr_store.file, made.plan_id, client, str(uuid.uuid4()), max_age=timedelta(seconds=0.001))
+    assert stored_plan(hr_store.file, made.plan_id).status == PlanStatus.READY

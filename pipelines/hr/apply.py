@@ -168,8 +168,9 @@ def _passes(
         _await_running(pending, running)
         current = _read_back(client, plan, {entity.kind for entity in pending})
         report.read_backs += 1
-        to_write = _settle(pending, status, current, journal)
-        if number < WRITE_PASSES and to_write:
+        writing = number < WRITE_PASSES
+        to_write = _settle(pending, status, current, journal, writing)
+        if writing and to_write:
             report.writes += _write_levels(client, write, to_write, status, running)
     unfinished = any(value in UNFINISHED for value in status.values())
     report.status = PlanStatus.INCOMPLETE if unfinished else PlanStatus.APPLIED
@@ -207,15 +208,18 @@ def _settle(
     status: dict[Key, EntityStatus],
     current: Mapping[Key, Values],
     journal: Journal,
+    writing: bool,
 ) -> list[EntityPlan]:
-    """Settle each pending entity against the read-back; returns those to write now."""
+    """Settle each pending entity against the read-back; returns those to write (now, if ``writing``:
+    the last pass only reads back)."""
     to_write = []
     for entity in pending:
         was = status[_key(entity)]
         outcome = triage(entity, was, current.get(_key(entity)))
         if outcome is None:
             to_write.append(entity)
-            message = "read back: not applied; writing it" if was != EntityStatus.PLANNED else None
+            again = "writing it" if writing else "apply the plan again to retry"
+            message = f"read back: not applied; {again}" if was != EntityStatus.PLANNED else None
             outcome = (EntityStatus.PLANNED, message)
         if outcome != (EntityStatus.PLANNED, None):
             # An in_flight write found applied reached the service, though its answer was never recorded.
