@@ -220,3 +220,12 @@ def test_a_quote_never_closed_is_refused_at_a_physical_line(tmp_path: Path) -> N
     problems = check(path).problems
     assert [p.rule for p in problems] == ["csv_syntax"]
     assert problems[0].line > 2 and "field larger than field limit" in problems[0].message
+
+
+def test_a_utf8_bom_wins_over_another_encoding_setting(tmp_path: Path) -> None:
+    # The error report (UTF-8 with BOM) uploaded again alongside cp1252 exports keeps its accents.
+    rows = renamed_rows()
+    rows[0]["email"] = "broken"
+    (report,) = write_error_reports(check(export(tmp_path / "users.csv", rows)), MAPPING, tmp_path / "out")
+    result = check(report, with_csv(encoding="cp1252"))
+    assert [row.cells.get("first_name") for row in result.rows] == ["Zoë"]

@@ -125,8 +125,10 @@ def _os_reason(error: OSError) -> str:
 
 
 def _decode(data: bytes, encoding: str) -> str:
-    """``data`` as text; UTF-8 takes an optional BOM (spreadsheets write one, most HR systems do not)."""
-    if codecs.lookup(encoding).name == "utf-8":
+    """``data`` as text; UTF-8 takes an optional BOM (spreadsheets write one, most HR systems do not). A
+    UTF-8 BOM wins over the setting: it is this tool's own error report (or a spreadsheet's save) uploaded
+    with files of another encoding, and read as cp1252 it would garble every accent."""
+    if data.startswith(codecs.BOM_UTF8) or codecs.lookup(encoding).name == "utf-8":
         return data.decode("utf-8-sig")
     return data.decode(encoding)
 
