@@ -4,6 +4,7 @@ the benchmark's generator."""
 from __future__ import annotations
 
 import csv
+import getpass
 import json
 import logging
 from pathlib import Path
@@ -18,6 +19,8 @@ from pipelines.hr.demo_export import benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import MAPPING, row_of, user_rows, write_users, writes
+from warehouse.commit import connect
+from warehouse.hr_store import allowances
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -113,6 +116,29 @@ def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: War
     assert code == 0 and "allowed: reorg" in output
     code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--allow", "manager")
     assert code == 2 and "--reason" in output
+
+
+def test_a_refused_apply_never_replaces_the_stored_lift(
+    service_env: Path, hr_store: WarehouseResource
+) -> None:
+    strict = Path("strict.toml")
+    mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
+    strict.write_text(
+        mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
+    )
+    lift = ("--mapping", str(strict), "--allow", "manager", "--reason", "reorg", "--json", "plan.json")
+    assert hr("plan", *DEMO, "--warehouse", hr_store.path, *lift)[0] == 0
+    plan_id = json.loads(Path("plan.json").read_text(encoding="utf-8"))["plan_id"]
+    assert hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")[0] == 0
+    again = ("--allow", "manager", "--reason", "something else", "--approved-by", "mallory", "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, *again)
+    assert code == 1 and "final" in output
+    con = connect(hr_store.file)
+    try:
+        lifted = allowances(con, plan_id)
+    finally:
+        con.close()
+    assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [("manager", "reorg", getpass.getuser())]
 
 
 def test_the_demo_export_reproduces_the_committed_samples(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.csv_input import read_csv
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import SAMPLES, Mapping
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import ThresholdLimit
@@ -131,9 +131,8 @@ def test_the_error_report_holds_the_original_columns_and_is_safe(
 
 def strict_thresholds() -> Mapping:
     """The default mapping with at most one manager change and no email change per plan."""
-    limits = dict(MAPPING.thresholds)
-    limits[ChangeKind.MANAGER] = ThresholdLimit(max_count=1, max_share=1.0)
-    limits[ChangeKind.EMAIL] = ThresholdLimit(max_count=0, max_share=1.0)
+    limits = MAPPING.thresholds.with_limit(Watched.MANAGER, ThresholdLimit(max_count=1, max_share=1.0))
+    limits = limits.with_limit(Watched.EMAIL, ThresholdLimit(max_count=0, max_share=1.0))
     return MAPPING.model_copy(update={"thresholds": limits})
 
 
@@ -145,12 +144,14 @@ def test_thresholds_block_and_allow_lifts_one_kind_only(
     assert blocked.blocked == ["manager", "email"]
     with pytest.raises(PlanNotApplicableError, match="manager, email"):
         apply(hr_store, adm, blocked.plan_id)
-    lifted = allow(hr_store.file, blocked.plan_id, {"manager": "Q1 reorganisation, approved by HR"})
+    lifted = allow(
+        hr_store.file, blocked.plan_id, {"manager": "Q1 reorganisation, approved by HR"}, "hr.lead"
+    )
     assert (lifted.status, lifted.blocked) == ("blocked", ["email"])
     assert lifted.allowed == {"manager": "Q1 reorganisation, approved by HR"}
     with pytest.raises(PlanNotApplicableError, match="email"):
         apply(hr_store, adm, blocked.plan_id)
-    assert allow(hr_store.file, blocked.plan_id, {"email": "domain migration"}).status == "ready"
+    assert allow(hr_store.file, blocked.plan_id, {"email": "domain migration"}, "hr.lead").status == "ready"
     assert apply(hr_store, adm, blocked.plan_id).status == "applied"
 
 

@@ -220,12 +220,31 @@ def test_an_invalid_row_leaves_the_graph_and_cannot_make_a_cycle(tmp_path: Path)
     assert [(p.line, p.rule) for p in problems] == [(2, "email_format")]
 
 
-def test_terminating_a_manager_invalidates_an_active_report_in_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_report", [True, False])
+def test_terminating_a_manager_with_active_reports_flags_the_termination_row(
+    tmp_path: Path, with_report: bool
+) -> None:
+    # E100007 reports to E100002 in the service; the file terminates E100002 and leaves E100007 as it is
+    # (or does not list E100007 at all): the termination is what is wrong, not the unchanged report.
     rows = user_rows()
     boss, report = row_of(rows, "E100002"), row_of(rows, "E100007")
     boss.update(status="Terminated", termination_date="2026-01-15")
-    problems = check(write_users(tmp_path / "u.csv", [boss, report])).problems
-    assert [(p.line, p.column, p.rule) for p in problems] == [(3, "Manager Employee ID", "inactive_manager")]
+    listed = [boss, report] if with_report else [boss]
+    result = check(write_users(tmp_path / "u.csv", listed))
+    problem = only_problem(result)
+    assert (problem.line, problem.column, problem.rule) == (2, "Employment Status", "inactive_manager")
+    assert "E100007" in problem.message
+    assert [row.valid for row in result.rows] == [False, True][: len(listed)]
+
+
+def test_terminating_a_manager_whose_reports_move_in_the_same_file_is_valid(tmp_path: Path) -> None:
+    rows = user_rows()
+    boss = row_of(rows, "E100002")
+    boss.update(status="Terminated", termination_date="2026-01-15")
+    reports = [row for row in rows if row["manager"] == "E100002" and row["employee_id"] != "E100002"]
+    for report in reports:
+        report["manager"] = "E100001"
+    assert check(write_users(tmp_path / "u.csv", [boss, *reports])).problems == []
 
 
 def test_a_group_parent_cycle(tmp_path: Path) -> None:

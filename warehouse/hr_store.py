@@ -31,6 +31,20 @@ class JournalClosedError(RuntimeError):
     """The apply stopped: no more writes may start, no more outcomes are recorded."""
 
 
+class AllowancesFinalError(RuntimeError):
+    """The plan began applying (or was applied): its lifted thresholds can no longer change."""
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """One threshold lifted for one plan: who lifted it, when and why (never replaced)."""
+
+    kind: str
+    reason: str
+    approved_by: str
+    approved_at: datetime
+
+
 @dataclass(frozen=True)
 class StoredPlan:
     """A plan's row in ``hr_plans``."""
@@ -47,6 +61,10 @@ class StoredPlan:
     counts: dict[str, Any]
     apply_run_id: str | None
     applied_at: datetime | None
+    thresholds: dict[str, Any] | None
+    """The limits, window and tenant size the plan was checked with (None: planned before migration 0010)."""
+    apply_error: str | None = None
+    """Why the latest apply stopped before settling every entity (None: it ran to its end)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,8 @@ class JournalEntry:
     message: str | None
     write_count: int
     updated_at: datetime
+    settle_after: datetime | None = None
+    """Not to be judged by reading back before this (its write may still be running at the service)."""
 
 
 def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
@@ -66,8 +86,8 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     try:
         con.execute(
             "INSERT INTO hr_plans (plan_id, tenant_id, created_at, source_files, snapshot_run_id, "
-            "snapshot_at, status, allowed_kinds, blocked_kinds, counts) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, thresholds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 plan.plan_id,
                 plan.tenant_id,
@@ -79,8 +99,10 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
                 json.dumps(plan.allowed),
                 json.dumps(plan.blocked),
                 json.dumps(_counts(plan)),
+                json.dumps(_thresholds(plan)),
             ],
         )
+        _insert_allowances(con, plan.plan_id, plan.allowed, plan.approved_by, plan.created_at)
         _insert(con, "hr_plan_items", _items(plan))
         _insert(con, "hr_plan_entities", _entities(plan))
         con.commit()
@@ -98,6 +120,11 @@ def _counts(plan: Plan) -> dict[str, Any]:
         "rows": sum(source.rows for source in plan.sources),
         "invalid_rows": sum(source.invalid_rows for source in plan.sources),
     }
+
+
+def _thresholds(plan: Plan) -> dict[str, Any]:
+    """What a later recheck needs: the limits and window, and the tenant's size when planned."""
+    return plan.thresholds.model_dump(mode="json") | {"population": plan.population}
 
 
 def _items(plan: Plan) -> list[dict[str, Any]]:
@@ -181,7 +208,8 @@ def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int
 
 _PLAN_COLUMNS = (
     "SELECT plan_id, tenant_id, created_at, status, snapshot_run_id, snapshot_at, source_files, "
-    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at FROM hr_plans"
+    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error "
+    "FROM hr_plans"
 )
 
 
@@ -199,29 +227,100 @@ def _stored(row: tuple[Any, ...]) -> StoredPlan:
         counts=json.loads(row[9]),
         apply_run_id=row[10],
         applied_at=row[11],
+        thresholds=json.loads(row[12]) if row[12] is not None else None,
+        apply_error=row[13],
     )
 
 
 def record_allowances(
-    con: duckdb.DuckDBPyConnection, plan_id: str, allowed: dict[str, str], blocked: list[str]
+    con: duckdb.DuckDBPyConnection, plan_id: str, lifted: dict[str, str], approved_by: str, now: datetime
 ) -> None:
-    """Store the kinds lifted for a plan (with reasons) and what still blocks it."""
+    """Lift kinds (-> reasons) for a plan not yet applying; a kind lifted before keeps its first reason and
+    approver. `AllowancesFinalError` once the plan began applying."""
+    con.begin()
+    try:
+        plan = _open_for_allowances(con, plan_id)
+        _insert_allowances(con, plan_id, lifted, approved_by, now)
+        allowed = lifted | plan.allowed  # the first reason of a kind stays
+        con.execute("UPDATE hr_plans SET allowed_kinds = ? WHERE plan_id = ?", [json.dumps(allowed), plan_id])
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+
+
+def _open_for_allowances(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
+    """The plan, if it may still be lifted: it has not begun applying."""
+    plan = load_plan(con, plan_id)
+    if plan.status not in (PlanStatus.READY, PlanStatus.BLOCKED):
+        raise AllowancesFinalError(f"plan {plan_id} is {plan.status}: its lifted thresholds are final")
+    return plan
+
+
+def _insert_allowances(
+    con: duckdb.DuckDBPyConnection, plan_id: str, lifted: dict[str, str], approved_by: str, now: datetime
+) -> None:
+    for kind, reason in lifted.items():
+        con.execute(
+            "INSERT INTO hr_plan_allowances VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [plan_id, kind, reason, approved_by, now],
+        )
+
+
+def allowances(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[Allowance]:
+    """The thresholds lifted for a plan, by kind."""
+    rows = con.execute(
+        "SELECT kind, reason, approved_by, approved_at FROM hr_plan_allowances "
+        "WHERE plan_id = ? ORDER BY kind",
+        [plan_id],
+    ).fetchall()
+    return [Allowance(*row) for row in rows]
+
+
+def record_blocked(con: duckdb.DuckDBPyConnection, plan_id: str, blocked: list[str]) -> None:
+    """Store what blocks a plan not yet applying after its thresholds were checked again."""
     con.execute(
-        "UPDATE hr_plans SET allowed_kinds = ?, blocked_kinds = ?, "
+        "UPDATE hr_plans SET blocked_kinds = ?, "
         "status = CASE WHEN status IN ('ready', 'blocked') THEN ? ELSE status END WHERE plan_id = ?",
-        [
-            json.dumps(allowed),
-            json.dumps(blocked),
-            PlanStatus.BLOCKED if blocked else PlanStatus.READY,
-            plan_id,
-        ],
+        [json.dumps(blocked), PlanStatus.BLOCKED if blocked else PlanStatus.READY, plan_id],
     )
 
 
+def plan_changes(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[tuple[str, str, str]]:
+    """(change kind, entity kind, entity id) of every change a plan makes to a service record."""
+    rows = con.execute(
+        "SELECT DISTINCT change_kind, entity_kind, entity_id FROM hr_plan_items "
+        "WHERE plan_id = ? AND entity_id IS NOT NULL",
+        [plan_id],
+    ).fetchall()
+    return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
+
+
+def window_changes(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, since: datetime, other_than: str | None
+) -> list[tuple[str, str, str]]:
+    """(change kind, entity kind, entity id) of the changes of the tenant's plans that began applying at
+    or after ``since`` (applying, incomplete or applied), other than plan ``other_than``."""
+    rows = con.execute(
+        "SELECT DISTINCT i.change_kind, i.entity_kind, i.entity_id FROM hr_plan_items i "
+        "JOIN hr_plans p USING (plan_id) WHERE p.tenant_id = ? AND p.apply_started_at >= ? "
+        "AND p.status IN ('applying', 'incomplete', 'applied') AND p.plan_id IS DISTINCT FROM ? "
+        "AND i.entity_id IS NOT NULL",
+        [tenant_id, since, other_than],
+    ).fetchall()
+    return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
+
+
 def set_plan_status(
-    con: duckdb.DuckDBPyConnection, plan_id: str, status: PlanStatus, run_id: str, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    plan_id: str,
+    status: PlanStatus,
+    run_id: str,
+    now: datetime,
+    error: str | None = None,
 ) -> None:
-    """Move a plan to ``applying`` (stamping the run), ``incomplete`` or ``applied`` (stamping the end)."""
+    """Move a plan to ``applying`` (stamping the run), ``incomplete`` or ``applied`` (stamping the end and
+    ``error``: why the apply stopped, None when it ran to its end)."""
     if status == PlanStatus.APPLYING:
         con.execute(
             "UPDATE hr_plans SET status = ?, apply_run_id = ?, "
@@ -230,7 +329,8 @@ def set_plan_status(
         )
     else:
         con.execute(
-            "UPDATE hr_plans SET status = ?, applied_at = ? WHERE plan_id = ?", [status, now, plan_id]
+            "UPDATE hr_plans SET status = ?, applied_at = ?, apply_error = ? WHERE plan_id = ?",
+            [status, now, error, plan_id],
         )
 
 
@@ -238,16 +338,32 @@ def journal_entries(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[Journa
     """Every entity of a plan with its changes and latest outcome, in apply order."""
     changes = _changes(con, plan_id)
     rows = con.execute(
-        "SELECT entity_kind, entity_id, hr_key, apply_order, status, message, write_count, updated_at "
-        "FROM hr_plan_entities WHERE plan_id = ? ORDER BY apply_order, entity_kind, hr_key",
+        "SELECT entity_kind, entity_id, hr_key, apply_order, status, message, write_count, updated_at, "
+        "settle_after FROM hr_plan_entities WHERE plan_id = ? ORDER BY apply_order, entity_kind, hr_key",
         [plan_id],
     ).fetchall()
     entries = []
-    for kind, entity_id, hr_key, order, status, message, writes, updated in rows:
+    for kind, entity_id, hr_key, order, status, message, writes, updated, settle in rows:
         items, file, line = changes[(kind, entity_id)]
         entity = EntityPlan(kind, entity_id, hr_key, file, line, tuple(items), order)
-        entries.append(JournalEntry(entity, EntityStatus(status), message, writes, updated))
+        entries.append(JournalEntry(entity, EntityStatus(status), message, writes, updated, settle))
     return entries
+
+
+def plan_items(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[dict[str, Any]]:
+    """A stored plan's changes as rows (the columns of ``hr_plan_items`` but the plan's id; before and after
+    as JSON text, '' for none), entities in apply order, then the rows that need creation."""
+    cursor = con.execute(
+        "SELECT i.entity_kind, coalesce(i.entity_id, '') AS entity_id, i.hr_key, i.field, i.change_kind, "
+        "coalesce(i.before::VARCHAR, '') AS before, coalesce(i.after::VARCHAR, '') AS after, "
+        "coalesce(i.before_label, '') AS before_label, coalesce(i.after_label, '') AS after_label, "
+        "i.source_file, i.source_line FROM hr_plan_items i LEFT JOIN hr_plan_entities e "
+        "USING (plan_id, entity_kind, entity_id) WHERE i.plan_id = ? "
+        "ORDER BY i.entity_id IS NULL, e.apply_order, i.entity_kind, i.hr_key, i.field",
+        [plan_id],
+    )
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _changes(
@@ -297,17 +413,36 @@ class Journal:
         with self._lock:
             self._open = False
 
-    def mark_in_flight(self, entity: EntityPlan) -> None:
-        """Before a write: the entity's write is about to be sent (counted as one write)."""
-        self._update(entity, EntityStatus.IN_FLIGHT, None, written=True)
+    def mark_in_flight(self, entity: EntityPlan, settle_after: datetime) -> None:
+        """Before a write: the entity's write is about to be sent, and its request may run until
+        ``settle_after`` (if the process dies now, the next apply waits for that before reading it back)."""
+        self._update(entity, EntityStatus.IN_FLIGHT, None, sent=False, settle_after=settle_after, keep=False)
 
-    def record(self, entity: EntityPlan, status: EntityStatus, message: str | None) -> None:
-        """After a write, or after reading the record back: the entity's outcome."""
-        self._update(entity, status, message, written=False)
+    def record(
+        self,
+        entity: EntityPlan,
+        status: EntityStatus,
+        message: str | None,
+        *,
+        sent: bool = False,
+        still_running: bool = False,
+    ) -> None:
+        """After a write, or after reading the record back: the entity's outcome. ``sent``: the service
+        received a write for it (counted in ``write_count``). ``still_running``: no answer came back, so the
+        request may still run at the service until the deadline set by `mark_in_flight` (kept)."""
+        self._update(entity, status, message, sent=sent, settle_after=None, keep=still_running)
 
     def _update(
-        self, entity: EntityPlan, status: EntityStatus, message: str | None, *, written: bool
+        self,
+        entity: EntityPlan,
+        status: EntityStatus,
+        message: str | None,
+        *,
+        sent: bool,
+        settle_after: datetime | None,
+        keep: bool,
     ) -> None:
+        """One committed statement; ``keep`` leaves ``settle_after`` as it is, else it is set."""
         with self._lock:
             if not self._open:
                 raise JournalClosedError(
@@ -315,13 +450,16 @@ class Journal:
                 )
             self._con.execute(
                 "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
-                "write_count = write_count + ? WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
+                "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END "
+                "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
                 [
                     status,
                     message,
                     datetime.now(UTC),
                     self.run_id,
-                    int(written),
+                    int(sent),
+                    keep,
+                    settle_after,
                     self._plan_id,
                     entity.kind,
                     entity.entity_id,

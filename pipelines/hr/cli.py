@@ -31,6 +31,7 @@ from pipelines.hr.workflow import (
     RefreshFailedError,
     allow,
     apply_stored,
+    os_user,
     plan_upload,
     refresh,
     stored_plan,
@@ -38,7 +39,13 @@ from pipelines.hr.workflow import (
 from pipelines.settings import SyncSettings
 from resources.errors import ServiceError
 from warehouse.commit import connect
-from warehouse.hr_store import PlanNotFoundError, StoredPlan, journal_entries, list_plans
+from warehouse.hr_store import (
+    AllowancesFinalError,
+    PlanNotFoundError,
+    StoredPlan,
+    journal_entries,
+    list_plans,
+)
 
 DEFAULT_REPORTS = Path("data/hr/reports")
 BLOCKED = 3
@@ -60,6 +67,9 @@ AllowOption = Annotated[
     typer.Option("--allow", help="Lift one safety threshold (a change kind) for this plan; repeatable."),
 ]
 ReasonOption = Annotated[str | None, typer.Option(help="Why the thresholds are lifted (recorded; required).")]
+ApprovedByOption = Annotated[
+    str | None, typer.Option(help="Who lifts the thresholds (recorded); default the OS user.")
+]
 
 
 @hr_app.command("plan")
@@ -86,6 +96,7 @@ def plan_command(
     ] = False,
     allow_kind: AllowOption = None,
     reason: ReasonOption = None,
+    approved_by: ApprovedByOption = None,
     csv: Annotated[Path | None, typer.Option(help="Also write the plan's changes to this CSV.")] = None,
     json: Annotated[Path | None, typer.Option(help="Also write the whole plan to this JSON file.")] = None,
     errors: Annotated[
@@ -103,6 +114,7 @@ def plan_command(
         _mapping(mapping, encoding, delimiter),
         strict,
         _allowances(allow_kind, reason),
+        approved_by or os_user(),
     )
     if refresh_first:
         with service_for(settings) as (settings, embedded):
@@ -125,6 +137,7 @@ def apply_command(
     warehouse: WarehouseOption = None,
     allow_kind: AllowOption = None,
     reason: ReasonOption = None,
+    approved_by: ApprovedByOption = None,
     refresh_after: Annotated[
         bool, typer.Option("--refresh/--no-refresh", help="Run the incremental extract after applying.")
     ] = True,
@@ -135,7 +148,9 @@ def apply_command(
     store = warehouse_resource(settings)
     stored = _stored(store.file, plan_id)
     if allow_kind:
-        stored = allow(store.file, plan_id, _allowances(allow_kind, reason))
+        stored = _allow(
+            console, store.file, plan_id, _allowances(allow_kind, reason), approved_by or os_user()
+        )
     with service_for(settings) as (settings, embedded):
         _note(console, embedded)
         # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
@@ -222,6 +237,17 @@ def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="--allow") from None
     return dict.fromkeys(kinds, reason)
+
+
+def _allow(
+    console: Console, warehouse: Path, plan_id: str, kinds: dict[str, str], approved_by: str
+) -> StoredPlan:
+    """Lift ``kinds`` for a plan; a plan that began applying keeps its lifts, and nothing is applied."""
+    try:
+        return allow(warehouse, plan_id, kinds, approved_by)
+    except AllowancesFinalError as error:
+        console.print(f"[red]{escape(str(error))}[/]")
+        raise typer.Exit(1) from None
 
 
 def _stored(warehouse: Path, plan_id: str) -> StoredPlan:

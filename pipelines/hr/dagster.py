@@ -24,7 +24,15 @@ from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import load_mapping
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
-from pipelines.hr.workflow import PlanRequest, allow, apply_stored, plan_upload, refresh, stored_plan
+from pipelines.hr.workflow import (
+    PlanRequest,
+    allow,
+    apply_stored,
+    os_user,
+    plan_upload,
+    refresh,
+    stored_plan,
+)
 from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
@@ -52,6 +60,13 @@ class HrSyncConfig(dg.Config):
     reason: str | None = Field(
         default=None, description="With approve_plan_id: why (recorded with the plan)."
     )
+    approved_by: str | None = Field(
+        default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
+    )
+    unattended: bool = Field(
+        default=False,
+        description="Set by the drop-folder sensor: apply only a plan no threshold was over; never approve.",
+    )
     errors_dir: str = Field(default=DEFAULT_REPORTS, description="Folder of the error reports.")
 
 
@@ -68,11 +83,14 @@ def hr_plan(
     if config.approve_plan_id:
         stored = _approve(config, warehouse)
         plan_id, blocked = stored.plan_id, stored.blocked
-        yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status)})
+        yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
     else:
         plan = _plan(config, adm, warehouse)
         plan_id, blocked = plan.plan_id, plan.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"plan": dg.MetadataValue.md(plan_markdown(plan))})
+        if config.unattended and not blocked:
+            # Nobody watches a sensor's run: a plan over any threshold waits for a person, lifted or not.
+            blocked = [check.kind.value for check in plan.checks if check.over]
     if blocked:
         context.log.warning(
             f"plan {plan_id} is blocked by thresholds {blocked}: approve it by id to apply it"
@@ -98,11 +116,16 @@ def _plan(config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseReso
 
 def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
     """Lift the configured kinds (default: every blocked kind) of a stored plan, with the reason."""
+    if config.unattended:
+        raise dg.Failure(
+            description="an unattended run never approves a plan: run hr_sync with approve_plan_id"
+        )
     plan_id = str(config.approve_plan_id)
     kinds = config.allow or stored_plan(warehouse.file, plan_id).blocked
     if kinds and not (config.reason or "").strip():
         raise dg.Failure(description="approving a blocked plan needs a reason")
-    return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""))
+    approver = config.approved_by or os_user()
+    return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
 
 
 @dg.op
@@ -151,7 +174,7 @@ def _signature(path: Path) -> list[int]:
 
 def _run_request(path: Path) -> dg.RunRequest:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    config = HrSyncConfig(files=[str(path)])
+    config = HrSyncConfig(files=[str(path)], unattended=True)
     return dg.RunRequest(
         run_key=digest, run_config=dg.RunConfig(ops={"hr_plan": config}), tags={"hr_file": path.name}
     )

@@ -90,6 +90,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             {
                 "kind": check.kind.value,
                 "count": check.count,
+                "earlier_in_window": check.earlier,
                 "share": round(check.share, 4),
                 "max_count": check.limit.max_count,
                 "max_share": check.limit.max_share,

@@ -150,23 +150,77 @@ def _report_cycles(
 def _inactive_managers(
     users: list[HrRow], mapping: EntityMapping, snapshot: Snapshot, today: date
 ) -> list[HrRow]:
-    """Rows that would leave an active employee reporting to an inactive or terminated manager, where
-    the service does not already show that (the file must not create it; it may be the file's fix)."""
+    """Rows that would leave an active employee reporting to an inactive or terminated manager, where the
+    service does not already show that (the file must not create it; it may be the file's fix). The row
+    to blame is the one that makes the change: a manager's termination while reports stay active (whether
+    or not their rows are in the file), or an employee's own move to a manager the service shows unfit."""
     after = {row.entity_id: row.desired for row in users if row.valid and row.entity_id}
+    rows = [row for row in users if row.valid and row.entity_id]
+    return _leaving_managers(rows, after, mapping, snapshot, today) + _joining_unfit(
+        rows, after, mapping, snapshot, today
+    )
+
+
+def _leaving_managers(
+    rows: list[HrRow],
+    after: Mapping[str, Mapping[str, object]],
+    mapping: EntityMapping,
+    snapshot: Snapshot,
+    today: date,
+) -> list[HrRow]:
+    """Rows that make a manager inactive or terminated while active employees still report to them."""
+    reports = _reports_after(after, snapshot)
     flagged = []
-    for row in users:
-        if not (row.valid and row.entity_id):
+    for row in rows:
+        assert row.entity_id is not None
+        unfit = _unfit(row.entity_id, after, snapshot, today)
+        if not unfit or _unfit(row.entity_id, {}, snapshot, today):
             continue
-        manager = _manager_of(row.entity_id, after, snapshot)
-        now_bad = _reports_to_inactive(row.entity_id, manager, after, snapshot, today)
-        before = str(snapshot.user_values[row.entity_id]["manager"])
-        was_bad = _reports_to_inactive(row.entity_id, before, {}, snapshot, today)
-        if now_bad and not was_bad:
-            row.problem(
-                mapping, "manager", "inactive_manager", f"{snapshot.user_label(manager)} is {now_bad}"
+        active = [user for user in reports.get(row.entity_id, []) if _active(user, after, snapshot)]
+        if active:
+            named = ", ".join(snapshot.user_label(user) for user in active[:3])
+            more = f" and {len(active) - 3} more" if len(active) > 3 else ""
+            field = (
+                "status"
+                if _state(row.entity_id, "status", after, snapshot) in INACTIVE
+                else "termination_date"
             )
+            message = f"{len(active)} active report(s) would have an {unfit} manager: {named}{more}"
+            row.problem(mapping, field, "inactive_manager", message)
             flagged.append(row)
     return flagged
+
+
+def _joining_unfit(
+    rows: list[HrRow],
+    after: Mapping[str, Mapping[str, object]],
+    mapping: EntityMapping,
+    snapshot: Snapshot,
+    today: date,
+) -> list[HrRow]:
+    """Rows of active employees that take (or keep, when reactivated) a manager the service shows
+    inactive or terminated."""
+    flagged = []
+    for row in rows:
+        assert row.entity_id is not None
+        manager = _manager_of(row.entity_id, after, snapshot)
+        unfit = _unfit(manager, {}, snapshot, today) if _active(row.entity_id, after, snapshot) else None
+        before = str(snapshot.user_values[row.entity_id]["manager"])
+        was_unfit = _active(row.entity_id, {}, snapshot) and _unfit(before, {}, snapshot, today)
+        if unfit and manager != row.entity_id and not was_unfit:
+            row.problem(mapping, "manager", "inactive_manager", f"{snapshot.user_label(manager)} is {unfit}")
+            flagged.append(row)
+    return flagged
+
+
+def _reports_after(after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> dict[str, list[str]]:
+    """Each manager's direct reports once the upload is applied."""
+    reports: dict[str, list[str]] = {}
+    for user in snapshot.user_values:
+        manager = _manager_of(user, after, snapshot)
+        if manager != user:
+            reports.setdefault(manager, []).append(user)
+    return reports
 
 
 def _manager_of(user_id: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> str:
@@ -174,16 +228,15 @@ def _manager_of(user_id: str, after: Mapping[str, Mapping[str, object]], snapsho
     return str(desired) if desired else str(snapshot.user_values[user_id]["manager"])
 
 
-def _reports_to_inactive(
-    user_id: str,
-    manager: str,
-    after: Mapping[str, Mapping[str, object]],
-    snapshot: Snapshot,
-    today: date,
+def _active(user_id: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> bool:
+    """Whether the user is not inactive (per the upload over the service)."""
+    return _state(user_id, "status", after, snapshot) not in INACTIVE
+
+
+def _unfit(
+    manager: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot, today: date
 ) -> str | None:
-    """How ``manager`` is unfit for active ``user_id`` ("inactive", "terminated"), or None."""
-    if manager == user_id or _state(user_id, "status", after, snapshot) in INACTIVE:
-        return None
+    """How ``manager`` is unfit to have active reports ("inactive", "terminated"), or None."""
     if _state(manager, "status", after, snapshot) in INACTIVE:
         return "inactive"
     ends = _state(manager, "termination_date", after, snapshot)

@@ -13,7 +13,7 @@ import codecs
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -21,8 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from models.groups import DisableOption, GroupStatus
 from models.users import UserStatus
 from pipelines.hr.fields import GROUP_FIELDS, USER_FIELDS, EntityKind
-from pipelines.hr.kinds import ChangeKind
-from pipelines.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdLimit, watched_kind
+from pipelines.hr.thresholds import Thresholds
 
 SAMPLES = Path(__file__).with_name("samples")
 DEFAULT_MAPPING = SAMPLES / "mapping.toml"
@@ -152,16 +151,7 @@ class Mapping(_Table):
     users: UserMapping
     groups: GroupMapping
     plan: PlanOptions = Field(default_factory=PlanOptions)
-    thresholds: dict[ChangeKind, ThresholdLimit] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
-
-    @field_validator("thresholds", mode="before")
-    @classmethod
-    def _with_defaults(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        for name in value:
-            watched_kind(name)
-        return {**DEFAULT_THRESHOLDS, **value}
+    thresholds: Thresholds = Field(default_factory=Thresholds)
 
     @property
     def max_warehouse_age(self) -> timedelta:

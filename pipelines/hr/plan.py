@@ -15,14 +15,22 @@ from datetime import datetime
 
 from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, same
 from pipelines.hr.graph import INACTIVE, depths
-from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.kinds import ChangeKind, Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.rows import HrRow
 from pipelines.hr.snapshot import Snapshot
-from pipelines.hr.thresholds import ThresholdCheck, blocked_kinds, check_thresholds
+from pipelines.hr.thresholds import (
+    EntityKey,
+    ThresholdCheck,
+    Thresholds,
+    blocked_kinds,
+    check_thresholds,
+    watched_entities,
+)
 from pipelines.hr.validate import Validation
 
 _USER_KINDS = {
+    "employee_id": ChangeKind.IDENTITY,
     "manager": ChangeKind.MANAGER,
     "email": ChangeKind.EMAIL,
     "positions": ChangeKind.POSITION,
@@ -93,8 +101,13 @@ class Plan:
     entities: list[EntityPlan]
     new: list[NewEntity]
     population: dict[EntityKind, int]
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    earlier: Mapping[Watched, set[EntityKey]] = field(default_factory=dict)
+    """Entities per watched kind that plans applied within the thresholds' window changed."""
     checks: list[ThresholdCheck] = field(default_factory=list)
     allowed: dict[str, str] = field(default_factory=dict)
+    approved_by: str = ""
+    """Who lifted the ``allowed`` kinds (when any are)."""
     status: str = "ready"
 
     @property
@@ -108,6 +121,16 @@ class Plan:
         return counts | ({ChangeKind.NEEDS_CREATION.value: len(self.new)} if self.new else {})
 
     @property
+    def watched(self) -> dict[Watched, set[EntityKey]]:
+        """The entities this plan changes per watched kind."""
+        changes = (
+            (change.kind, entity.kind, entity.entity_id)
+            for entity in self.entities
+            for change in entity.changes
+        )
+        return watched_entities(changes)
+
+    @property
     def blocked(self) -> list[str]:
         """Change kinds over their threshold and not allowed."""
         return blocked_kinds(self.checks)
@@ -119,8 +142,12 @@ def make_plan(
     mapping: HrMapping,
     allowed: Mapping[str, str],
     now: datetime,
+    *,
+    earlier: Mapping[Watched, set[EntityKey]],
+    approved_by: str = "",
 ) -> Plan:
-    """Plan the valid rows of ``validation`` against ``snapshot``; thresholds decide the status."""
+    """Plan the valid rows of ``validation`` against ``snapshot``; thresholds, counted with the ``earlier``
+    plans of their window, decide the status. ``allowed`` (kind -> reason) are lifted by ``approved_by``."""
     valid = [row for row in validation.rows if row.valid]
     option = mapping.groups.disable_option.value
     entities = [
@@ -138,15 +165,19 @@ def make_plan(
             NewEntity(row.kind, row.key, row.file, row.line, row.cells) for row in valid if not row.entity_id
         ],
         population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        earlier=earlier,
+        approved_by=approved_by if allowed else "",
     )
-    apply_allowances(plan, mapping, dict(allowed))
+    apply_allowances(plan, mapping, allowed)
     return plan
 
 
-def apply_allowances(plan: Plan, mapping: HrMapping, allowed: dict[str, str]) -> None:
-    """(Re)check thresholds with the kinds ``allowed`` (kind -> reason) lifted; sets the plan's status."""
-    plan.allowed = allowed
-    plan.checks = check_thresholds(plan.counts, plan.population, mapping.thresholds, allowed)
+def apply_allowances(plan: Plan, mapping: HrMapping, allowed: Mapping[str, str]) -> None:
+    """Check the mapping's thresholds with the kinds ``allowed`` (kind -> reason) lifted, counting the
+    plan's ``earlier`` entities of the window too; sets the plan's status."""
+    plan.thresholds = mapping.thresholds
+    plan.allowed = dict(allowed)
+    plan.checks = check_thresholds(plan.watched, plan.earlier, plan.population, plan.thresholds, plan.allowed)
     plan.status = "blocked" if plan.blocked else "ready"
 
 

@@ -33,7 +33,7 @@ def kind_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
 def _threshold(check: ThresholdCheck | None) -> tuple[str, str]:
     if check is None:
         return "-", "ok"
-    limit = f"{check.limit.max_count} / {check.limit.max_share:.0%}"
+    limit = check.limit.describe()
     if not check.over:
         return limit, "ok"
     return limit, f"allowed: {check.allowed_reason}" if check.allowed_reason else "OVER: blocked"

@@ -12,17 +12,29 @@ cursors.)
 
 from __future__ import annotations
 
+import getpass
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import duckdb
 
 from pipelines.hr.apply import ApplyReport, apply_plan
 from pipelines.hr.csv_input import read_csv
+from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Plan, make_plan
 from pipelines.hr.snapshot import fresh_run, load_snapshot
-from pipelines.hr.thresholds import watched_kind
+from pipelines.hr.thresholds import (
+    EntityKey,
+    Thresholds,
+    blocked_kinds,
+    check_thresholds,
+    watched_entities,
+    watched_kind,
+)
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
 from pipelines.runner import cli_instance, run_tenant
@@ -31,7 +43,16 @@ from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
-from warehouse.hr_store import StoredPlan, load_plan, record_allowances, save_plan
+from warehouse.hr_status import PlanStatus
+from warehouse.hr_store import (
+    StoredPlan,
+    load_plan,
+    plan_changes,
+    record_allowances,
+    record_blocked,
+    save_plan,
+    window_changes,
+)
 
 
 class RefreshFailedError(Exception):
@@ -48,6 +69,8 @@ class PlanRequest:
     strict: bool = False
     allow: Mapping[str, str] = field(default_factory=dict)
     """Watched change kinds to lift for this plan -> the reason recorded with it."""
+    approved_by: str = ""
+    """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
 
 
 @dataclass
@@ -84,7 +107,16 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
         refusal = _refusal(validation, request.strict)
         if refusal:
             return PlanOutcome(validation, None, refusal)
-        plan = make_plan(validation, snapshot, request.mapping, request.allow, moment)
+        earlier = _window(con, request.tenant_id, request.mapping.thresholds, moment, None)
+        plan = make_plan(
+            validation,
+            snapshot,
+            request.mapping,
+            request.allow,
+            moment,
+            earlier=earlier,
+            approved_by=request.approved_by,
+        )
         save_plan(con, plan)
         return PlanOutcome(validation, plan)
     finally:
@@ -111,17 +143,54 @@ def checked_allowances(allow: Mapping[str, str]) -> dict[str, str]:
     return dict(allow)
 
 
-def allow(warehouse: Path, plan_id: str, kinds: Mapping[str, str]) -> StoredPlan:
-    """Lift watched kinds (-> reasons) for one stored plan; returns the plan as now stored."""
+def allow(
+    warehouse: Path, plan_id: str, kinds: Mapping[str, str], approved_by: str, now: datetime | None = None
+) -> StoredPlan:
+    """Lift watched kinds (-> reasons) for one stored plan, recorded as lifted by ``approved_by``; returns
+    the plan as now stored. `warehouse.hr_store.AllowancesFinalError` once the plan began applying."""
     lifted = checked_allowances(kinds)
+    moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
-        plan = load_plan(con, plan_id)
-        blocked = [kind for kind in plan.blocked if kind not in lifted]
-        record_allowances(con, plan_id, plan.allowed | lifted, blocked)
-        return load_plan(con, plan_id)
+        record_allowances(con, plan_id, lifted, approved_by, moment)
+        return recheck_thresholds(con, plan_id, moment)
     finally:
         con.close()
+
+
+def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: datetime) -> StoredPlan:
+    """Check a plan not yet applying again with the limits it was planned with, against the plans applied
+    within the window by ``now`` (others may have been applied since it was made); returns it as stored."""
+    plan = load_plan(con, plan_id)
+    if plan.status not in (PlanStatus.READY, PlanStatus.BLOCKED):
+        return plan
+    if plan.thresholds is None:
+        # Planned before its limits were stored: only the lifts can change what blocks it.
+        blocked = [kind for kind in plan.blocked if kind not in plan.allowed]
+    else:
+        stored = dict(plan.thresholds)
+        population = stored.pop("population")
+        thresholds = Thresholds.model_validate(stored)
+        earlier = _window(con, plan.tenant_id, thresholds, now, plan_id)
+        own = watched_entities(plan_changes(con, plan_id))
+        blocked = blocked_kinds(check_thresholds(own, earlier, population, thresholds, plan.allowed))
+    record_blocked(con, plan_id, blocked)
+    return load_plan(con, plan_id)
+
+
+def _window(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, thresholds: Thresholds, now: datetime, plan_id: str | None
+) -> dict[Watched, set[EntityKey]]:
+    """The entities per watched kind that the tenant's other plans applied within the window changed."""
+    return watched_entities(window_changes(con, tenant_id, now - thresholds.window, plan_id))
+
+
+def os_user() -> str:
+    """Who runs this process, the default approver of a lifted threshold."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (a bare container)
+        return f"uid {os.getuid()}"
 
 
 def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
@@ -133,10 +202,14 @@ def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
         con.close()
 
 
-def apply_stored(warehouse: Path, plan_id: str, client: AdmClient, run_id: str) -> ApplyReport:
-    """Apply (or resume) a stored plan."""
+def apply_stored(
+    warehouse: Path, plan_id: str, client: AdmClient, run_id: str, max_age: timedelta | None = None
+) -> ApplyReport:
+    """Apply (or resume) a stored plan; one older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``)
+    is refused."""
+    age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
     con = connect(warehouse)
     try:
-        return apply_plan(con, client, load_plan(con, plan_id), run_id)
+        return apply_plan(con, client, recheck_thresholds(con, plan_id, datetime.now(UTC)), run_id, age)
     finally:
         con.close()

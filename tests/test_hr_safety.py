@@ -1,0 +1,250 @@
+"""Safety thresholds over real HTTP and DuckDB: every kind that hurts at scale is watched (reactivation,
+identity, group transfer, the share of all entities), counted over a rolling window across plans, lifted
+only with a recorded approver and reason that nothing replaces; the drop-folder sensor never applies a plan
+over a threshold; a manager's termination that orphans active reports is the row flagged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from emulator.scale import DEMO_TENANT_ID
+from emulator.server import EmulatorServer
+from pipelines.hr.apply import PlanNotApplicableError
+from pipelines.hr.dagster import HrSyncConfig, hr_sync
+from pipelines.hr.demo_export import Row
+from pipelines.hr.plan import Plan
+from pipelines.hr.thresholds import ThresholdCheck
+from pipelines.hr.workflow import allow, refresh
+from resources.dagster_resource import AdmClientResource
+from resources.warehouse_resource import WarehouseResource
+from tests.test_hr_support import MAPPING, apply, plan, seeded_state, user_rows, write_users, writes
+from warehouse.commit import connect
+from warehouse.hr_store import AllowancesFinalError, allowances, load_plan
+
+pytest_plugins = ["tests.test_hr_support"]
+
+
+def planned(store: WarehouseResource, path: Path) -> Plan:
+    """The plan of one users file (it must be made)."""
+    made = plan(store, path).plan
+    assert made is not None
+    return made
+
+
+def check_of(made: Plan, kind: str) -> ThresholdCheck:
+    """One watched kind's check."""
+    return next(check for check in made.checks if check.kind == kind)
+
+
+def leaves(rows: list[Row]) -> list[Row]:
+    """Rows of ACTIVE employees nobody reports to: deactivating them leaves no one with an unfit manager."""
+    managers = {row["manager"] for row in rows}
+    active = {user["employeeId"] for user in seeded_state().users.values() if user["status"] == "ACTIVE"}
+    return [row for row in rows if row["employee_id"] in active and row["employee_id"] not in managers]
+
+
+def deactivate(store: WarehouseResource, adm: AdmClientResource, path: Path, rows: list[Row]) -> Plan:
+    """Plan, lift (when over) and apply making ``rows`` Inactive, then refresh the warehouse."""
+    for row in rows:
+        row["status"] = "Inactive"
+    made = planned(store, write_users(path, rows))
+    if made.blocked:
+        allow(store.file, made.plan_id, dict.fromkeys(made.blocked, "test: prepared state"), "tester")
+    assert apply(store, adm, made.plan_id).status == "applied"
+    refresh(DEMO_TENANT_ID, adm, store)
+    return made
+
+
+def test_reactivating_30_percent_of_the_tenant_is_blocked(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    # Last month's export re-planned after 90 terminations: 90 reactivations, 30% of 300 users.
+    rows = user_rows()
+    before = {row["employee_id"]: dict(row) for row in rows}
+    left = leaves(rows)[:90]
+    deactivate(hr_store, adm, tmp_path / "terminations.csv", left)
+    made = planned(
+        hr_store, write_users(tmp_path / "last_month.csv", [before[row["employee_id"]] for row in left])
+    )
+    assert made.counts == {"reactivation": 90}
+    assert (made.status, check_of(made, "reactivation").count) == ("blocked", 90)
+    assert "reactivation" in made.blocked
+
+
+def test_a_lost_employee_id_prefix_is_a_watched_identity_change(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    # Every row still matches its user through the email fallback, but its employee id changed.
+    rows = user_rows()
+    for row in rows:
+        row["employee_id"] = row["employee_id"].removeprefix("E")
+        row["manager"] = row["manager"].removeprefix("E")
+    made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
+    assert made.counts["identity"] == len(rows) and "profile" not in made.counts
+    assert {"identity", "total"} <= set(made.blocked)
+    fields = {
+        change.field for entity in made.entities for change in entity.changes if change.kind == "identity"
+    }
+    assert fields == {"employee_id"}
+
+
+def test_a_mass_transfer_of_groups_is_blocked(hr_store: WarehouseResource, tmp_path: Path) -> None:
+    rows = user_rows()
+    moved = rows[: round(len(rows) * 0.98)]
+    for row in moved:
+        row["groups"] = "ORG-0002"
+    made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
+    assert check_of(made, "group").count >= len(moved) - 10  # some were in ORG-0002 already
+    assert "group" in made.blocked
+
+
+def test_the_share_of_all_entities_a_plan_changes_is_limited(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    # A shifted column rewrites a quarter of the last names: a kind no other threshold watches.
+    rows = user_rows()
+    for row in rows[:75]:
+        row["last_name"] = row["first_name"][:20]
+    made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
+    assert made.blocked == ["total"]
+    assert (check_of(made, "total").count, check_of(made, "total").population) == (75, 340)
+
+
+def test_terminations_split_into_small_plans_are_counted_over_the_window(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    first, second, third = (leaves(rows)[start : start + 15] for start in (0, 15, 30))
+    for row in [*first, *second]:
+        row["status"] = "Inactive"
+    # Two plans of 15 made side by side are each within 25 ...
+    made = [
+        planned(hr_store, write_users(tmp_path / f"{n}.csv", part)) for n, part in enumerate((first, second))
+    ]
+    assert [plan.status for plan in made] == ["ready", "ready"]
+    assert apply(hr_store, adm, made[0].plan_id).status == "applied"
+    # ... but once one is applied, the other is checked again when applied: 30 within the window.
+    with pytest.raises(PlanNotApplicableError, match="deactivation"):
+        apply(hr_store, adm, made[1].plan_id)
+    con = connect(hr_store.file)
+    try:
+        assert load_plan(con, made[1].plan_id).blocked == ["deactivation"]
+    finally:
+        con.close()
+    # A third plan of 15 made after the apply counts the first 15 at once.
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    later = planned(
+        hr_store, write_users(tmp_path / "third.csv", [dict(row, status="Inactive") for row in third])
+    )
+    check = check_of(later, "deactivation")
+    assert (later.status, check.count, check.earlier) == ("blocked", 15, 15)
+
+
+def test_a_window_of_zero_days_counts_each_plan_alone(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    first, second = leaves(rows)[:15], leaves(rows)[15:30]
+    deactivate(hr_store, adm, tmp_path / "first.csv", first)
+    for row in second:
+        row["status"] = "Inactive"
+    mapping = MAPPING.model_copy(
+        update={"thresholds": MAPPING.thresholds.model_copy(update={"window_days": 0})}
+    )
+    made = plan(hr_store, write_users(tmp_path / "second.csv", second), mapping=mapping).plan
+    assert made is not None and made.status == "ready"
+
+
+def test_a_lift_records_who_and_why_and_is_never_replaced(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    rows = leaves(user_rows())[:30]
+    for row in rows:
+        row["status"] = "Inactive"
+    made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
+    assert made.blocked == ["deactivation"]
+    allow(hr_store.file, made.plan_id, {"deactivation": "restructuring, signed off"}, "hr.lead")
+    allow(hr_store.file, made.plan_id, {"deactivation": "a later reason"}, "someone.else")
+    assert apply(hr_store, adm, made.plan_id).status == "applied"
+    with pytest.raises(AllowancesFinalError, match="final"):
+        allow(hr_store.file, made.plan_id, {"deactivation": "after the fact"}, "someone.else")
+    con = connect(hr_store.file)
+    try:
+        lifted = allowances(con, made.plan_id)
+        stored = load_plan(con, made.plan_id)
+    finally:
+        con.close()
+    assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [
+        ("deactivation", "restructuring, signed off", "hr.lead")
+    ]
+    assert stored.allowed == {"deactivation": "restructuring, signed off"}
+
+
+def run_unattended(adm: AdmClientResource, store: WarehouseResource, path: Path) -> dg.ExecuteInProcessResult:
+    """``hr_sync`` as the drop-folder sensor starts it for one file."""
+    return hr_sync.execute_in_process(
+        run_config=dg.RunConfig(ops={"hr_plan": HrSyncConfig(files=[str(path)], unattended=True)}),
+        resources={"adm": adm, "warehouse": store},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+
+
+def test_the_sensor_does_not_apply_a_30_percent_reactivation(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    before = {row["employee_id"]: dict(row) for row in rows}
+    left = leaves(rows)[:90]
+    deactivate(hr_store, adm, tmp_path / "terminations.csv", left)
+    written = writes(server)
+    path = write_users(tmp_path / "last_month.csv", [before[row["employee_id"]] for row in left])
+    result = run_unattended(adm, hr_store, path)
+    assert result.success
+    assert writes(server) == written
+    applying = [event.event_type_value for event in result.all_node_events if event.step_key == "hr_apply"]
+    assert applying == ["STEP_SKIPPED"]
+    con = connect(hr_store.file)
+    try:
+        stored = load_plan(con, result.output_for_node("hr_plan", "plan_id"))
+    finally:
+        con.close()
+    assert (stored.status, "reactivation" in stored.blocked) == ("blocked", True)
+
+
+def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = leaves(user_rows())[:30]
+    for row in rows:
+        row["status"] = "Inactive"
+    result = run_unattended(adm, hr_store, write_users(tmp_path / "u.csv", rows))
+    assert result.success and writes(server) == {}
+    plan_id = result.output_for_node("hr_plan", "plan_id")
+    approve = HrSyncConfig(approve_plan_id=plan_id, reason="sensor", unattended=True)
+    with pytest.raises(dg.Failure, match="never approves"):
+        hr_sync.execute_in_process(
+            run_config=dg.RunConfig(ops={"hr_plan": approve}),
+            resources={"adm": adm, "warehouse": hr_store},
+            instance=dg.DagsterInstance.ephemeral(),
+        )
+    assert writes(server) == {}
+
+
+@pytest.mark.parametrize("with_report", [True, False])
+def test_terminating_a_manager_with_active_reports_is_not_planned(
+    hr_store: WarehouseResource, tmp_path: Path, with_report: bool
+) -> None:
+    rows = user_rows()
+    managers = {row["manager"] for row in rows if row["manager"] != row["employee_id"]}
+    boss = next(row for row in rows if row["employee_id"] in managers and row["status"] == "Active")
+    reports = [row for row in rows if row["manager"] == boss["employee_id"] and row["status"] == "Active"]
+    boss["status"] = "Terminated"
+    outcome = plan(hr_store, write_users(tmp_path / "u.csv", [boss, *reports[:1]] if with_report else [boss]))
+    # The termination is not planned (a file of that row alone plans nothing at all).
+    assert outcome.plan is None or outcome.plan.entities == []
+    assert [(p.line, p.column, p.rule) for p in outcome.validation.problems] == [
+        (2, "Employment Status", "inactive_manager")
+    ]
