@@ -241,8 +241,9 @@ def benchmark_users_csv(
     tenant_id: str = DEMO_TENANT_ID,
 ) -> Path:
     """An ``rows``-row HR users export of the emulator's seeded tenant (at ``scale``, default ``rows``
-    users) in which ``changed_share`` of the rows change a job title, a department or a last name: kinds
-    no safety threshold watches, so the plan applies without approval. Returns ``path``."""
+    users) in which ``changed_share`` of the rows change a job title, a department or a last name. Only
+    the department changes (transfers, kind ``group``) are watched by a safety threshold: lift it to apply
+    a large file. Returns ``path``."""
     state = seed_tenant(seed, tenant_id, scale or Scale(users=rows), LABEL)
     exported = export_users(state)[:rows]
     events = _Events(state, exported)
