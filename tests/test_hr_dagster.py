@@ -4,30 +4,42 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 import pytest
+from pydantic import ValidationError
 
+from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_sync
+from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync
 from pipelines.hr.mapping import SAMPLES
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import writes
+from tests.test_hr_support import faults, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
 DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
 
 
-def run(adm: AdmClientResource, store: WarehouseResource, config: HrSyncConfig) -> dg.ExecuteInProcessResult:
+def run(
+    adm: AdmClientResource,
+    store: WarehouseResource,
+    config: HrSyncConfig,
+    instance: dg.DagsterInstance | None = None,
+    *,
+    raise_on_error: bool = True,
+) -> dg.ExecuteInProcessResult:
     """Run ``hr_sync`` in process with the test's emulator and warehouse."""
     return hr_sync.execute_in_process(
         run_config=dg.RunConfig(ops={"hr_plan": config}),
         resources={"adm": adm, "warehouse": store},
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        raise_on_error=raise_on_error,
     )
 
 
@@ -44,11 +56,74 @@ def plan_metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
 def test_a_plan_within_thresholds_is_applied(
     adm: AdmClientResource, hr_store: WarehouseResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    result = run(adm, hr_store, HrSyncConfig(files=DEMO, errors_dir=str(tmp_path)))
-    assert result.success
-    assert result.output_for_node("hr_apply") == "applied"
-    assert "| manager | 4 |" in plan_metadata(result)["plan"].value
-    assert len(writes(server)) == 19
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = run(adm, hr_store, HrSyncConfig(files=DEMO, errors_dir=str(tmp_path)), instance)
+        assert result.success
+        assert result.output_for_node("hr_apply") == "applied"
+        metadata = plan_metadata(result)
+        assert "| manager | 4 |" in metadata["plan"].value
+        # The run shows what the upload rejected and where the error report is, and the whole plan's size.
+        assert (metadata["rejected_rows"].value, metadata["problems"].value) == (8, 8)
+        reports = {tmp_path / "demo_users.errors.csv", tmp_path / "demo_groups.errors.csv"}
+        assert {Path(path) for path in metadata["error_reports"].value} == reports
+        assert (metadata["entities"].value, metadata["needs_creation"].value) == (19, 2)
+        assert len(writes(server)) == 19
+        # The warehouse is refreshed by a run of its own, in the run queue, not inside this one.
+        assert refresh_requests(instance) == [(f"hr_refresh:{result.run_id}", DEMO_TENANT_ID)]
+
+
+def refresh_requests(instance: dg.DagsterInstance) -> list[tuple[str | None, str | None]]:
+    """(run key, partition) of the runs the refresh sensor requests now; each names the nightly job."""
+    result = hr_refresh_after_apply(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    return [(request.run_key, request.partition_key) for request in result.run_requests or []]
+
+
+def test_an_incomplete_apply_fails_the_run_and_a_rerun_resumes_it(
+    adm: AdmClientResource, hr_store: WarehouseResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    faults(server, error_rate=1.0, methods=["PATCH"])
+    with dg.DagsterInstance.ephemeral() as instance:
+        failed = run(
+            adm, hr_store, HrSyncConfig(files=DEMO, errors_dir=str(tmp_path)), instance, raise_on_error=False
+        )
+        assert not failed.success
+        failure = next(event for event in failed.all_events if event.is_step_failure)
+        assert failure.step_key == "hr_apply" and "incomplete" in str(failure.event_specific_data)
+        plan_id = failed.output_for_node("hr_plan", "plan_id")
+        assert writes(server) == {}
+        faults(server)
+        resumed = run(adm, hr_store, HrSyncConfig(approve_plan_id=plan_id), instance)
+        assert resumed.output_for_node("hr_apply") == "applied" and len(writes(server)) == 19
+        # The red run wrote nothing here, but an incomplete apply may have: both are refreshed.
+        assert {key for key, _ in refresh_requests(instance)} == {
+            f"hr_refresh:{failed.run_id}",
+            f"hr_refresh:{resumed.run_id}",
+        }
+
+
+def test_a_run_with_nothing_to_do_is_a_config_error(
+    adm: AdmClientResource, hr_store: WarehouseResource
+) -> None:
+    with pytest.raises(ValidationError, match="needs files to plan or an approve_plan_id"):
+        HrSyncConfig()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = hr_sync.execute_in_process(
+            run_config={"ops": {"hr_plan": {"config": {}}}},
+            resources={"adm": adm, "warehouse": hr_store},
+            instance=instance,
+            raise_on_error=False,
+        )
+    failure = next(event for event in result.all_events if event.is_step_failure)
+    assert failure.step_key == "hr_plan" and "needs files to plan" in str(failure.event_specific_data)
+    assert plans(hr_store) == 0
+
+
+def plans(store: WarehouseResource) -> int:
+    """How many plans the warehouse holds."""
+    with duckdb.connect(str(store.file), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM hr_plans").fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_a_blocked_plan_waits_for_approval_by_id(
@@ -76,8 +151,10 @@ def test_the_sensor_starts_one_run_per_file_once_it_stopped_growing(
     drop = tmp_path / "users.csv"
     drop.write_bytes(b"Employee ID\n")
 
+    instance = dg.DagsterInstance.ephemeral()
+
     def tick(cursor: str | None) -> dg.SensorResult:
-        result = hr_drop_folder(dg.build_sensor_context(cursor=cursor))
+        result = hr_drop_folder(dg.build_sensor_context(cursor=cursor, instance=instance))
         assert isinstance(result, dg.SensorResult)
         return result
 
@@ -98,3 +175,43 @@ def test_the_sensor_starts_one_run_per_file_once_it_stopped_growing(
 def test_the_sensor_skips_without_a_drop_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path / "missing"))
     assert isinstance(hr_drop_folder(dg.build_sensor_context()), dg.SkipReason)
+
+
+def test_a_file_dropped_again_after_a_failed_run_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
+    drop = tmp_path / "users.csv"
+    drop.write_bytes(b"Employee ID\nE100010\n")
+    digest = hashlib.sha256(drop.read_bytes()).hexdigest()
+    instance = dg.DagsterInstance.ephemeral()
+    cursor: list[str | None] = [None]
+
+    def settled_tick() -> list[str]:
+        """Two ticks (a file must keep its size and mtime over two); the run keys requested."""
+        keys: list[str] = []
+        for _ in range(2):
+            result = hr_drop_folder(dg.build_sensor_context(cursor=cursor[0], instance=instance))
+            assert isinstance(result, dg.SensorResult)
+            cursor[0] = result.cursor
+            keys += [str(request.run_key) for request in result.run_requests or []]
+        return keys
+
+    def finished(key: str, status: dg.DagsterRunStatus) -> None:
+        """The run the sensor requested, as the daemon would have launched it, ended with ``status``."""
+        tags = {"dagster/run_key": key, "adm/hr_file_sha256": digest}
+        config = {"ops": {"hr_plan": {"config": {"files": [str(drop)]}}}}
+        instance.create_run_for_job(hr_sync, run_config=config, tags=tags, status=status)
+
+    def dropped_again() -> None:
+        later = drop.stat().st_mtime + 5
+        os.utime(drop, (later, later))
+
+    assert settled_tick() == [digest]
+    finished(digest, dg.DagsterRunStatus.FAILURE)
+    assert settled_tick() == []  # a failed run is not retried on its own
+    dropped_again()
+    assert settled_tick() == [f"{digest}.2"]  # dropping the file again retries it
+    finished(f"{digest}.2", dg.DagsterRunStatus.SUCCESS)
+    dropped_again()
+    assert settled_tick() == []  # once a run of the content succeeded, the same content does nothing

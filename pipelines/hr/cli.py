@@ -23,6 +23,7 @@ from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import print_apply, print_journal, print_plan, print_plans, print_problems
+from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.workflow import (
@@ -186,6 +187,32 @@ def status_command(
         print_journal(console, _stored(path, plan_id), journal_entries(con, plan_id))
     finally:
         con.close()
+
+
+@hr_app.command("revert")
+def revert_command(
+    plan_id: Annotated[str, typer.Argument(help="The applied plan to revert (see `hr status`).")],
+    mapping: Annotated[
+        Path | None, typer.Option(help="Column-mapping TOML (its thresholds); default the shipped one.")
+    ] = None,
+    warehouse: WarehouseOption = None,
+    limit: Annotated[int, typer.Option(help="Changes printed at most.")] = 200,
+) -> None:
+    """Plan the revert of an applied plan: its entities' values from before it, except for an entity
+    changed since (listed, left alone). Apply the new plan with `hr apply`."""
+    console = Console()
+    path = warehouse_resource(settings_or_exit(warehouse)).file
+    try:
+        revert = revert_stored(path, plan_id, _mapping(mapping))
+    except PlanNotFoundError:
+        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+    except (NotRevertibleError, StaleWarehouseError) as error:
+        console.print(f"[red]{escape(str(error))}[/]")
+        raise typer.Exit(1) from None
+    for left in revert.left:
+        console.print(f"Left alone: {left.entity.kind} {escape(left.entity.hr_key)}: {left.reason}")
+    print_plan(console, revert.plan, limit)
+    raise typer.Exit(BLOCKED if revert.plan.blocked else 0)
 
 
 def show_plan(

@@ -3,11 +3,18 @@
 ``hr_sync`` plans the files named in its config and applies the plan only when no safety threshold
 blocks it. A blocked plan stops there (its markdown is on the run); a person who checked it re-runs the
 job with ``approve_plan_id`` and a ``reason``, which lifts the plan's blocked kinds (or those listed in
-``allow``) and applies it. After applying, the job refreshes the warehouse with the incremental extract.
+``allow``) and applies it. A run is red when its plan could not be made, or when the apply left any
+entity failed, unknown or unsent (plan ``incomplete``: run it again with ``approve_plan_id`` to resume).
 
-The sensor watches ``ADM_HR_DROP_DIR`` (default ``data/hr/inbox``) and starts one run per file content
-(run key: the file's sha256), once the file has stopped growing: its size and mtime must be the same on
-two consecutive ticks (kept in the sensor's cursor).
+After an apply (green or red: writes may have happened either way) the ``hr_refresh_after_apply`` sensor
+starts the tenant's incremental sync as a run of its own (``nightly_sync`` with the tenant as partition),
+so it takes its turn in the run queue like every other sync; the apply never runs a sync inside itself.
+
+The drop-folder sensor watches ``ADM_HR_DROP_DIR`` (default ``data/hr/inbox``) and starts one run per file
+content (run key: the file's sha256), once the file has stopped growing: its size and mtime must be the
+same on two consecutive ticks (kept in the sensor's cursor). The same content dropped again does nothing,
+unless the last run of that content failed and the file was dropped (written) again after it: then it
+runs again as a new attempt (run key ``<sha256>.<attempt>``).
 """
 
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
@@ -15,16 +22,20 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from pipelines.hr.apply import UNFINISHED
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import load_mapping
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.workflow import (
+    PlanOutcome,
     PlanRequest,
     allow,
     apply_stored,
@@ -33,12 +44,19 @@ from pipelines.hr.workflow import (
     refresh,
     stored_plan,
 )
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
+from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import StoredPlan
 
 DEFAULT_REPORTS = "data/hr/reports"
+REFRESH_TAG = "adm/hr_refresh_tenant"
+"""Set on an ``hr_sync`` run once its apply began: the tenant whose warehouse the refresh sensor syncs."""
+FILE_TAG = "adm/hr_file_sha256"
+"""The content hash of the dropped file a sensor's run plans."""
+RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
 class HrSyncConfig(dg.Config):
@@ -69,6 +87,13 @@ class HrSyncConfig(dg.Config):
     )
     errors_dir: str = Field(default=DEFAULT_REPORTS, description="Folder of the error reports.")
 
+    @model_validator(mode="after")
+    def _something_to_do(self) -> "HrSyncConfig":
+        # Without it a run planned nothing and stored an empty plan that then showed as "applied".
+        if not self.files and not self.approve_plan_id:
+            raise ValueError("hr_sync needs files to plan or an approve_plan_id to apply")
+        return self
+
 
 @dg.op(
     out={
@@ -85,9 +110,9 @@ def hr_plan(
         plan_id, blocked = stored.plan_id, stored.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
     else:
-        plan = _plan(config, adm, warehouse)
+        plan, metadata = _plan(config, adm, warehouse)
         plan_id, blocked = plan.plan_id, plan.blocked
-        yield dg.Output(plan_id, "plan_id", metadata={"plan": dg.MetadataValue.md(plan_markdown(plan))})
+        yield dg.Output(plan_id, "plan_id", metadata=metadata)
         if config.unattended and not blocked:
             # Nobody watches a sensor's run: a plan over any threshold waits for a person, lifted or not.
             blocked = [check.kind.value for check in plan.checks if check.over]
@@ -99,8 +124,11 @@ def hr_plan(
         yield dg.Output(plan_id, "approved")
 
 
-def _plan(config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource) -> Plan:
-    """Plan the configured files, writing error reports; a refused upload fails the op."""
+def _plan(
+    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
+) -> tuple[Plan, dict[str, Any]]:
+    """Plan the configured files, writing error reports; returns the plan and the run's metadata about
+    it. A refused upload fails the op (with the same metadata but the plan)."""
     tenant_id = config.tenant_id or load_settings().sync_tenants[0]
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
@@ -108,10 +136,33 @@ def _plan(config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseReso
     request = PlanRequest(tuple(Path(name) for name in config.files), tenant_id, mapping, config.strict)
     outcome = plan_upload(warehouse.file, request)
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
+    metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
-        listed = dg.MetadataValue.json([str(path) for path in reports])
-        raise dg.Failure(description=outcome.refusal, metadata={"error_reports": listed})
-    return outcome.plan
+        raise dg.Failure(description=outcome.refusal, metadata=metadata)
+    return outcome.plan, metadata | _plan_metadata(outcome.plan)
+
+
+def _upload_metadata(outcome: PlanOutcome, reports: list[Path]) -> dict[str, Any]:
+    """What the upload held: rows, rows rejected as invalid, problems, and where the error reports are."""
+    rows = outcome.validation.rows
+    return {
+        "rows": len(rows),
+        "rejected_rows": sum(1 for row in rows if not row.valid),
+        "problems": len(outcome.validation.problems),
+        "error_reports": dg.MetadataValue.json([str(path) for path in reports]),
+    }
+
+
+def _plan_metadata(plan: Plan) -> dict[str, Any]:
+    """The whole plan's size (the markdown shows its first rows only) and the markdown."""
+    return {
+        "plan_id": plan.plan_id,
+        "entities": len(plan.entities),
+        "changes": sum(len(entity.changes) for entity in plan.entities),
+        "needs_creation": len(plan.new),
+        "changes_per_kind": dg.MetadataValue.json(plan.counts),
+        "plan": dg.MetadataValue.md(plan_markdown(plan)),
+    }
 
 
 def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
@@ -122,6 +173,8 @@ def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
         )
     plan_id = str(config.approve_plan_id)
     kinds = config.allow or stored_plan(warehouse.file, plan_id).blocked
+    if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
+        return stored_plan(warehouse.file, plan_id)
     if kinds and not (config.reason or "").strip():
         raise dg.Failure(description="approving a blocked plan needs a reason")
     approver = config.approved_by or os_user()
@@ -132,15 +185,27 @@ def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
 def hr_apply(
     context: dg.OpExecutionContext, plan_id: str, adm: AdmClientResource, warehouse: WarehouseResource
 ) -> dg.Output[str]:
-    """Apply (or resume) the plan, then refresh the warehouse so the next plan sees the result."""
+    """Apply (or resume) the plan; fails when any entity is left failed, unknown or unsent (plan
+    ``incomplete``). Either way the refresh sensor then syncs the tenant, as a run of its own."""
     tenant_id = stored_plan(warehouse.file, plan_id).tenant_id
+    if context.run_id:  # in process (a test) or launched: writes may begin, so the warehouse needs a refresh
+        context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
         report = apply_stored(warehouse.file, plan_id, client, context.run_id or str(uuid.uuid4()))
-    refresh(tenant_id, adm, warehouse)
-    return dg.Output(
-        report.status,
-        metadata={"outcomes": dg.MetadataValue.json(report.outcomes), "writes": report.writes},
-    )
+    metadata = {
+        "plan_id": plan_id,
+        "status": report.status.value,
+        "outcomes": dg.MetadataValue.json(report.outcomes),
+        "writes": report.writes,
+    }
+    if report.status == PlanStatus.INCOMPLETE:
+        unfinished = {status: count for status, count in report.outcomes.items() if status in UNFINISHED}
+        raise dg.Failure(
+            description=f"plan {plan_id} is incomplete: {unfinished}; see `authority-sync hr status "
+            f"{plan_id} --problems`, then run hr_sync with approve_plan_id to resume",
+            metadata=metadata,
+        )
+    return dg.Output(report.status.value, metadata=metadata)
 
 
 @dg.job(description="HR reverse sync: plan HR files, then apply the plan when within safety thresholds.")
@@ -163,8 +228,8 @@ def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.
         path.name: _signature(path) for path in sorted(folder.glob("*.csv")) if not path.name.startswith(".")
     }
     stable = [name for name, signature in seen.items() if previous.get(name) == signature]
-    requests = [_run_request(folder / name) for name in stable]
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
+    requests = [_run_request(context.instance, folder / name) for name in stable]
+    return dg.SensorResult(run_requests=[r for r in requests if r is not None], cursor=json.dumps(seen))
 
 
 def _signature(path: Path) -> list[int]:
@@ -172,13 +237,49 @@ def _signature(path: Path) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def _run_request(path: Path) -> dg.RunRequest:
+def _run_request(instance: dg.DagsterInstance, path: Path) -> dg.RunRequest | None:
+    """A run of the file's content: its first, or a new attempt when the last run of that content failed
+    and the file was dropped again since; None when its content was run (or is running) already."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    earlier = instance.get_run_records(dg.RunsFilter(job_name="hr_sync", tags={FILE_TAG: digest}))
+    if earlier:
+        last = earlier[0]  # newest first
+        dropped_again = path.stat().st_mtime > last.create_timestamp.timestamp()
+        if last.dagster_run.status not in RETRIED_STATUSES or not dropped_again:
+            return None
     config = HrSyncConfig(files=[str(path)], unattended=True)
     return dg.RunRequest(
-        run_key=digest, run_config=dg.RunConfig(ops={"hr_plan": config}), tags={"hr_file": path.name}
+        run_key=f"{digest}.{len(earlier) + 1}" if earlier else digest,
+        run_config=dg.RunConfig(ops={"hr_plan": config}),
+        tags={"hr_file": path.name, FILE_TAG: digest},
     )
 
 
+@dg.sensor(
+    job_name=NIGHTLY_JOB,
+    minimum_interval_seconds=30,
+    description="After each hr_sync run that applied (green or red), the tenant's incremental sync.",
+)
+def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """One ``nightly_sync`` run of the tenant for each finished ``hr_sync`` run whose apply began."""
+    since = datetime.fromtimestamp(float(context.cursor or 0), UTC)
+    finished = context.instance.get_run_records(
+        dg.RunsFilter(
+            job_name="hr_sync",
+            statuses=[dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES],
+            updated_after=since,
+        ),
+        order_by="update_timestamp",
+        ascending=True,
+    )
+    requests = [
+        dg.RunRequest(run_key=f"hr_refresh:{record.dagster_run.run_id}", partition_key=tenant)
+        for record in finished
+        if (tenant := record.dagster_run.tags.get(REFRESH_TAG))
+    ]
+    latest = max((record.update_timestamp.timestamp() for record in finished), default=since.timestamp())
+    return dg.SensorResult(run_requests=requests, cursor=str(latest))
+
+
 HR_JOBS = [hr_sync]
-HR_SENSORS = [hr_drop_folder]
+HR_SENSORS = [hr_drop_folder, hr_refresh_after_apply]

@@ -1,0 +1,158 @@
+"""Revert an applied plan: a new plan that puts back the values the applied plan replaced.
+
+The revert is built from the apply journal (each applied entity's fields, before and after) against a
+fresh snapshot, and goes through what every plan goes through: its changes are classified like an upload's
+(a reverted termination is a reactivation), the safety thresholds check it, it is stored and applied by
+`hr apply`, whose read-back skips an entity changed in the meantime. An entity that no longer holds the
+values the plan wrote (someone changed it since) is left out of the revert and listed: a revert never
+overwrites a later change.
+
+What a revert cannot undo: a group deactivated with REMOVE_ASSOCIATIONS lost its members at the service;
+reactivating it does not bring them back (the ``disable_option`` field is not reverted).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipelines.hr.fields import same
+from pipelines.hr.kinds import Watched
+from pipelines.hr.mapping import Mapping as HrMapping
+from pipelines.hr.plan import Change, EntityPlan, Plan, SourceFile, apply_allowances, change_kind
+from pipelines.hr.snapshot import Snapshot, fresh_run, load_snapshot
+from pipelines.hr.thresholds import EntityKey, watched_entities
+from warehouse.commit import connect
+from warehouse.hr_status import EntityStatus, PlanStatus
+from warehouse.hr_store import (
+    JournalEntry,
+    StoredPlan,
+    journal_entries,
+    load_plan,
+    save_plan,
+    window_changes,
+)
+
+REVERTIBLE = frozenset({PlanStatus.APPLIED, PlanStatus.INCOMPLETE})
+NOT_REVERTED = frozenset({"disable_option"})
+"""Fields written with a change that cannot be put back (see the module's docstring)."""
+
+
+class NotRevertibleError(ValueError):
+    """The plan never wrote anything that could be put back."""
+
+
+@dataclass(frozen=True)
+class Left:
+    """An entity of the applied plan that the revert leaves alone, and why."""
+
+    entity: EntityPlan
+    reason: str
+
+
+@dataclass(frozen=True)
+class Revert:
+    """The stored revert plan and the entities it leaves alone."""
+
+    plan: Plan
+    left: list[Left]
+
+
+def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None) -> Revert:
+    """Build, check and store the revert of an applied plan against a fresh enough warehouse. Raises
+    `NotRevertibleError`, `warehouse.hr_store.PlanNotFoundError` or
+    `pipelines.hr.snapshot.StaleWarehouseError`."""
+    moment = now or datetime.now(UTC)
+    con = connect(warehouse)
+    try:
+        applied = load_plan(con, plan_id)
+        if applied.status not in REVERTIBLE:
+            raise NotRevertibleError(
+                f"plan {plan_id} is {applied.status}: only an applied or incomplete plan can be reverted"
+            )
+        run = fresh_run(con, applied.tenant_id, mapping.max_warehouse_age, moment)
+        snapshot = load_snapshot(con, applied.tenant_id, run)
+        # Counted with the window like any plan: reverting in small plans evades no threshold either.
+        earlier = watched_entities(
+            window_changes(con, applied.tenant_id, moment - mapping.thresholds.window, None)
+        )
+        revert = revert_plan(applied, journal_entries(con, plan_id), snapshot, mapping, moment, earlier)
+        save_plan(con, revert.plan)
+        return revert
+    finally:
+        con.close()
+
+
+def revert_plan(
+    applied: StoredPlan,
+    journal: list[JournalEntry],
+    snapshot: Snapshot,
+    mapping: HrMapping,
+    now: datetime,
+    earlier: Mapping[Watched, set[EntityKey]],
+) -> Revert:
+    """The revert of ``applied`` given its journal and the service as ``snapshot`` holds it."""
+    entities: list[EntityPlan] = []
+    left: list[Left] = []
+    for entry in journal:
+        if entry.status is not EntityStatus.APPLIED:
+            continue
+        reverted, reason = _reverted(entry.entity, snapshot)
+        if reverted is None:
+            left.append(Left(entry.entity, reason))
+        else:
+            entities.append(reverted)
+    if not entities:
+        raise NotRevertibleError(
+            f"plan {applied.plan_id} has nothing left to revert"
+            + (f": {len(left)} entity(ies) changed since it was applied" if left else "")
+        )
+    plan = Plan(
+        plan_id=str(uuid.uuid4()),
+        tenant_id=applied.tenant_id,
+        created_at=now,
+        sources=[SourceFile(f"revert of plan {applied.plan_id}", "revert", "", len(entities), 0)],
+        snapshot_run_id=snapshot.run.run_id,
+        snapshot_at=snapshot.run.started_at,
+        entities=entities,
+        new=[],
+        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        thresholds=mapping.thresholds,
+        earlier=earlier,
+    )
+    apply_allowances(plan, mapping, {})
+    return Revert(plan, left)
+
+
+def _reverted(entity: EntityPlan, snapshot: Snapshot) -> tuple[EntityPlan | None, str]:
+    """The entity with each change turned around, or None and why it is left alone."""
+    values = (snapshot.user_values if entity.kind == "user" else snapshot.group_values).get(entity.entity_id)
+    if values is None:
+        return None, "no longer in the service"
+    changes = [change for change in entity.changes if change.field not in NOT_REVERTED]
+    moved = [change.field for change in changes if not same(values.get(change.field), change.after)]
+    if moved:
+        return None, f"changed since the plan was applied: {', '.join(moved)}"
+    return EntityPlan(
+        entity.kind,
+        entity.entity_id,
+        entity.hr_key,
+        entity.file,
+        entity.line,
+        tuple(_turned(entity, change) for change in changes),
+        entity.order,
+    ), ""
+
+
+def _turned(entity: EntityPlan, change: Change) -> Change:
+    return Change(
+        change.field,
+        change.after,
+        change.before,
+        change_kind(entity.kind, change.field, change.after, change.before),
+        change.after_label,
+        change.before_label,
+    )

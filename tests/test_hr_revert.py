@@ -1,0 +1,91 @@
+"""`hr revert`: a new plan from an applied plan's journal that puts its before values back, through the
+same checks, and that leaves alone an entity changed since. Real HTTP against the emulator, a real
+warehouse refreshed by the real extract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from emulator.scale import DEMO_TENANT_ID
+from emulator.server import EmulatorServer
+from pipelines.hr.kinds import ChangeKind
+from pipelines.hr.revert import NotRevertibleError, revert_stored
+from pipelines.hr.workflow import refresh
+from resources.dagster_resource import AdmClientResource
+from resources.warehouse_resource import WarehouseResource
+from tests.test_hr_apply import adm_headers, current
+from tests.test_hr_support import (
+    MAPPING,
+    apply,
+    plan,
+    row_of,
+    seeded_snapshot,
+    user_id,
+    user_rows,
+    write_users,
+)
+
+pytest_plugins = ["tests.test_hr_support"]
+
+
+def leaver() -> str:
+    """An employee who manages nobody (terminating a manager of active reports is refused)."""
+    rows = user_rows()
+    managers = {row["manager"] for row in rows}
+    return next(row["employee_id"] for row in rows[12:] if row["employee_id"] not in managers)
+
+
+def applied_plan(store: WarehouseResource, adm: AdmClientResource, tmp_path: Path) -> str:
+    """Plan and apply a file that moves a position, a manager and terminates someone; refresh after."""
+    rows = user_rows()
+    row_of(rows, "E100010")["positions"] = "Buyer"
+    row_of(rows, "E100011")["manager"] = "E100003"
+    row_of(rows, leaver())["status"] = "Terminated"
+    made = plan(store, write_users(tmp_path / "u.csv", rows)).plan
+    assert made is not None and {entity.hr_key for entity in made.entities} == {
+        "E100010",
+        "E100011",
+        leaver(),
+    }
+    assert apply(store, adm, made.plan_id).outcomes == {"applied": 3}
+    refresh(DEMO_TENANT_ID, adm, store)
+    return made.plan_id
+
+
+def test_a_revert_restores_the_before_values_and_leaves_an_entity_changed_since(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    plan_id = applied_plan(hr_store, adm, tmp_path)
+    # Someone moves E100011 again after the plan: the revert must not undo that.
+    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+        path = f"/auth/v1/user/update-entities/{user_id('E100011')}"
+        http.patch(
+            path, json={"tenantId": DEMO_TENANT_ID, "managerId": user_id("E100001")}
+        ).raise_for_status()
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+
+    revert = revert_stored(hr_store.file, plan_id, MAPPING)
+
+    assert [(left.entity.hr_key, "manager" in left.reason) for left in revert.left] == [("E100011", True)]
+    kinds = {entity.hr_key: {c.kind for c in entity.changes} for entity in revert.plan.entities}
+    assert kinds == {"E100010": {ChangeKind.POSITION}, leaver(): {ChangeKind.REACTIVATION}}
+    assert apply(hr_store, adm, revert.plan.plan_id).outcomes == {"applied": 2}
+    before = seeded_snapshot().user_values
+    for key in ("E100010", leaver()):
+        assert current(server, "user", user_id(key)) == before[user_id(key)], key
+    assert current(server, "user", user_id("E100011"))["manager"] == user_id("E100001")
+
+
+def test_only_an_applied_plan_can_be_reverted(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    row_of(rows, "E100010")["positions"] = "Buyer"
+    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
+    assert made is not None
+
+    with pytest.raises(NotRevertibleError, match="only an applied or incomplete plan"):
+        revert_stored(hr_store.file, made.plan_id, MAPPING)
