@@ -27,7 +27,11 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "nightly_sync_schedule",
         "weekly_full_refresh_schedule",
     }
-    assert {sensor.name for sensor in repository.sensor_defs} == {"tenant_freshness_sensor", "hr_drop_folder"}
+    assert {sensor.name for sensor in repository.sensor_defs} == {
+        "tenant_freshness_sensor",
+        "hr_drop_folder",
+        "hr_refresh_after_apply",
+    }
     keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
     # Every table the sync stages, plus the run log, under the adm/ prefix.
     assert keys == {f"adm/{table}" for table in [*STAGED_TABLES, "sync_runs"]}
