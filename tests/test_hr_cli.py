@@ -139,6 +139,8 @@ def test_a_refused_apply_never_replaces_the_stored_lift(
     finally:
         con.close()
     assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [("manager", "reorg", getpass.getuser())]
+    status = hr("status", plan_id, "--warehouse", hr_store.path)[1]
+    assert f"Threshold manager lifted by {getpass.getuser()}" in status and "reorg" in status
 
 
 def test_the_demo_export_reproduces_the_committed_samples(tmp_path: Path) -> None:

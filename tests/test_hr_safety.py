@@ -16,6 +16,7 @@ from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.dagster import HrSyncConfig, hr_sync
 from pipelines.hr.demo_export import Row
 from pipelines.hr.plan import Plan
+from pipelines.hr.report import kind_rows
 from pipelines.hr.thresholds import ThresholdCheck
 from pipelines.hr.workflow import allow, refresh
 from resources.dagster_resource import AdmClientResource
@@ -141,6 +142,8 @@ def test_terminations_split_into_small_plans_are_counted_over_the_window(
     )
     check = check_of(later, "deactivation")
     assert (later.status, check.count, check.earlier) == ("blocked", 15, 15)
+    shown = {row[0]: row for row in kind_rows(later)}["deactivation"]
+    assert shown[1:] == ("15", "25 / 5%", "OVER: blocked (30 with plans applied in the window)")
 
 
 def test_a_window_of_zero_days_counts_each_plan_alone(

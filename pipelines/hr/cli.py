@@ -44,6 +44,7 @@ from warehouse.hr_store import (
     AllowancesFinalError,
     PlanNotFoundError,
     StoredPlan,
+    allowances,
     journal_entries,
     list_plans,
 )
@@ -184,7 +185,9 @@ def status_command(
         if plan_id is None:
             print_plans(console, list_plans(con, tenant, limit))
             return
-        print_journal(console, _stored(path, plan_id), journal_entries(con, plan_id))
+        print_journal(
+            console, _stored(path, plan_id), allowances(con, plan_id), journal_entries(con, plan_id)
+        )
     finally:
         con.close()
 

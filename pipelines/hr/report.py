@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from datetime import UTC
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +18,7 @@ from pipelines.hr.apply import ApplyReport
 from pipelines.hr.plan import Plan
 from pipelines.hr.problems import Problem
 from pipelines.hr.thresholds import ThresholdCheck
-from warehouse.hr_store import JournalEntry, StoredPlan
+from warehouse.hr_store import Allowance, JournalEntry, StoredPlan
 
 MAX_ROWS = 200
 """Changes (or problems) printed at most; the CSV and JSON exports hold all of them."""
@@ -36,7 +37,9 @@ def _threshold(check: ThresholdCheck | None) -> tuple[str, str]:
     limit = check.limit.describe()
     if not check.over:
         return limit, "ok"
-    return limit, f"allowed: {check.allowed_reason}" if check.allowed_reason else "OVER: blocked"
+    # With earlier plans of the window counted, this plan's own count alone may look within the limit.
+    window = f" ({check.total} with plans applied in the window)" if check.earlier else ""
+    return limit, f"allowed: {check.allowed_reason}" if check.allowed_reason else f"OVER: blocked{window}"
 
 
 def change_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
@@ -121,11 +124,16 @@ def print_plans(console: Console, plans: list[StoredPlan]) -> None:
     console.print(_table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows))
 
 
-def print_journal(console: Console, plan: StoredPlan, entries: list[JournalEntry]) -> None:
-    """One plan's status: allowances and every entity's outcome."""
+def print_journal(
+    console: Console, plan: StoredPlan, lifts: list[Allowance], entries: list[JournalEntry]
+) -> None:
+    """One plan's status: who lifted which threshold and why, and every entity's outcome."""
     console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
-    for kind, reason in plan.allowed.items():
-        console.print(f"Threshold {kind} lifted: {escape(reason)}")
+    for lift in lifts:
+        when = f"{lift.approved_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        console.print(
+            f"Threshold {lift.kind} lifted by {escape(lift.approved_by)} ({when}): {escape(lift.reason)}"
+        )
     if plan.blocked:
         console.print(f"[red]Blocked by safety thresholds: {', '.join(plan.blocked)}[/]")
     rows = [
