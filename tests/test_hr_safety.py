@@ -236,6 +236,31 @@ def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
     assert writes(server) == {}
 
 
+def test_approving_in_dagster_records_the_approver(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = leaves(user_rows())[:30]
+    for row in rows:
+        row["status"] = "Inactive"
+    first = run_unattended(adm, hr_store, write_users(tmp_path / "u.csv", rows))
+    plan_id = first.output_for_node("hr_plan", "plan_id")
+    approve = HrSyncConfig(approve_plan_id=plan_id, reason="restructuring", approved_by="hr.lead")
+    approved = hr_sync.execute_in_process(
+        run_config=dg.RunConfig(ops={"hr_plan": approve}),
+        resources={"adm": adm, "warehouse": hr_store},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert approved.output_for_node("hr_apply") == "applied" and len(writes(server)) == 30
+    con = connect(hr_store.file)
+    try:
+        lifted = allowances(con, plan_id)
+    finally:
+        con.close()
+    assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [
+        ("deactivation", "restructuring", "hr.lead")
+    ]
+
+
 @pytest.mark.parametrize("with_report", [True, False])
 def test_terminating_a_manager_with_active_reports_is_not_planned(
     hr_store: WarehouseResource, tmp_path: Path, with_report: bool
