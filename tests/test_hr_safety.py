@@ -102,6 +102,15 @@ def test_a_mass_transfer_of_groups_is_blocked(hr_store: WarehouseResource, tmp_p
     assert "group" in made.blocked
 
 
+def test_a_mass_grant_of_a_role_is_blocked(hr_store: WarehouseResource, tmp_path: Path) -> None:
+    rows = user_rows()
+    granted = [row for row in rows if "Approver" not in row["roles"].split(";")][:30]
+    for row in granted:
+        row["roles"] = ";".join(filter(None, [row["roles"], "Approver"]))
+    made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
+    assert (check_of(made, "role_addition").count, made.blocked) == (30, ["role_addition"])
+
+
 def test_the_share_of_all_entities_a_plan_changes_is_limited(
     hr_store: WarehouseResource, tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ class Watched(StrEnum):
     IDENTITY = ChangeKind.IDENTITY.value
     GROUP = ChangeKind.GROUP.value
     ROLE_REMOVAL = ChangeKind.ROLE_REMOVAL.value
+    ROLE_ADDITION = ChangeKind.ROLE_ADDITION.value
     GROUP_REPARENT = ChangeKind.GROUP_REPARENT.value
     GROUP_DEACTIVATION = ChangeKind.GROUP_DEACTIVATION.value
     TOTAL = "total"
@@ -60,6 +61,7 @@ POPULATION: dict[Watched, tuple[EntityKind, ...]] = {
     Watched.IDENTITY: ("user",),
     Watched.GROUP: ("user",),
     Watched.ROLE_REMOVAL: ("user",),
+    Watched.ROLE_ADDITION: ("user",),
     Watched.GROUP_REPARENT: ("group",),
     Watched.GROUP_DEACTIVATION: ("group",),
     Watched.TOTAL: ("user", "group"),

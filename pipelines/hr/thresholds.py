@@ -48,6 +48,7 @@ DEFAULT_THRESHOLDS: dict[Watched, ThresholdLimit] = {
     Watched.IDENTITY: ThresholdLimit(max_count=10, max_share=0.02),
     Watched.GROUP: ThresholdLimit(max_count=50, max_share=0.10),
     Watched.ROLE_REMOVAL: ThresholdLimit(max_count=25, max_share=0.05),
+    Watched.ROLE_ADDITION: ThresholdLimit(max_count=25, max_share=0.05),
     Watched.GROUP_REPARENT: ThresholdLimit(max_count=5, max_share=0.10),
     Watched.GROUP_DEACTIVATION: ThresholdLimit(max_count=3, max_share=0.05),
     Watched.TOTAL: ThresholdLimit(max_share=0.20),
