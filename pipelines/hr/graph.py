@@ -178,17 +178,19 @@ def _leaving_managers(
             continue
         active = [user for user in reports.get(row.entity_id, []) if _active(user, after, snapshot)]
         if active:
-            named = ", ".join(snapshot.user_label(user) for user in active[:3])
-            more = f" and {len(active) - 3} more" if len(active) > 3 else ""
-            field = (
-                "status"
-                if _state(row.entity_id, "status", after, snapshot) in INACTIVE
-                else "termination_date"
-            )
-            message = f"{len(active)} active report(s) would have an {unfit} manager: {named}{more}"
-            row.problem(mapping, field, "inactive_manager", message)
+            # The column that makes the manager unfit: the status when it is inactive, else the date.
+            inactive = _state(row.entity_id, "status", after, snapshot) in INACTIVE
+            field = "status" if inactive else "termination_date"
+            row.problem(mapping, field, "inactive_manager", _orphans(active, unfit, snapshot))
             flagged.append(row)
     return flagged
+
+
+def _orphans(active: list[str], unfit: str, snapshot: Snapshot) -> str:
+    """The message of a manager's row that leaves ``active`` reports with an unfit manager."""
+    named = ", ".join(snapshot.user_label(user) for user in active[:3])
+    more = f" and {len(active) - 3} more" if len(active) > 3 else ""
+    return f"{len(active)} active report(s) would report to a manager who is {unfit}: {named}{more}"
 
 
 def _joining_unfit(
