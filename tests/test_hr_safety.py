@@ -15,9 +15,10 @@ from emulator.server import EmulatorServer
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.dagster import HrSyncConfig, hr_sync
 from pipelines.hr.demo_export import Row
+from pipelines.hr.kinds import Watched
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import kind_rows
-from pipelines.hr.thresholds import ThresholdCheck
+from pipelines.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, ThresholdLimit, Thresholds
 from pipelines.hr.workflow import allow, refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
@@ -57,6 +58,14 @@ def deactivate(store: WarehouseResource, adm: AdmClientResource, path: Path, row
     assert apply(store, adm, made.plan_id).status == "applied"
     refresh(DEMO_TENANT_ID, adm, store)
     return made
+
+
+def test_thresholds_stored_before_a_kind_was_watched_get_its_default() -> None:
+    stored = {"window_days": 3, "limits": {"manager": {"max_count": 1, "max_share": 1.0}}}
+    thresholds = Thresholds.model_validate(stored)
+    assert thresholds.limits[Watched.MANAGER] == ThresholdLimit(max_count=1, max_share=1.0)
+    assert thresholds.limits[Watched.ROLE_ADDITION] == DEFAULT_THRESHOLDS[Watched.ROLE_ADDITION]
+    assert Thresholds.model_validate(thresholds.model_dump(mode="json")) == thresholds
 
 
 def test_reactivating_30_percent_of_the_tenant_is_blocked(

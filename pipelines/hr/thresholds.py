@@ -71,9 +71,12 @@ class Thresholds(BaseModel):
     @classmethod
     def _from_table(cls, value: Any) -> Any:
         """The TOML table is flat: ``window_days`` beside one ``kind = {max_count, max_share}`` per kind;
-        kinds it leaves out keep their defaults."""
-        if not isinstance(value, dict) or "limits" in value:
+        kinds it leaves out keep their defaults. The nested form is how a plan stores what it was checked
+        with; a kind watched since then gets its default there too."""
+        if not isinstance(value, dict):
             return value
+        if "limits" in value:
+            return {**value, "limits": {**DEFAULT_THRESHOLDS, **value["limits"]}}
         table = dict(value)
         window = table.pop("window_days", DEFAULT_WINDOW_DAYS)
         for name in table:
