@@ -7,6 +7,8 @@ import csv
 import getpass
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from pipelines.cli import app
 from pipelines.hr.demo_export import benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, row_of, user_rows, write_users, writes
+from tests.test_hr_support import MAPPING, faults, row_of, user_rows, write_users, writes
 from warehouse.commit import connect
 from warehouse.hr_store import allowances
 
@@ -221,3 +223,81 @@ def test_a_directory_or_a_missing_file_is_a_usage_error(
 ) -> None:
     code, output = hr("plan", name, "--warehouse", hr_store.path)
     assert code == 2 and message in output and "Traceback" not in output
+
+
+def planned_demo(warehouse: str) -> str:
+    """Plan the demo export from the command line; the plan's id."""
+    code, output = hr("plan", *DEMO, "--warehouse", warehouse, "--json", "plan.json", "--csv", "plan.csv")
+    assert code == 0, output
+    plan_id: str = json.loads(Path("plan.json").read_text(encoding="utf-8"))["plan_id"]
+    return plan_id
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """A CSV file's rows."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_show_prints_and_exports_a_stored_plan_later(service_env: Path, hr_store: WarehouseResource) -> None:
+    plan_id = planned_demo(hr_store.path)
+    code, output = hr("show", plan_id, "--warehouse", hr_store.path, "--csv", "later.csv", "--limit", "5")
+    assert code == 0, output
+    assert plan_id in output and "demo_users.csv" in output and "... and" in output
+    later, planned = csv_rows(Path("later.csv")), csv_rows(Path("plan.csv"))
+    assert len(later) == len(planned) > 5
+
+    def changes(rows: list[dict[str, str]]) -> set[tuple[str, str, str, str]]:
+        return {(row["hr_key"], row["field"], row["change_kind"], row["before"]) for row in rows}
+
+    assert changes(later) == changes(planned)
+    assert hr("show", "no-such-plan", "--warehouse", hr_store.path)[0] == 2
+
+
+def test_an_incomplete_apply_exits_non_zero_and_status_shows_its_problems(
+    service_env: Path, hr_store: WarehouseResource, server: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # plan ids unwrapped
+    plan_id = planned_demo(hr_store.path)
+    faults(server, error_rate=1.0, methods=["PATCH"])
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 1 and "incomplete" in output
+    code, listed = hr("status", "--warehouse", hr_store.path, "--problems")
+    assert code == 0 and plan_id in listed and "incomplete" in listed
+    code, entities = hr("status", plan_id, "--warehouse", hr_store.path, "--problems")
+    assert code == 0 and entities.count("not applied") >= 19
+    faults(server)
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 0 and "applied 19" in output
+    assert plan_id not in hr("status", "--warehouse", hr_store.path, "--problems")[1]
+    assert "not applied" not in hr("status", plan_id, "--warehouse", hr_store.path, "--problems")[1]
+
+
+def test_an_expired_plan_is_refused_in_one_line(
+    service_env: Path, hr_store: WarehouseResource, server: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    plan_id = planned_demo(hr_store.path)
+    monkeypatch.setenv("ADM_HR_PLAN_MAX_AGE_HOURS", "0.000001")
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 1 and "expired" in output and len(output.strip().splitlines()) == 1
+    assert writes(server) == {}
+    assert "ready (expired)" in hr("status", "--warehouse", hr_store.path)[1]
+
+
+def test_status_while_the_warehouse_is_written_says_so_in_one_line(
+    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pipelines.hr.cli.READ_WAIT_S", 0.5)
+    hold = (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", hold, hr_store.path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "held"
+        code, output = hr("status", "--warehouse", hr_store.path)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert code == 1 and "Traceback" not in output
+    assert "is in use" in " ".join(output.split()) and "try again when it ends" in output

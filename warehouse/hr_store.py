@@ -352,10 +352,11 @@ def journal_entries(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[Journa
 
 def plan_items(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[dict[str, Any]]:
     """A stored plan's changes as rows (the columns of ``hr_plan_items`` but the plan's id; before and after
-    as JSON text, '' for none), entities in apply order, then the rows that need creation."""
+    as JSON text, '' on a row that needs creation), entities in apply order, then those rows."""
     cursor = con.execute(
         "SELECT i.entity_kind, coalesce(i.entity_id, '') AS entity_id, i.hr_key, i.field, i.change_kind, "
-        "coalesce(i.before::VARCHAR, '') AS before, coalesce(i.after::VARCHAR, '') AS after, "
+        "CASE WHEN i.entity_id IS NULL THEN '' ELSE i.before::VARCHAR END AS before, "
+        "CASE WHEN i.entity_id IS NULL THEN '' ELSE i.after::VARCHAR END AS after, "
         "coalesce(i.before_label, '') AS before_label, coalesce(i.after_label, '') AS after_label, "
         "i.source_file, i.source_line FROM hr_plan_items i LEFT JOIN hr_plan_entities e "
         "USING (plan_id, entity_kind, entity_id) WHERE i.plan_id = ? "

@@ -106,7 +106,7 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
         raise PlanNotApplicableError(
             f"plan {plan.plan_id} was applied at {plan.applied_at}; a plan applies once"
         )
-    if now - plan.created_at > max_age:
+    if expired(plan, max_age, now):
         raise PlanNotApplicableError(
             f"plan {plan.plan_id} expired: made {plan.created_at:%Y-%m-%d %H:%M} UTC, more than "
             f"{max_age.total_seconds() / 3600:g} h ago (ADM_HR_PLAN_MAX_AGE_HOURS); plan the files again"
@@ -117,6 +117,11 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
             f"plan {plan.plan_id} is blocked by safety thresholds ({kinds}): lift a kind with "
             "--allow KIND --reason TEXT after checking the plan"
         )
+
+
+def expired(plan: StoredPlan, max_age: timedelta, now: datetime) -> bool:
+    """Whether a plan not yet applied is older than ``max_age`` (and so is never applied)."""
+    return plan.status != PlanStatus.APPLIED and now - plan.created_at > max_age
 
 
 def apply_plan(

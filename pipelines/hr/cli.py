@@ -1,17 +1,23 @@
 """``authority-sync hr``: plan, apply and follow HR reverse syncs from the command line.
 
 Exit codes: 0 done (a plan ready to apply, an apply with every entity applied); 1 refused (an unreadable
-file, an upload whose every row is invalid, a stale warehouse) or not all applied (see the output); 2 a
-usage error (a missing file or a directory, a mistyped ``--allow`` kind, an unknown encoding); 3 a plan
-blocked by safety thresholds. The service's token is never printed.
+file, an upload whose every row is invalid, a stale warehouse, a plan expired or applied already, the
+warehouse busy) or not all applied (an apply left ``incomplete``, a 401 included, or entities skipped:
+see the output and ``hr status PLAN_ID --problems``); 2 a usage error (a missing file or a directory, a
+mistyped ``--allow`` kind, an unknown encoding); 3 a plan blocked by safety thresholds. The service's
+token is never printed.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -19,10 +25,17 @@ from rich.markup import escape
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import client_resource, warehouse_resource
 from pipelines.cli_support import service_for, settings_or_exit
-from pipelines.hr.apply import PlanNotApplicableError
-from pipelines.hr.exports import write_error_reports, write_plan_csv, write_plan_json
+from pipelines.hr.apply import PlanNotApplicableError, expired
+from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
-from pipelines.hr.report import print_apply, print_journal, print_plan, print_plans, print_problems
+from pipelines.hr.report import (
+    print_apply,
+    print_journal,
+    print_plan,
+    print_plans,
+    print_problems,
+    print_stored_plan,
+)
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import watched_kind
@@ -40,6 +53,7 @@ from pipelines.hr.workflow import (
 from pipelines.settings import SyncSettings
 from resources.errors import ServiceError
 from warehouse.commit import connect
+from warehouse.hr_status import EntityStatus, PlanStatus
 from warehouse.hr_store import (
     AllowancesFinalError,
     PlanNotFoundError,
@@ -47,9 +61,16 @@ from warehouse.hr_store import (
     allowances,
     journal_entries,
     list_plans,
+    load_plan,
+    plan_items,
 )
+from warehouse.locks import LockBusyError
 
 DEFAULT_REPORTS = Path("data/hr/reports")
+READ_WAIT_S = 3.0
+"""How long ``hr status`` and ``hr show`` wait for a writer of the warehouse before saying it is busy."""
+TROUBLED = frozenset({PlanStatus.BLOCKED, PlanStatus.APPLYING, PlanStatus.INCOMPLETE})
+"""Plan statuses ``hr status --problems`` lists."""
 BLOCKED = 3
 """Exit code of a plan that safety thresholds block (2 is click's usage error)."""
 DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
@@ -159,8 +180,9 @@ def apply_command(
         adm = client_resource(settings).process_config_and_initialize()
         with adm.client_for(stored.tenant_id) as client:
             try:
-                report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
-            except (PlanNotApplicableError, ServiceError) as error:
+                max_age = timedelta(hours=settings.hr_plan_max_age_hours)
+                report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
+            except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
                 # Service errors carry method, path, status and message: never a header or a token.
                 console.print(f"[red]{escape(str(error))}[/]")
                 raise typer.Exit(1) from None
@@ -176,20 +198,52 @@ def status_command(
     warehouse: WarehouseOption = None,
     tenant: TenantOption = None,
     limit: Annotated[int, typer.Option(help="Plans listed at most.")] = 20,
+    problems: Annotated[
+        bool,
+        typer.Option(
+            "--problems",
+            help="Only what needs attention: plans blocked, applying, incomplete or expired; entities not "
+            "applied.",
+        ),
+    ] = False,
 ) -> None:
     """List the latest plans, or show one plan's entities and their outcomes."""
     console = Console()
-    path = settings_or_exit(warehouse).warehouse
-    con = connect(path)
-    try:
+    settings = settings_or_exit(warehouse)
+    max_age = timedelta(hours=settings.hr_plan_max_age_hours)
+    now = datetime.now(UTC)
+    with _reading(console, settings.warehouse) as con:
         if plan_id is None:
-            print_plans(console, list_plans(con, tenant, limit))
+            plans = list_plans(con, tenant, limit)
+            old = {plan.plan_id for plan in plans if expired(plan, max_age, now)}
+            if problems:
+                plans = [plan for plan in plans if plan.status in TROUBLED or plan.plan_id in old]
+            print_plans(console, plans, old)
             return
-        print_journal(
-            console, _stored(path, plan_id), allowances(con, plan_id), journal_entries(con, plan_id)
-        )
-    finally:
-        con.close()
+        plan = _loaded(con, plan_id)
+        entries = journal_entries(con, plan_id)
+        if problems:
+            entries = [entry for entry in entries if entry.status != EntityStatus.APPLIED]
+        print_journal(console, plan, allowances(con, plan_id), entries)
+
+
+@hr_app.command("show")
+def show_command(
+    plan_id: Annotated[str, typer.Argument(help="A stored plan (see `hr status`).")],
+    warehouse: WarehouseOption = None,
+    csv: Annotated[Path | None, typer.Option(help="Also write the plan's changes to this CSV.")] = None,
+    limit: Annotated[int, typer.Option(help="Changes printed at most.")] = 200,
+) -> None:
+    """Print a stored plan as it was planned (or write its changes with --csv), at any time later."""
+    console = Console()
+    settings = settings_or_exit(warehouse)
+    with _reading(console, settings.warehouse) as con:
+        plan = _loaded(con, plan_id)
+        items = plan_items(con, plan_id)
+    old = expired(plan, timedelta(hours=settings.hr_plan_max_age_hours), datetime.now(UTC))
+    print_stored_plan(console, plan, items, limit, old)
+    if csv:
+        console.print(f"Plan CSV: {write_change_rows(csv, items)}")
 
 
 @hr_app.command("revert")
@@ -278,6 +332,30 @@ def _allow(
     except AllowancesFinalError as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
+
+
+@contextmanager
+def _reading(console: Console, path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The warehouse to read, waiting briefly for a writer (an apply holds it while it runs); when it
+    stays busy, one line saying so (exit 1) instead of a traceback."""
+    try:
+        con = connect(path, wait_s=READ_WAIT_S)
+    except LockBusyError as error:
+        console.print(
+            f"[red]{escape(str(error))}; an apply or a sync is writing it: try again when it ends[/]"
+        )
+        raise typer.Exit(1) from None
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
+    try:
+        return load_plan(con, plan_id)
+    except PlanNotFoundError:
+        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
 
 
 def _stored(warehouse: Path, plan_id: str) -> StoredPlan:

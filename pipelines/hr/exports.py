@@ -5,6 +5,7 @@ a spreadsheet formula; phone numbers with a leading ``+`` are left as they are."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,14 @@ def _row(kind: str, entity_id: str, key: str, change: Change | None, file: str, 
 
 def write_plan_csv(path: Path, plan: Plan) -> Path:
     """The plan's changes as CSV (one row per field)."""
+    return write_change_rows(path, plan_rows(plan))
+
+
+def write_change_rows(path: Path, changes: Iterable[dict[str, Any]]) -> Path:
+    """Rows with the `PLAN_COLUMNS` (a plan's, or a stored plan's items) as CSV."""
     rows = (
         [safe_cell(str(row[column]), phone=row["field"] == "mobile_phone") for column in PLAN_COLUMNS]
-        for row in plan_rows(plan)
+        for row in changes
     )
     return write_csv(path, PLAN_COLUMNS, rows)
 

@@ -6,9 +6,10 @@ Data cells are escaped, so a name like ``[bold]`` prints as written. Nothing her
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -109,13 +110,13 @@ def print_apply(console: Console, report: ApplyReport) -> None:
     )
 
 
-def print_plans(console: Console, plans: list[StoredPlan]) -> None:
-    """A table of stored plans."""
+def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[str] = ()) -> None:
+    """A table of stored plans (those in ``expired`` marked so)."""
     rows = [
         (
             plan.plan_id,
             f"{plan.created_at:%Y-%m-%d %H:%M}",
-            plan.status,
+            f"{plan.status} (expired)" if plan.plan_id in expired else plan.status,
             ", ".join(f"{kind} {count}" for kind, count in plan.counts.get("changes", {}).items()),
             ", ".join(source["file"].rsplit("/", 1)[-1] for source in plan.sources),
         )
@@ -136,6 +137,8 @@ def print_journal(
         )
     if plan.blocked:
         console.print(f"[red]Blocked by safety thresholds: {', '.join(plan.blocked)}[/]")
+    if plan.apply_error:
+        console.print(f"[red]The last apply stopped: {escape(plan.apply_error)}[/]")
     rows = [
         (
             e.entity.kind,
@@ -148,6 +151,41 @@ def print_journal(
         for e in entries
     ]
     console.print(_table("Entities", ("entity", "HR key", "status", "writes", "at (UTC)", "message"), rows))
+
+
+def print_stored_plan(
+    console: Console, plan: StoredPlan, items: list[dict[str, Any]], limit: int, expired: bool
+) -> None:
+    """A stored plan as planned: its sources, changes per kind and its first ``limit`` changes."""
+    label = f"{plan.status} (expired)" if expired else plan.status
+    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {label}")
+    console.print(
+        f"Made {plan.created_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC, against extract run "
+        f"{plan.snapshot_run_id[:8]}"
+    )
+    for source in plan.sources:
+        console.print(
+            f"Source {escape(source['file'])}: {source['rows']} row(s), {source['invalid_rows']} invalid, "
+            f"sha256 {source['sha256'][:12]}"
+        )
+    per_kind = ", ".join(f"{kind} {count}" for kind, count in plan.counts.get("changes", {}).items())
+    console.print(f"Changes per kind: {per_kind or 'none'}")
+    if plan.blocked:
+        console.print(f"[red]Blocked by safety thresholds: {', '.join(plan.blocked)}[/]")
+    header = ("entity", "HR key", "field", "before", "after", "kind")
+    rows = [
+        (
+            item["entity_kind"],
+            item["hr_key"],
+            item["field"],
+            item["before_label"] or item["before"],
+            item["after_label"] or item["after"],
+            item["change_kind"],
+        )
+        for item in items
+    ]
+    console.print(_table(f"{len(rows)} change(s)", header, rows[:limit]))
+    _more(console, len(rows), limit)
 
 
 def plan_markdown(plan: Plan, limit: int = 50) -> str:
