@@ -13,7 +13,7 @@ import pytest
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from pipelines.hr.apply import PlanNotApplicableError
-from pipelines.hr.dagster import HrSyncConfig, hr_sync
+from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_sync
 from pipelines.hr.demo_export import Row
 from pipelines.hr.kinds import Watched
 from pipelines.hr.plan import Plan
@@ -205,11 +205,18 @@ def test_a_lift_records_who_and_why_and_is_never_replaced(
 
 
 def run_unattended(adm: AdmClientResource, store: WarehouseResource, path: Path) -> dg.ExecuteInProcessResult:
-    """``hr_sync`` as the drop-folder sensor starts it for one file."""
+    """``hr_sync`` run with the config the drop-folder sensor requests for ``path`` (alone in its folder)."""
+    instance = dg.DagsterInstance.ephemeral()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ADM_HR_DROP_DIR", str(path.parent))
+        first = hr_drop_folder(dg.build_sensor_context(instance=instance))
+        assert isinstance(first, dg.SensorResult)
+        stable = hr_drop_folder(dg.build_sensor_context(cursor=first.cursor, instance=instance))
+    assert isinstance(stable, dg.SensorResult) and stable.run_requests
     return hr_sync.execute_in_process(
-        run_config=dg.RunConfig(ops={"hr_plan": HrSyncConfig(files=[str(path)], unattended=True)}),
+        run_config=stable.run_requests[0].run_config,
         resources={"adm": adm, "warehouse": store},
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance,
     )
 
 
@@ -221,7 +228,9 @@ def test_the_sensor_does_not_apply_a_30_percent_reactivation(
     left = leaves(rows)[:90]
     deactivate(hr_store, adm, tmp_path / "terminations.csv", left)
     written = writes(server)
-    path = write_users(tmp_path / "last_month.csv", [before[row["employee_id"]] for row in left])
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    path = write_users(inbox / "last_month.csv", [before[row["employee_id"]] for row in left])
     result = run_unattended(adm, hr_store, path)
     assert result.success
     assert writes(server) == written
@@ -241,7 +250,8 @@ def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
     rows = leaves(user_rows())[:30]
     for row in rows:
         row["status"] = "Inactive"
-    result = run_unattended(adm, hr_store, write_users(tmp_path / "u.csv", rows))
+    (tmp_path / "inbox").mkdir()
+    result = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
     assert result.success and writes(server) == {}
     plan_id = result.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="sensor", unattended=True)
@@ -260,7 +270,8 @@ def test_approving_in_dagster_records_the_approver(
     rows = leaves(user_rows())[:30]
     for row in rows:
         row["status"] = "Inactive"
-    first = run_unattended(adm, hr_store, write_users(tmp_path / "u.csv", rows))
+    (tmp_path / "inbox").mkdir()
+    first = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
     plan_id = first.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="restructuring", approved_by="hr.lead")
     approved = hr_sync.execute_in_process(
