@@ -19,7 +19,7 @@ from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_
 from pipelines.hr.mapping import SAMPLES
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import faults, writes
+from tests.test_hr_support import faults, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -215,3 +215,20 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
     finished(f"{digest}.2", dg.DagsterRunStatus.SUCCESS)
     dropped_again()
     assert settled_tick() == []  # once a run of the content succeeded, the same content does nothing
+
+
+def test_a_refused_upload_shows_its_rejected_rows_and_error_report_on_the_run(
+    adm: AdmClientResource, hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    rows = user_rows()[:3]
+    for row in rows:
+        row["email"] = "not an email"
+    users = write_users(tmp_path / "users.csv", rows)
+    config = HrSyncConfig(files=[str(users)], errors_dir=str(tmp_path / "reports"))
+    result = run(adm, hr_store, config, raise_on_error=False)
+    failure = next(event for event in result.all_events if event.is_step_failure)
+    data = failure.step_failure_data
+    assert failure.step_key == "hr_plan" and data.user_failure_data is not None
+    metadata = data.user_failure_data.metadata
+    assert (metadata["rows"].value, metadata["rejected_rows"].value) == (3, 3)
+    assert metadata["error_reports"].value == [str(tmp_path / "reports" / "users.errors.csv")]

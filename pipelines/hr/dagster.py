@@ -20,7 +20,6 @@ runs again as a new attempt (run key ``<sha256>.<attempt>``).
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
 import hashlib
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,7 +48,7 @@ from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.hr_status import PlanStatus
-from warehouse.hr_store import StoredPlan
+from warehouse.hr_store import AllowancesFinalError, StoredPlan
 
 DEFAULT_REPORTS = "data/hr/reports"
 REFRESH_TAG = "adm/hr_refresh_tenant"
@@ -178,7 +177,10 @@ def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
     if kinds and not (config.reason or "").strip():
         raise dg.Failure(description="approving a blocked plan needs a reason")
     approver = config.approved_by or os_user()
-    return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
+    try:
+        return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
+    except AllowancesFinalError as error:
+        raise dg.Failure(description=str(error)) from None
 
 
 @dg.op
@@ -188,10 +190,10 @@ def hr_apply(
     """Apply (or resume) the plan; fails when any entity is left failed, unknown or unsent (plan
     ``incomplete``). Either way the refresh sensor then syncs the tenant, as a run of its own."""
     tenant_id = stored_plan(warehouse.file, plan_id).tenant_id
-    if context.run_id:  # in process (a test) or launched: writes may begin, so the warehouse needs a refresh
-        context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
+    # Tagged before any write: from here on the warehouse needs a refresh, whatever happens next.
+    context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
-        report = apply_stored(warehouse.file, plan_id, client, context.run_id or str(uuid.uuid4()))
+        report = apply_stored(warehouse.file, plan_id, client, context.run_id)
     metadata = {
         "plan_id": plan_id,
         "status": report.status.value,
