@@ -296,8 +296,10 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "held"
         code, output = hr("status", "--warehouse", hr_store.path)
+        applied = hr("apply", "any-plan", "--warehouse", hr_store.path, "--no-refresh")
     finally:
         writer.kill()
         writer.wait()
     assert code == 1 and "Traceback" not in output
     assert "is in use" in " ".join(output.split()) and "try again when it ends" in output
+    assert applied[0] == 1 and "is in use" in " ".join(applied[1].split())

@@ -363,6 +363,9 @@ def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
         return stored_plan(warehouse, plan_id)
     except PlanNotFoundError:
         raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+    except LockBusyError as error:  # another apply or a sync holds the warehouse
+        Console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
+        raise typer.Exit(1) from None
 
 
 def _note(console: Console, embedded: str | None) -> None:
