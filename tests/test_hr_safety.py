@@ -130,6 +130,7 @@ def test_the_share_of_all_entities_a_plan_changes_is_limited(
     made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
     assert made.blocked == ["total"]
     assert (check_of(made, "total").count, check_of(made, "total").population) == (75, 340)
+    assert ("total", "75", "20%", "OVER: blocked") in kind_rows(made)
 
 
 def test_terminations_split_into_small_plans_are_counted_over_the_window(
@@ -256,12 +257,19 @@ def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
     plan_id = result.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="sensor", unattended=True)
     with pytest.raises(dg.Failure, match="never approves"):
-        hr_sync.execute_in_process(
-            run_config=dg.RunConfig(ops={"hr_plan": approve}),
-            resources={"adm": adm, "warehouse": hr_store},
-            instance=dg.DagsterInstance.ephemeral(),
-        )
+        run_attended(adm, hr_store, approve)  # the sensor's flag, set by hand: still refused
     assert writes(server) == {}
+
+
+def run_attended(
+    adm: AdmClientResource, store: WarehouseResource, config: HrSyncConfig
+) -> dg.ExecuteInProcessResult:
+    """``hr_sync`` run by a person with ``config``."""
+    return hr_sync.execute_in_process(
+        run_config=dg.RunConfig(ops={"hr_plan": config}),
+        resources={"adm": adm, "warehouse": store},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
 
 
 def test_approving_in_dagster_records_the_approver(
@@ -274,12 +282,11 @@ def test_approving_in_dagster_records_the_approver(
     first = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
     plan_id = first.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="restructuring", approved_by="hr.lead")
-    approved = hr_sync.execute_in_process(
-        run_config=dg.RunConfig(ops={"hr_plan": approve}),
-        resources={"adm": adm, "warehouse": hr_store},
-        instance=dg.DagsterInstance.ephemeral(),
-    )
+    approved = run_attended(adm, hr_store, approve)
     assert approved.output_for_node("hr_apply") == "applied" and len(writes(server)) == 30
+    again = HrSyncConfig(approve_plan_id=plan_id, allow=["deactivation"], reason="later", approved_by="x")
+    with pytest.raises(dg.Failure, match="final"):
+        run_attended(adm, hr_store, again)
     con = connect(hr_store.file)
     try:
         lifted = allowances(con, plan_id)

@@ -28,8 +28,9 @@ MAX_ROWS = 200
 def kind_rows(plan: Plan) -> list[tuple[str, str, str, str]]:
     """(kind, entities, threshold, verdict) for every kind the plan holds or a threshold watches."""
     checks = {check.kind.value: check for check in plan.checks}
-    kinds = sorted(set(plan.counts) | set(checks))
-    return [(kind, str(plan.counts.get(kind, 0)), *_threshold(checks.get(kind))) for kind in kinds]
+    # A watched kind shows its check's count: ``total`` is no change kind of its own.
+    counts = plan.counts | {kind: check.count for kind, check in checks.items()}
+    return [(kind, str(counts[kind]), *_threshold(checks.get(kind))) for kind in sorted(counts)]
 
 
 def _threshold(check: ThresholdCheck | None) -> tuple[str, str]:
