@@ -78,7 +78,7 @@ class PlanNotApplicableError(Exception):
 
 
 class Written(NamedTuple):
-    """One write's outcome: status and message, whether the service received the write, and until when
+    """One write's outcome: status and message, whether the write was sent to the service, and until when
     its request may still be running there (None: an answer came back, or nothing was sent)."""
 
     status: EntityStatus
@@ -260,7 +260,7 @@ def _write_levels(
     running: dict[Key, datetime],
 ) -> int:
     """Write level by level (groups by depth, then users), each level concurrently; returns the writes
-    the service received."""
+    sent to the service."""
     received = 0
     for _, level in groupby(
         sorted(entities, key=lambda entity: entity.order), key=lambda entity: entity.order
