@@ -3,11 +3,11 @@
 Each step opens the warehouse for itself and closes it before returning, because the extract (which a
 refresh runs in-process) opens the same DuckDB file and one process cannot hold it twice in two modes.
 
-After an apply the warehouse is refreshed by the incremental extract (the CLI and the job do it unless
-told not to), and planning refuses a warehouse whose last extract started before the tenant's last HR
-write: the next plan always diffs against what the service holds now, so re-applying the same file plans
-nothing. (Patching warehouse rows from write responses instead would bypass the extract's history and
-cursors.)
+After an apply the warehouse is refreshed by the incremental extract (the CLI runs it unless told not
+to; in Dagster the ``hr_refresh_after_apply`` sensor starts it as a run of its own), and planning refuses
+a warehouse whose last extract started before the tenant's last HR write: the next plan always diffs
+against what the service holds now, so re-applying the same file plans nothing. (Patching warehouse rows
+from write responses instead would bypass the extract's history and cursors.)
 """
 
 from __future__ import annotations
