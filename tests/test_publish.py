@@ -26,7 +26,7 @@ from pipelines.settings import SettingsError, SyncSettings, load_settings
 from tests.conftest import fresh
 from tests.sync_support import ROOT, query, settings_for, sync
 from warehouse.commit import writing
-from warehouse.publish import CURRENT, PublishError, PublishTarget, publish
+from warehouse.publish import CURRENT, PublishError, PublishTarget, publish, readable_as
 
 ANALYST = """
 import sys
@@ -126,8 +126,19 @@ def test_an_analyst_on_the_published_copy_never_holds_up_a_sync(
     assert temporary_files(published.parent) == []
 
 
-def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(settings: SyncSettings) -> None:
+@pytest.mark.parametrize("writer_format", ["v1.4.0", "latest"])
+def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(
+    settings: SyncSettings, writer_format: str
+) -> None:
+    """A warehouse this tool created (1.4 storage) is published as a copy of its file; one in DuckDB 2.0's
+    own format (created elsewhere, or before the tool chose 1.4) is rebuilt by ``COPY FROM DATABASE``."""
+    if writer_format != "v1.4.0":
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "storage_compatibility_version": writer_format
+        }
+        duckdb.connect(str(settings.warehouse), config=config).close()
     sync(settings)
+    assert readable_as(settings.warehouse, "v1.4.0") is (writer_format == "v1.4.0")
     decisions = count(settings.warehouse, "SELECT count(*) FROM decisions")
     users = count(settings.warehouse, "SELECT count(*) FROM v_org_chart")
 

@@ -46,6 +46,10 @@ decisions): a commit that outgrows the buffer rolls back and runs again with Duc
 
 POLL_S = 0.2
 
+STORAGE_VERSION = "v1.4.0"
+"""The storage format of a warehouse this tool creates: DuckDB 1.4 and later open it, so that its reader
+copy (`warehouse.publish`) can be the file itself, copied, instead of a rebuilt database."""
+
 
 class StagingMismatchError(RuntimeError):
     """The staging folder does not hold what this run's extract reported: it is never committed."""
@@ -84,6 +88,8 @@ def connect(
     config: dict[str, str | bool | int | float | list[str]] = (
         {"memory_limit": memory_limit} if memory_limit else {}
     )
+    if not path.exists():
+        config["storage_compatibility_version"] = STORAGE_VERSION
     while True:
         try:
             con = duckdb.connect(str(path), config=config)

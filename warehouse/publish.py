@@ -4,9 +4,11 @@ Any DuckDB session on the writer's file, even a read-only one, holds DuckDB's lo
 commit wait and fail. Readers open the published copy instead (``ADM_PUBLISH_PATH``, by default
 ``<warehouse stem>.analytics.duckdb`` beside the warehouse):
 
-- DuckDB itself writes the copy (``ATTACH … (STORAGE_VERSION …)``, ``COPY FROM DATABASE``: tables, views,
-  macros, types, sequences, indexes, constraints and comments) into a temporary file beside the target,
-  then ``os.replace`` puts it in place. A reader opens either the previous copy or the new one, never half
+- The copy is the warehouse file itself, copied after a CHECKPOINT, when its storage format is one the
+  readers open (a warehouse this tool created is); otherwise DuckDB writes it (``ATTACH … (STORAGE_VERSION
+  …)``, ``COPY FROM DATABASE``: tables, views, macros, types, sequences, indexes, constraints and
+  comments). Either way it goes to a temporary file beside the target, is checked, and ``os.replace``
+  puts it in place. A reader opens either the previous copy or the new one, never half
   of one; a reader that holds the previous copy open keeps reading it (its inode) until it reconnects, and
   never delays a sync.
 - The copy is written in an older storage format (``ADM_PUBLISH_STORAGE_VERSION``, default v1.4.0), so an
@@ -24,9 +26,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -136,7 +140,10 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
     folder = link = None
     previous = _link_target(target.parquet_current)
     try:
-        _copy_database(con, source, temporary, target.storage_version)
+        if readable_as(_database_path(con, source), target.storage_version):
+            _copy_file(con, source, temporary)
+        else:
+            _copy_database(con, source, temporary, target.storage_version)
         if target.parquet:
             folder = _run_folder(target.parquet_root, label)
             _write_parquet(con, source, folder)
@@ -149,6 +156,44 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
         raise
     if folder is not None:
         _remove_old_folders(target.parquet_root, {CURRENT, folder.name, previous})
+
+
+def readable_as(path: Path, storage_version: str) -> bool:
+    """Whether the DuckDB file at ``path`` is already in a storage format that readers of
+    ``storage_version`` open: then the copy can be the file itself. A warehouse created by this tool is
+    (`warehouse.commit.STORAGE_VERSION`); one created by DuckDB 2.0's default is not."""
+    return _storage_number(path) <= _storage_number_of(storage_version)
+
+
+def _storage_number(path: Path) -> int:
+    """The storage format number in a DuckDB file's header (bytes 12..20, after the ``DUCK`` magic)."""
+    with path.open("rb") as file:
+        header = file.read(20)
+    return int.from_bytes(header[12:20], "little")
+
+
+@cache
+def _storage_number_of(storage_version: str) -> int:
+    """The storage format number DuckDB writes for ``storage_version``, read from a file it creates."""
+    with tempfile.TemporaryDirectory() as folder:
+        probe = Path(folder) / "probe.duckdb"
+        duckdb.connect(str(probe), config={"storage_compatibility_version": storage_version}).close()
+        return _storage_number(probe)
+
+
+def _copy_file(con: duckdb.DuckDBPyConnection, source: str, path: Path) -> None:
+    """Copy the warehouse file itself to ``path``, then check the copy like a DuckDB-made one. CHECKPOINT
+    first writes everything committed into the file (an empty WAL); the writer lock, held by the caller,
+    and DuckDB's own file lock keep every other writer out while the bytes are read. Much cheaper than
+    ``COPY FROM DATABASE`` (which rebuilds every table and index: 16 s at 100,000 decisions)."""
+    _discard(path)
+    con.execute("CHECKPOINT")
+    shutil.copyfile(_database_path(con, source), path)
+    con.execute(f"ATTACH ? AS {ALIAS} (READ_ONLY)", [str(path)])
+    try:
+        _check_copy(con, source)
+    finally:
+        con.execute(f"DETACH {ALIAS}")
 
 
 def _copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, storage_version: str) -> None:
