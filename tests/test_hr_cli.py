@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN, Scale
 from emulator.server import EmulatorServer
 from pipelines.cli import app
-from pipelines.hr.demo_export import benchmark_users_csv, write_demo_export
+from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import MAPPING, faults, row_of, user_rows, write_users, writes
@@ -158,7 +158,8 @@ def test_the_benchmark_export_changes_the_requested_share(tmp_path: Path) -> Non
     plain = benchmark_users_csv(tmp_path / "plain.csv", rows=400, changed_share=0.0, scale=Scale(users=400))
     with plain.open(encoding="utf-8-sig", newline="") as handle:
         baseline = list(csv.DictReader(handle))
-    assert len(rows) == 400 and list(rows[0]) == [*MAPPING.users.columns.values(), "Cost Center"]
+    exported = [MAPPING.users.columns[name] for name in USER_FIELDS_ORDER]  # no optional Effective Date
+    assert len(rows) == 400 and list(rows[0]) == [*exported, "Cost Center"]
     assert sum(1 for row, base in zip(rows, baseline, strict=True) if row != base) == 20
 
 

@@ -26,6 +26,7 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
     assert {schedule.name for schedule in repository.schedule_defs} == {
         "nightly_sync_schedule",
         "weekly_full_refresh_schedule",
+        "hr_apply_due",
     }
     assert {sensor.name for sensor in repository.sensor_defs} == {
         "tenant_freshness_sensor",

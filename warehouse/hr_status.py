@@ -18,6 +18,8 @@ class PlanStatus(StrEnum):
     """An apply is running (or was killed: the next apply resumes it)."""
     INCOMPLETE = "incomplete"
     """An apply ended with entities not applied (failed, unknown, or stopped by an error): resumable."""
+    SCHEDULED = "scheduled"
+    """Every change due so far is applied; changes dated later wait for their day (``hr apply-due``)."""
     APPLIED = "applied"
     """Every entity is settled; the plan never applies again."""
 
@@ -32,6 +34,10 @@ class EntityStatus(StrEnum):
     FAILED = "failed"
     UNKNOWN = "unknown"
     MISMATCH = "mismatch"
+    SCHEDULED = "scheduled"
+    """Changes dated later wait for their day (any due before were applied)."""
+    SUPERSEDED = "superseded"
+    """Its scheduled changes were cancelled: a later upload named the entity (the latest upload decides)."""
 
 
 PENDING = frozenset({EntityStatus.PLANNED, EntityStatus.IN_FLIGHT, EntityStatus.UNKNOWN})

@@ -4,6 +4,10 @@ statement the HR sync runs against them is here, beside the warehouse's other da
 The journal is what makes an apply safe to interrupt: before an entity's write it is marked ``in_flight``
 (committed), after it its outcome is recorded (committed). Whatever happens in between, the next apply
 finds the entity ``in_flight`` or ``unknown`` and settles it by reading the record back.
+
+Dated changes (migration 0012): an entity whose changes are not all due is ``scheduled``, and
+``written_through`` is the day through which its changes were written, in the same statement as the
+outcome, so a later apply writes exactly the changes that came due since.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import duckdb
@@ -78,6 +82,20 @@ class JournalEntry:
     updated_at: datetime
     settle_after: datetime | None = None
     """Not to be judged by reading back before this (its write may still be running at the service)."""
+    written_through: date | None = None
+    """The day through which its changes were written (None: none yet)."""
+
+
+@dataclass(frozen=True)
+class PendingChange:
+    """One change waiting for its day: which plan, entity and field, the value it sets, and when."""
+
+    plan_id: str
+    entity_kind: str
+    hr_key: str
+    field: str
+    after_label: str
+    effective_on: date
 
 
 def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
@@ -105,10 +123,36 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
         _insert_allowances(con, plan.plan_id, plan.allowed, plan.approved_by, plan.created_at)
         _insert(con, "hr_plan_items", _items(plan))
         _insert(con, "hr_plan_entities", _entities(plan))
+        _supersede(con, plan)
         con.commit()
     except BaseException:
         con.rollback()
         raise
+
+
+def _supersede(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
+    """Cancel what earlier plans of the tenant still have scheduled for the entities ``plan`` names (the
+    latest upload decides), and mark such a plan applied once nothing of it waits any more."""
+    if not plan.named:
+        return
+    named = pa.Table.from_pylist([{"entity_kind": kind, "entity_id": key} for kind, key in plan.named])
+    con.register("hr_named", named)
+    try:
+        con.execute(
+            "UPDATE hr_plan_entities e SET status = 'superseded', message = ?, updated_at = ? "
+            "FROM hr_plans p, hr_named n WHERE p.plan_id = e.plan_id AND p.tenant_id = ? "
+            "AND e.plan_id <> ? AND e.status = 'scheduled' "
+            "AND n.entity_kind = e.entity_kind AND n.entity_id = e.entity_id",
+            [f"superseded by plan {plan.plan_id}", plan.created_at, plan.tenant_id, plan.plan_id],
+        )
+    finally:
+        con.unregister("hr_named")
+    con.execute(
+        "UPDATE hr_plans p SET status = 'applied', applied_at = ? WHERE p.status = 'scheduled' "
+        "AND p.tenant_id = ? AND NOT EXISTS (SELECT 1 FROM hr_plan_entities e "
+        "WHERE e.plan_id = p.plan_id AND e.status = 'scheduled')",
+        [plan.created_at, plan.tenant_id],
+    )
 
 
 def _counts(plan: Plan) -> dict[str, Any]:
@@ -156,6 +200,7 @@ def _item(
         "change_kind": change.kind.value,
         "source_file": file,
         "source_line": line,
+        "effective_on": change.effective_on,
     }
 
 
@@ -300,11 +345,11 @@ def window_changes(
     con: duckdb.DuckDBPyConnection, tenant_id: str, since: datetime, other_than: str | None
 ) -> list[tuple[str, str, str]]:
     """(change kind, entity kind, entity id) of the changes of the tenant's plans that began applying at
-    or after ``since`` (applying, incomplete or applied), other than plan ``other_than``."""
+    or after ``since`` (applying, incomplete, scheduled or applied), other than plan ``other_than``."""
     rows = con.execute(
         "SELECT DISTINCT i.change_kind, i.entity_kind, i.entity_id FROM hr_plan_items i "
         "JOIN hr_plans p USING (plan_id) WHERE p.tenant_id = ? AND p.apply_started_at >= ? "
-        "AND p.status IN ('applying', 'incomplete', 'applied') AND p.plan_id IS DISTINCT FROM ? "
+        "AND p.status IN ('applying', 'incomplete', 'scheduled', 'applied') AND p.plan_id IS DISTINCT FROM ? "
         "AND i.entity_id IS NOT NULL",
         [tenant_id, since, other_than],
     ).fetchall()
@@ -339,26 +384,29 @@ def journal_entries(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[Journa
     changes = _changes(con, plan_id)
     rows = con.execute(
         "SELECT entity_kind, entity_id, hr_key, apply_order, status, message, write_count, updated_at, "
-        "settle_after FROM hr_plan_entities WHERE plan_id = ? ORDER BY apply_order, entity_kind, hr_key",
+        "settle_after, written_through FROM hr_plan_entities WHERE plan_id = ? "
+        "ORDER BY apply_order, entity_kind, hr_key",
         [plan_id],
     ).fetchall()
     entries = []
-    for kind, entity_id, hr_key, order, status, message, writes, updated, settle in rows:
+    for kind, entity_id, hr_key, order, status, message, writes, updated, settle, through in rows:
         items, file, line = changes[(kind, entity_id)]
         entity = EntityPlan(kind, entity_id, hr_key, file, line, tuple(items), order)
-        entries.append(JournalEntry(entity, EntityStatus(status), message, writes, updated, settle))
+        entries.append(JournalEntry(entity, EntityStatus(status), message, writes, updated, settle, through))
     return entries
 
 
 def plan_items(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[dict[str, Any]]:
     """A stored plan's changes as rows (the columns of ``hr_plan_items`` but the plan's id; before and after
-    as JSON text, '' on a row that needs creation), entities in apply order, then those rows."""
+    as JSON text, '' on a row that needs creation; effective_on as ``YYYY-MM-DD``, '' for now), entities
+    in apply order, then those rows."""
     cursor = con.execute(
         "SELECT i.entity_kind, coalesce(i.entity_id, '') AS entity_id, i.hr_key, i.field, i.change_kind, "
         "CASE WHEN i.entity_id IS NULL THEN '' ELSE i.before::VARCHAR END AS before, "
         "CASE WHEN i.entity_id IS NULL THEN '' ELSE i.after::VARCHAR END AS after, "
         "coalesce(i.before_label, '') AS before_label, coalesce(i.after_label, '') AS after_label, "
-        "i.source_file, i.source_line FROM hr_plan_items i LEFT JOIN hr_plan_entities e "
+        "i.source_file, i.source_line, coalesce(i.effective_on::VARCHAR, '') AS effective_on "
+        "FROM hr_plan_items i LEFT JOIN hr_plan_entities e "
         "USING (plan_id, entity_kind, entity_id) WHERE i.plan_id = ? "
         "ORDER BY i.entity_id IS NULL, e.apply_order, i.entity_kind, i.hr_key, i.field",
         [plan_id],
@@ -372,17 +420,49 @@ def _changes(
 ) -> dict[tuple[str, str], tuple[list[Change], str, int]]:
     rows = con.execute(
         "SELECT entity_kind, entity_id, field, before, after, change_kind, before_label, after_label, "
-        "source_file, source_line FROM hr_plan_items WHERE plan_id = ? AND entity_id IS NOT NULL "
-        "ORDER BY field",
+        "source_file, source_line, effective_on FROM hr_plan_items WHERE plan_id = ? "
+        "AND entity_id IS NOT NULL ORDER BY field",
         [plan_id],
     ).fetchall()
     found: dict[tuple[str, str], tuple[list[Change], str, int]] = {}
-    for kind, entity_id, name, before, after, change_kind, before_label, after_label, file, line in rows:
+    for kind, entity_id, name, before, after, change_kind, before_label, after_label, file, line, day in rows:
         change = Change(
-            name, decode(before), decode(after), ChangeKind(change_kind), before_label, after_label
+            name, decode(before), decode(after), ChangeKind(change_kind), before_label, after_label, day
         )
         found.setdefault((kind, entity_id), ([], file, line))[0].append(change)
     return found
+
+
+def due_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, today: date) -> list[str]:
+    """The plans (of one tenant, or of all) with a change come due by ``today`` and not yet written,
+    oldest first."""
+    rows = con.execute(
+        f"SELECT p.plan_id, min(p.created_at) AS created {_WAITING} AND i.effective_on <= ? "
+        "GROUP BY p.plan_id ORDER BY created",
+        [tenant_id, tenant_id, today],
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def pending_changes(con: duckdb.DuckDBPyConnection, tenant_id: str | None) -> list[PendingChange]:
+    """Every change still waiting for its day (of one tenant, or of all), soonest first."""
+    rows = con.execute(
+        f"SELECT p.plan_id, i.entity_kind, i.hr_key, i.field, coalesce(i.after_label, ''), i.effective_on "
+        f"{_WAITING} ORDER BY i.effective_on, i.hr_key, i.field",
+        [tenant_id, tenant_id],
+    ).fetchall()
+    return [PendingChange(*row) for row in rows]
+
+
+_WAITING = (
+    "FROM hr_plans p JOIN hr_plan_entities e ON e.plan_id = p.plan_id "
+    "JOIN hr_plan_items i ON i.plan_id = e.plan_id AND i.entity_kind = e.entity_kind "
+    "AND i.entity_id = e.entity_id "
+    "WHERE e.status = 'scheduled' "
+    "AND i.effective_on > coalesce(e.written_through, DATE '0001-01-01') AND (? IS NULL OR p.tenant_id = ?)"
+)
+"""The changes that wait: of a scheduled entity of a plan (of tenant ``?``, or of all when
+NULL), dated later than the day through which the entity was written."""
 
 
 def outcome_counts(con: duckdb.DuckDBPyConnection, plan_id: str) -> dict[str, int]:
@@ -400,12 +480,18 @@ class Journal:
 
     `close` ends it: a worker still running after the apply stopped (an error elsewhere, a kill) can
     then neither start a write nor touch the connection; its entity stays ``in_flight`` for the next apply
-    to settle by reading it back."""
+    to settle by reading it back.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, plan_id: str, run_id: str) -> None:
+    ``today`` is the apply's day: an entity applied with changes still held back (`EntityPlan.later`) is
+    recorded ``scheduled``, and an applied entity is written through ``today``."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, plan_id: str, run_id: str, today: date | None = None
+    ) -> None:
         self._con = con
         self._plan_id = plan_id
         self.run_id = run_id
+        self.today = today or datetime.now(UTC).date()
         self._lock = threading.Lock()
         self._open = True
 
@@ -444,6 +530,9 @@ class Journal:
         keep: bool,
     ) -> None:
         """One committed statement; ``keep`` leaves ``settle_after`` as it is, else it is set."""
+        applied = status == EntityStatus.APPLIED
+        if applied and entity.later:
+            status, message = EntityStatus.SCHEDULED, entity.waiting
         with self._lock:
             if not self._open:
                 raise JournalClosedError(
@@ -451,7 +540,8 @@ class Journal:
                 )
             self._con.execute(
                 "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
-                "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END "
+                "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END, "
+                "written_through = CASE WHEN ? THEN ? ELSE written_through END "
                 "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
                 [
                     status,
@@ -461,6 +551,8 @@ class Journal:
                     int(sent),
                     keep,
                     settle_after,
+                    applied,
+                    self.today,
                     self._plan_id,
                     entity.kind,
                     entity.entity_id,

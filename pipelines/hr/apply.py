@@ -19,6 +19,11 @@ record the outcome and commit. A write whose outcome is unknown (dropped connect
 answer) is never repeated blindly: the next pass (or the next apply) reads it back first. Groups go
 before users, parents before children; each level runs concurrently under the client's rate limiter.
 Bodies are minimal: E1 gets ``tenantId`` and the changed fields; E3 only the changed fields.
+
+Dated changes: an apply on day ``today`` settles only the changes due by then and not yet written (see
+`due_part`); an entity with changes dated later ends ``scheduled`` and the plan ``scheduled`` until an
+apply on or after their day (``hr apply-due``) writes them, read back and judged like any other write, so a
+record changed in the meantime is skipped, not overwritten.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from itertools import groupby
 from typing import NamedTuple
@@ -38,7 +43,7 @@ from models.groups import UpdateGroup
 from models.queries import GroupQuery, UserQuery
 from models.users import UpdateUserEntities
 from pipelines.hr.fields import Value, Values, group_values, same, user_values
-from pipelines.hr.plan import EntityPlan
+from pipelines.hr.plan import Change, EntityPlan
 from resources.client import AdmClient
 from resources.errors import (
     AuthenticationError,
@@ -52,6 +57,7 @@ from resources.settings import ClientSettings
 from warehouse.hr_status import PENDING, EntityStatus, PlanStatus
 from warehouse.hr_store import (
     Journal,
+    JournalEntry,
     StoredPlan,
     journal_entries,
     outcome_counts,
@@ -120,8 +126,10 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
 
 
 def expired(plan: StoredPlan, max_age: timedelta, now: datetime) -> bool:
-    """Whether a plan not yet applied is older than ``max_age`` (and so is never applied)."""
-    return plan.status != PlanStatus.APPLIED and now - plan.created_at > max_age
+    """Whether a plan not yet applied is older than ``max_age`` (and so is never applied). A scheduled
+    plan never expires: its dated changes were accepted when it was applied and wait for their day."""
+    waiting = plan.status in (PlanStatus.APPLIED, PlanStatus.SCHEDULED)
+    return not waiting and now - plan.created_at > max_age
 
 
 def apply_plan(
@@ -130,12 +138,15 @@ def apply_plan(
     plan: StoredPlan,
     run_id: str,
     max_age: timedelta = DEFAULT_MAX_AGE,
+    now: datetime | None = None,
 ) -> ApplyReport:
-    """Apply (or resume) ``plan``; every entity's outcome is journaled in the warehouse. An error that
-    stops the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
-    check_applicable(plan, max_age, datetime.now(UTC))
+    """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day;
+    every entity's outcome is journaled in the warehouse. An error that stops the apply (a 401, a 403, ...)
+    leaves the plan ``incomplete`` with the error, and is raised."""
+    moment = now or datetime.now(UTC)
+    check_applicable(plan, max_age, moment)
     set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC))
-    journal = Journal(con, plan.plan_id, run_id)
+    journal = Journal(con, plan.plan_id, run_id, moment.date())
     try:
         report = _passes(con, client, plan, journal)
     except Exception as error:
@@ -145,9 +156,17 @@ def apply_plan(
         raise
     finally:
         journal.close()
-    set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
     report.outcomes = outcome_counts(con, plan.plan_id)
+    report.status = plan_status(report.outcomes)
+    set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
     return report
+
+
+def plan_status(outcomes: Mapping[str, int]) -> PlanStatus:
+    """A plan's status after an apply, from its entities per journal status."""
+    if any(status in UNFINISHED for status in outcomes):
+        return PlanStatus.INCOMPLETE
+    return PlanStatus.SCHEDULED if EntityStatus.SCHEDULED in outcomes else PlanStatus.APPLIED
 
 
 def settle_window(settings: ClientSettings) -> timedelta:
@@ -162,12 +181,14 @@ def _passes(
 ) -> ApplyReport:
     """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring)."""
     entries = journal_entries(con, plan.plan_id)
+    entities = [due_part(entry, journal.today) for entry in entries]
     status = {_key(entry.entity): entry.status for entry in entries}
+    _schedule(entities, status, journal)
     running = {_key(entry.entity): entry.settle_after for entry in entries if entry.settle_after}
     report = ApplyReport(plan.plan_id, journal.run_id, PlanStatus.APPLYING, {})
     write = partial(write_entity, client, journal, plan.tenant_id, settle_window(client.settings))
     for number in range(WRITE_PASSES + 1):
-        pending = [entry.entity for entry in entries if status[_key(entry.entity)] in PENDING]
+        pending = [entity for entity in entities if status[_key(entity)] in PENDING]
         if not pending:
             break
         _await_running(pending, running)
@@ -177,9 +198,33 @@ def _passes(
         to_write = _settle(pending, status, current, journal, writing)
         if writing and to_write:
             report.writes += _write_levels(client, write, to_write, status, running)
-    unfinished = any(value in UNFINISHED for value in status.values())
-    report.status = PlanStatus.INCOMPLETE if unfinished else PlanStatus.APPLIED
     return report
+
+
+def due_part(entry: JournalEntry, today: date) -> EntityPlan:
+    """The entity with the changes an apply on ``today`` settles (due by then, not written by an earlier
+    apply: dated after ``written_through``) and, held back in ``later``, those dated after ``today``."""
+    done = entry.written_through
+    due = [c for c in entry.entity.changes if _day(c) <= today and (done is None or _day(c) > done)]
+    later = [c for c in entry.entity.changes if _day(c) > today]
+    return replace(entry.entity, changes=tuple(due), later=tuple(later))
+
+
+def _day(change: Change) -> date:
+    """When a change takes effect; an undated one is due from the start."""
+    return change.effective_on or date.min
+
+
+def _schedule(entities: list[EntityPlan], status: dict[Key, EntityStatus], journal: Journal) -> None:
+    """Journal the entities with nothing due today as ``scheduled``; a scheduled one with changes come
+    due is pending again (``planned``), to be read back and written like a planned one."""
+    for entity in entities:
+        was = status[_key(entity)]
+        if was == EntityStatus.PLANNED and not entity.changes:
+            journal.record(entity, EntityStatus.SCHEDULED, entity.waiting)
+            status[_key(entity)] = EntityStatus.SCHEDULED
+        elif was == EntityStatus.SCHEDULED and entity.changes:
+            status[_key(entity)] = EntityStatus.PLANNED
 
 
 def _key(entity: EntityPlan) -> Key:

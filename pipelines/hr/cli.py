@@ -1,11 +1,11 @@
 """``authority-sync hr``: plan, apply and follow HR reverse syncs from the command line.
 
-Exit codes: 0 done (a plan ready to apply, an apply with every entity applied); 1 refused (an unreadable
-file, an upload whose every row is invalid, a stale warehouse, a plan expired or applied already, the
-warehouse busy) or not all applied (an apply left ``incomplete``, a 401 included, or entities skipped:
-see the output and ``hr status PLAN_ID --problems``); 2 a usage error (a missing file or a directory, a
-mistyped ``--allow`` kind, an unknown encoding); 3 a plan blocked by safety thresholds. The service's
-token is never printed.
+Exit codes: 0 done (a plan ready to apply, an apply with every entity applied, scheduled for its effective
+date or superseded); 1 refused (an unreadable file, an upload whose every row is invalid, a stale
+warehouse, a plan expired or applied already, the warehouse busy) or not all applied (an apply left
+``incomplete``, a 401 included, or entities skipped: see the output and ``hr status PLAN_ID --problems``);
+2 a usage error (a missing file or a directory, a mistyped ``--allow`` kind, an unknown encoding); 3 a plan
+blocked by safety thresholds. The service's token is never printed.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, w
 from pipelines.hr.report import (
     print_apply,
     print_journal,
+    print_pending,
     print_plan,
     print_plans,
     print_problems,
@@ -47,10 +48,12 @@ from pipelines.hr.workflow import (
     apply_stored,
     os_user,
     plan_upload,
+    plans_due,
     refresh,
     stored_plan,
 )
 from pipelines.settings import SyncSettings
+from resources.client import AdmClient
 from resources.errors import ServiceError
 from warehouse.commit import connect
 from warehouse.hr_status import EntityStatus, PlanStatus
@@ -62,6 +65,7 @@ from warehouse.hr_store import (
     journal_entries,
     list_plans,
     load_plan,
+    pending_changes,
     plan_items,
 )
 from warehouse.locks import LockBusyError
@@ -74,6 +78,9 @@ TROUBLED = frozenset({PlanStatus.BLOCKED, PlanStatus.APPLYING, PlanStatus.INCOMP
 BLOCKED = 3
 """Exit code of a plan that safety thresholds block (2 is click's usage error)."""
 DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+SETTLED = frozenset({EntityStatus.APPLIED, EntityStatus.SCHEDULED, EntityStatus.SUPERSEDED})
+"""Entity outcomes of an apply that exits 0: applied, waiting for its effective date, or cancelled by a
+later upload."""
 
 hr_app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -189,7 +196,46 @@ def apply_command(
         print_apply(console, report)
         if refresh_after:
             _refresh(console, stored.tenant_id, settings)
-    raise typer.Exit(0 if set(report.outcomes) <= {"applied"} else 1)
+    raise typer.Exit(0 if set(report.outcomes) <= SETTLED else 1)
+
+
+@hr_app.command("apply-due")
+def apply_due_command(
+    tenant: TenantOption = None,
+    warehouse: WarehouseOption = None,
+    refresh_after: Annotated[
+        bool, typer.Option("--refresh/--no-refresh", help="Run the incremental extract after applying.")
+    ] = True,
+) -> None:
+    """Apply the changes of scheduled plans whose effective date has come (what Dagster's
+    ``hr_apply_due`` schedule runs every night), then refresh the warehouse."""
+    console = Console()
+    settings = settings_or_exit(warehouse)
+    tenant_id = tenant or settings.sync_tenants[0]
+    store = warehouse_resource(settings)
+    due = plans_due(store.file, tenant_id)
+    if not due:
+        console.print("No scheduled change is due.")
+        return
+    with service_for(settings) as (settings, embedded):
+        _note(console, embedded)
+        adm = client_resource(settings).process_config_and_initialize()
+        with adm.client_for(tenant_id) as client:
+            settled = [_apply_due(console, store.file, plan_id, client) for plan_id in due]
+        if refresh_after:
+            _refresh(console, tenant_id, settings)
+    raise typer.Exit(0 if all(settled) else 1)
+
+
+def _apply_due(console: Console, warehouse: Path, plan_id: str, client: AdmClient) -> bool:
+    """Apply one plan's due changes and print what happened; whether everything settled."""
+    try:
+        report = apply_stored(warehouse, plan_id, client, str(uuid.uuid4()))
+    except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
+        console.print(f"[red]{escape(str(error))}[/]")
+        return False
+    print_apply(console, report)
+    return set(report.outcomes) <= SETTLED
 
 
 @hr_app.command("status")
@@ -219,6 +265,7 @@ def status_command(
             if problems:
                 plans = [plan for plan in plans if plan.status in TROUBLED or plan.plan_id in old]
             print_plans(console, plans, old)
+            print_pending(console, pending_changes(con, tenant))
             return
         plan = _loaded(con, plan_id)
         entries = journal_entries(con, plan_id)

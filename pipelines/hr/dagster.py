@@ -15,6 +15,10 @@ content (run key: the file's sha256), once the file has stopped growing: its siz
 same on two consecutive ticks (kept in the sensor's cursor). The same content dropped again does nothing,
 unless the last run of that content failed and the file was dropped (written) again after it: then it
 runs again as a new attempt (run key ``<sha256>.<attempt>``).
+
+The ``hr_apply_due`` schedule (every day at 05:00 UTC, after the nightly sync and the weekly full
+refresh) starts one ``hr_sync`` run with ``approve_plan_id`` per stored plan whose dated changes have come
+due (run key: plan and day): the same apply as any other, writing only what is due, with its refresh after.
 """
 
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
@@ -28,6 +32,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, model_validator
 
+from pipelines.bindings import warehouse_resource
 from pipelines.hr.apply import UNFINISHED
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import load_mapping
@@ -40,6 +45,7 @@ from pipelines.hr.workflow import (
     apply_stored,
     os_user,
     plan_upload,
+    plans_due,
     refresh,
     stored_plan,
 )
@@ -49,6 +55,7 @@ from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import AllowancesFinalError, StoredPlan
+from warehouse.locks import LockBusyError
 
 DEFAULT_REPORTS = "data/hr/reports"
 REFRESH_TAG = "adm/hr_refresh_tenant"
@@ -56,6 +63,9 @@ REFRESH_TAG = "adm/hr_refresh_tenant"
 FILE_TAG = "adm/hr_file_sha256"
 """The content hash of the dropped file a sensor's run plans."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+DUE_CRON = "0 5 * * *"
+"""When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
+weekly full refresh (03:00), so an apply does not wait for their commits."""
 
 
 class HrSyncConfig(dg.Config):
@@ -283,5 +293,33 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
     return dg.SensorResult(run_requests=requests, cursor=str(latest))
 
 
+# Targeted by name, like the sensors (see above).
+@dg.schedule(
+    job_name="hr_sync",
+    cron_schedule=DUE_CRON,
+    execution_timezone="UTC",
+    description="Applies the HR plans whose dated changes (effective dates) have come due.",
+)
+def hr_apply_due(context: dg.ScheduleEvaluationContext) -> dg.SkipReason | list[dg.RunRequest]:
+    """One ``hr_sync`` run approving (applying) each plan with changes due on the tick's day."""
+    moment = context.scheduled_execution_time or datetime.now(UTC)
+    try:
+        due = plans_due(warehouse_resource(load_settings()).file, None, moment)
+    except LockBusyError as error:  # a sync is committing: the next tick finds the plans still due
+        return dg.SkipReason(str(error))
+    if not due:
+        return dg.SkipReason("no scheduled HR change is due")
+    day = moment.date().isoformat()
+    return [
+        dg.RunRequest(
+            run_key=f"hr_due:{plan_id}:{day}",
+            run_config=dg.RunConfig(ops={"hr_plan": HrSyncConfig(approve_plan_id=plan_id)}),
+            tags={"hr_due": day},
+        )
+        for plan_id in due
+    ]
+
+
 HR_JOBS = [hr_sync]
 HR_SENSORS = [hr_drop_folder, hr_refresh_after_apply]
+HR_SCHEDULES = [hr_apply_due]

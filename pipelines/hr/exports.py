@@ -29,6 +29,7 @@ PLAN_COLUMNS = (
     "after_label",
     "source_file",
     "source_line",
+    "effective_on",
 )
 ERROR_COLUMNS = ("hr_sync_line", "hr_sync_errors")
 """Appended to the original columns in an error report; the mapping ignores them on re-upload."""
@@ -65,6 +66,7 @@ def _row(kind: str, entity_id: str, key: str, change: Change | None, file: str, 
         "after_label": change.after_label if change else "",
         "source_file": file,
         "source_line": line,
+        "effective_on": change.effective_on.isoformat() if change and change.effective_on else "",
     }
 
 

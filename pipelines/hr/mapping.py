@@ -27,6 +27,10 @@ SAMPLES = Path(__file__).with_name("samples")
 DEFAULT_MAPPING = SAMPLES / "mapping.toml"
 TENANT_FIELD = "tenant"
 """A mappable field of both kinds: the tenant a row belongs to, checked, never written."""
+EFFECTIVE_FIELD = "effective_date"
+"""A mappable field of both kinds: the day the row's changes take effect (blank, past or today: now)."""
+OPTIONAL_FIELDS = frozenset({TENANT_FIELD, EFFECTIVE_FIELD})
+"""Mapped fields whose column a file may lack (every other mapped column must be in the header)."""
 
 
 class MappingError(ValueError):
@@ -52,7 +56,7 @@ class EntityMapping(_Table):
 
     @model_validator(mode="after")
     def _known(self) -> EntityMapping:
-        unknown = set(self.columns) - {*self.known_fields, TENANT_FIELD}
+        unknown = set(self.columns) - {*self.known_fields, *OPTIONAL_FIELDS}
         if unknown:
             raise ValueError(f"unknown {self.kind} fields {sorted(unknown)}; known: {self.known_fields}")
         bad_keys = [key for key in self.match_keys if key not in self.key_fields or key not in self.columns]

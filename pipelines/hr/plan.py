@@ -4,6 +4,10 @@ Only fields a row fills are compared (a blank cell keeps the service's value). A
 INVITED is not "changed" by an HR status of ACTIVE: the service activates invited users at first sign-in.
 Rows that match no service record are listed as needing creation (the API cannot create users or
 groups). Entities are ordered for applying: groups before users, parents before children.
+
+A change may be dated (`Change.effective_on`): a row's effective date still to come dates all its changes;
+a termination whose termination date is still to come dates its status change on that day (the
+termination date itself is data, written now). Past dates and today mean now (None).
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 
-from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, same
+from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, Values, same
 from pipelines.hr.graph import INACTIVE, depths
 from pipelines.hr.kinds import ChangeKind, Watched
 from pipelines.hr.mapping import Mapping as HrMapping
@@ -50,6 +54,8 @@ class Change:
     kind: ChangeKind
     before_label: str
     after_label: str
+    effective_on: date | None = None
+    """The day the change takes effect; None: now."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,13 @@ class EntityPlan:
     line: int
     changes: tuple[Change, ...]
     order: int = 0
+    later: tuple[Change, ...] = ()
+    """While applying: the changes not yet due, held back from ``changes`` (written on a later day)."""
+
+    @property
+    def waiting(self) -> str:
+        """The held-back changes in one line: ``status on 2027-01-31, groups on 2026-12-01``."""
+        return "waiting: " + ", ".join(f"{change.field} on {change.effective_on}" for change in self.later)
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,9 @@ class Plan:
     approved_by: str = ""
     """Who lifted the ``allowed`` kinds (when any are)."""
     status: str = "ready"
+    named: set[tuple[EntityKind, str]] = field(default_factory=set)
+    """Every service record a valid row names, changed or not: the latest upload decides its future, so
+    saving this plan supersedes the changes still scheduled for it by earlier plans."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -151,7 +167,9 @@ def make_plan(
     valid = [row for row in validation.rows if row.valid]
     option = mapping.groups.disable_option.value
     entities = [
-        entity for row in valid if row.entity_id and (entity := _entity(row, snapshot, option)).changes
+        entity
+        for row in valid
+        if row.entity_id and (entity := _entity(row, snapshot, option, now.date())).changes
     ]
     plan = Plan(
         plan_id=str(uuid.uuid4()),
@@ -167,6 +185,7 @@ def make_plan(
         population={"user": len(snapshot.users), "group": len(snapshot.groups)},
         earlier=earlier,
         approved_by=approved_by if allowed else "",
+        named={(row.kind, row.entity_id) for row in valid if row.entity_id},
     )
     apply_allowances(plan, mapping, allowed)
     return plan
@@ -181,7 +200,7 @@ def apply_allowances(plan: Plan, mapping: HrMapping, allowed: Mapping[str, str])
     plan.status = "blocked" if plan.blocked else "ready"
 
 
-def _entity(row: HrRow, snapshot: Snapshot, disable_option: str) -> EntityPlan:
+def _entity(row: HrRow, snapshot: Snapshot, disable_option: str, today: date) -> EntityPlan:
     assert row.entity_id is not None
     current = (snapshot.user_values if row.kind == "user" else snapshot.group_values)[row.entity_id]
     desired = dict(row.desired)
@@ -189,11 +208,23 @@ def _entity(row: HrRow, snapshot: Snapshot, disable_option: str) -> EntityPlan:
         # E3 takes the fate of the group's associations with a deactivation; the mapping decides it.
         desired["disable_option"] = disable_option
     changes = tuple(
-        _change(row.kind, name, current[name], after, snapshot)
+        _dated(row, _change(row.kind, name, current[name], after, snapshot), current, today)
         for name, after in desired.items()
         if _changes(row.kind, name, current[name], after)
     )
     return EntityPlan(row.kind, row.entity_id, row.key, row.file, row.line, changes)
+
+
+def _dated(row: HrRow, change: Change, current: Values, today: date) -> Change:
+    """``change`` with the day it takes effect, None for now: see the module docstring."""
+    day = row.effective_on
+    if change.field == "termination_date":
+        day = None  # data about the leaver, true from today: written now
+    elif row.kind == "user" and change.field == "status" and change.after in INACTIVE:
+        ends = row.desired.get("termination_date") or current["termination_date"]
+        if isinstance(ends, str):
+            day = max(day or date.min, date.fromisoformat(ends))
+    return replace(change, effective_on=day if day is not None and day > today else None)
 
 
 def _changes(kind: EntityKind, name: str, before: Value, after: Value) -> bool:

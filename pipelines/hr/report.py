@@ -16,10 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from pipelines.hr.apply import ApplyReport
-from pipelines.hr.plan import Plan
+from pipelines.hr.plan import Change, Plan
 from pipelines.hr.problems import Problem
 from pipelines.hr.thresholds import ThresholdCheck
-from warehouse.hr_store import Allowance, JournalEntry, StoredPlan
+from warehouse.hr_store import Allowance, JournalEntry, PendingChange, StoredPlan
 
 MAX_ROWS = 200
 """Changes (or problems) printed at most; the CSV and JSON exports hold all of them."""
@@ -45,12 +45,17 @@ def _threshold(check: ThresholdCheck | None) -> tuple[str, str]:
 
 
 def change_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
-    """(entity, HR key, field, before, after, kind) for every planned field."""
+    """(entity, HR key, field, before, after, kind) for every planned field; a dated change's after says
+    when it takes effect."""
     return [
-        (entity.kind, entity.hr_key, change.field, change.before_label, change.after_label, change.kind.value)
+        (entity.kind, entity.hr_key, change.field, change.before_label, _after(change), change.kind.value)
         for entity in plan.entities
         for change in entity.changes
     ]
+
+
+def _after(change: Change) -> str:
+    return f"{change.after_label} (on {change.effective_on})" if change.effective_on else change.after_label
 
 
 def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
@@ -124,6 +129,17 @@ def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[s
         for plan in plans
     ]
     console.print(_table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows))
+
+
+def print_pending(console: Console, pending: list[PendingChange]) -> None:
+    """The changes waiting for their effective date, soonest first (nothing when none wait)."""
+    if not pending:
+        return
+    rows = [
+        (f"{p.effective_on}", p.entity_kind, p.hr_key, p.field, p.after_label, p.plan_id) for p in pending
+    ]
+    header = ("effective", "entity", "HR key", "field", "after", "plan")
+    console.print(_table("Pending changes (applied on their day by `hr apply-due`)", header, rows))
 
 
 def print_journal(

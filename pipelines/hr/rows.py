@@ -23,7 +23,7 @@ from models.groups import UpdateGroup
 from models.users import UpdateUserEntities
 from pipelines.hr.csv_input import CsvRow, escaped_formula, formula_prefixed
 from pipelines.hr.fields import USER_DATE_FIELDS, USER_REFERENCE_FIELDS, EntityKind, Values
-from pipelines.hr.mapping import TENANT_FIELD, CsvOptions, EntityMapping
+from pipelines.hr.mapping import EFFECTIVE_FIELD, TENANT_FIELD, CsvOptions, EntityMapping
 from pipelines.hr.problems import Problem
 
 REFERENCE_FIELDS = frozenset({*USER_REFERENCE_FIELDS, "parent"})
@@ -60,6 +60,8 @@ class HrRow:
     """Reference field -> HR keys or names as written."""
     entity_id: str | None = None
     """The service record the row matches; None when it needs creation."""
+    effective_on: date | None = None
+    """The row's effective date as written (the planner decides whether it is still to come)."""
     problems: list[Problem] = field(default_factory=list)
 
     def problem(self, mapping: EntityMapping, field_name: str, rule: str, message: str) -> None:
@@ -82,6 +84,7 @@ def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOption
     for name, value in raw.items():
         _check_cell(parsed, mapping, name, value.strip())
     _check_tenant(parsed, mapping, tenant_id)
+    parsed.effective_on = _effective_on(parsed, mapping, options)
     scalars = _scalars(parsed, mapping, options)
     parsed.desired = _validated(parsed, mapping, scalars, tenant_id)
     parsed.references = {
@@ -115,24 +118,31 @@ def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[st
     """Non-blank, non-reference cells, with status words translated and dates in ISO form."""
     scalars: dict[str, str] = {}
     for name, value in row.cells.items():
-        if not value or name in REFERENCE_FIELDS or name == TENANT_FIELD:
+        if not value or name in REFERENCE_FIELDS or name in (TENANT_FIELD, EFFECTIVE_FIELD):
             continue
         if name == "status":
             scalars[name] = mapping.status(value)
         elif name in USER_DATE_FIELDS:
-            day = _date(value, options.date_format)
-            if day is None:
-                row.problem(
-                    mapping,
-                    name,
-                    "date",
-                    f"{value!r} is not a date of the form {options.date_format} (a time may follow)",
-                )
-            else:
+            day = _checked_date(row, mapping, name, value, options.date_format)
+            if day is not None:
                 scalars[name] = day.isoformat()
         else:
             scalars[name] = value
     return scalars
+
+
+def _effective_on(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> date | None:
+    """The row's effective date cell, read like the other dates; None when blank or not mapped."""
+    value = row.cells.get(EFFECTIVE_FIELD)
+    return _checked_date(row, mapping, EFFECTIVE_FIELD, value, options.date_format) if value else None
+
+
+def _checked_date(row: HrRow, mapping: EntityMapping, name: str, value: str, form: str) -> date | None:
+    """The date of a cell, or None with a ``date`` problem recorded."""
+    day = _date(value, form)
+    if day is None:
+        row.problem(mapping, name, "date", f"{value!r} is not a date of the form {form} (a time may follow)")
+    return day
 
 
 def _date(value: str, form: str) -> date | None:

@@ -15,7 +15,7 @@ from datetime import date
 from pipelines.hr.csv_input import CsvFile
 from pipelines.hr.fields import EntityKind
 from pipelines.hr.graph import check_org_graph
-from pipelines.hr.mapping import TENANT_FIELD, EntityMapping, Mapping
+from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
 from pipelines.hr.rows import HrRow, parse_row
@@ -87,7 +87,7 @@ def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKin
         problems.append(Problem(file.name, 1, "", "unknown_file_kind", _kind_message(file, mapping)))
         return None
     entity_mapping = mapping.for_kind(kinds[0])
-    required = {column for name, column in entity_mapping.columns.items() if name != TENANT_FIELD}
+    required = {column for name, column in entity_mapping.columns.items() if name not in OPTIONAL_FIELDS}
     missing = sorted(column for column in required if not file.has(column))
     problems += [
         Problem(file.name, 1, column, "missing_column", "mapped but not in the header") for column in missing

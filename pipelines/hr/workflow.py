@@ -46,6 +46,7 @@ from warehouse.commit import connect
 from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import (
     StoredPlan,
+    due_plans,
     load_plan,
     plan_changes,
     record_allowances,
@@ -203,13 +204,28 @@ def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
 
 
 def apply_stored(
-    warehouse: Path, plan_id: str, client: AdmClient, run_id: str, max_age: timedelta | None = None
+    warehouse: Path,
+    plan_id: str,
+    client: AdmClient,
+    run_id: str,
+    max_age: timedelta | None = None,
+    now: datetime | None = None,
 ) -> ApplyReport:
-    """Apply (or resume) a stored plan; one older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``)
-    is refused."""
+    """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
+    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled."""
     age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
+    moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
-        return apply_plan(con, client, recheck_thresholds(con, plan_id, datetime.now(UTC)), run_id, age)
+        return apply_plan(con, client, recheck_thresholds(con, plan_id, moment), run_id, age, moment)
+    finally:
+        con.close()
+
+
+def plans_due(warehouse: Path, tenant_id: str | None, now: datetime | None = None) -> list[str]:
+    """The plans (of one tenant, or of all) with changes come due by ``now``'s day, oldest first."""
+    con = connect(warehouse)
+    try:
+        return due_plans(con, tenant_id, (now or datetime.now(UTC)).date())
     finally:
         con.close()
