@@ -181,6 +181,9 @@ def test_hr_status_lists_pending_changes(
     line = next(line for line in output.splitlines() if leaver() in line and str(LEAVING) in line)
     assert "status" in line and "INACTIVE" in line
 
+    code, shown = hr("show", made.plan_id, "--warehouse", hr_store.path)
+    assert code == 0 and f"INACTIVE (on {LEAVING})" in shown, shown
+
 
 def test_the_nightly_schedule_requests_a_run_for_each_plan_come_due(
     hr_store: WarehouseResource,

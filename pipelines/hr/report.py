@@ -55,7 +55,12 @@ def change_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
 
 
 def _after(change: Change) -> str:
-    return f"{change.after_label} (on {change.effective_on})" if change.effective_on else change.after_label
+    return _dated(change.after_label, change.effective_on.isoformat() if change.effective_on else "")
+
+
+def _dated(after: str, effective_on: str) -> str:
+    """A value after, with the day it takes effect when dated (``INACTIVE (on 2027-01-31)``)."""
+    return f"{after} (on {effective_on})" if effective_on else after
 
 
 def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
@@ -196,7 +201,7 @@ def print_stored_plan(
             item["hr_key"],
             item["field"],
             item["before_label"] or item["before"],
-            item["after_label"] or item["after"],
+            _dated(item["after_label"] or item["after"], item["effective_on"]),
             item["change_kind"],
         )
         for item in items
