@@ -24,7 +24,8 @@ from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Change, EntityPlan, Plan, SourceFile, apply_allowances, change_kind
 from pipelines.hr.snapshot import Snapshot, fresh_run, load_snapshot
-from pipelines.hr.thresholds import EntityKey, watched_entities
+from pipelines.hr.thresholds import EntityKey
+from pipelines.hr.workflow import window_entities
 from warehouse.commit import connect
 from warehouse.hr_status import EntityStatus, PlanStatus
 from warehouse.hr_store import (
@@ -33,7 +34,6 @@ from warehouse.hr_store import (
     journal_entries,
     load_plan,
     save_plan,
-    window_changes,
 )
 
 REVERTIBLE = frozenset({PlanStatus.APPLIED, PlanStatus.INCOMPLETE})
@@ -76,9 +76,7 @@ def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: dateti
         run = fresh_run(con, applied.tenant_id, mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, applied.tenant_id, run)
         # Counted with the window like any plan: reverting in small plans evades no threshold either.
-        earlier = watched_entities(
-            window_changes(con, applied.tenant_id, moment - mapping.thresholds.window, None)
-        )
+        earlier = window_entities(con, applied.tenant_id, mapping.thresholds, moment, None)
         revert = revert_plan(applied, journal_entries(con, plan_id), snapshot, mapping, moment, earlier)
         save_plan(con, revert.plan)
         return revert

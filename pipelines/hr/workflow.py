@@ -108,7 +108,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
         refusal = _refusal(validation, request.strict)
         if refusal:
             return PlanOutcome(validation, None, refusal)
-        earlier = _window(con, request.tenant_id, request.mapping.thresholds, moment, None)
+        earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
         plan = make_plan(
             validation,
             snapshot,
@@ -172,14 +172,14 @@ def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: dateti
         stored = dict(plan.thresholds)
         population = stored.pop("population")
         thresholds = Thresholds.model_validate(stored)
-        earlier = _window(con, plan.tenant_id, thresholds, now, plan_id)
+        earlier = window_entities(con, plan.tenant_id, thresholds, now, plan_id)
         own = watched_entities(plan_changes(con, plan_id))
         blocked = blocked_kinds(check_thresholds(own, earlier, population, thresholds, plan.allowed))
     record_blocked(con, plan_id, blocked)
     return load_plan(con, plan_id)
 
 
-def _window(
+def window_entities(
     con: duckdb.DuckDBPyConnection, tenant_id: str, thresholds: Thresholds, now: datetime, plan_id: str | None
 ) -> dict[Watched, set[EntityKey]]:
     """The entities per watched kind that the tenant's other plans applied within the window changed."""
