@@ -248,17 +248,24 @@ def test_the_sensor_does_not_apply_a_30_percent_reactivation(
 def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    rows = leaves(user_rows())[:30]
-    for row in rows:
-        row["status"] = "Inactive"
-    (tmp_path / "inbox").mkdir()
-    result = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
+    result = drop_deactivations(adm, hr_store, tmp_path)
     assert result.success and writes(server) == {}
     plan_id = result.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="sensor", unattended=True)
     with pytest.raises(dg.Failure, match="never approves"):
         run_attended(adm, hr_store, approve)  # the sensor's flag, set by hand: still refused
     assert writes(server) == {}
+
+
+def drop_deactivations(
+    adm: AdmClientResource, store: WarehouseResource, tmp_path: Path
+) -> dg.ExecuteInProcessResult:
+    """The sensor's unattended run of a dropped file that makes 30 users inactive (over the threshold)."""
+    rows = leaves(user_rows())[:30]
+    for row in rows:
+        row["status"] = "Inactive"
+    (tmp_path / "inbox").mkdir()
+    return run_unattended(adm, store, write_users(tmp_path / "inbox" / "u.csv", rows))
 
 
 def run_attended(
@@ -275,11 +282,7 @@ def run_attended(
 def test_approving_in_dagster_records_the_approver(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    rows = leaves(user_rows())[:30]
-    for row in rows:
-        row["status"] = "Inactive"
-    (tmp_path / "inbox").mkdir()
-    first = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
+    first = drop_deactivations(adm, hr_store, tmp_path)
     plan_id = first.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="restructuring", approved_by="hr.lead")
     approved = run_attended(adm, hr_store, approve)
