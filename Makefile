@@ -53,9 +53,9 @@ dagster: $(VENV)/.synced
 	mkdir -p data/dagster_home && cp pipelines/dagster.yaml data/dagster_home/dagster.yaml
 	DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
 
-# The README's data dictionary, rendered again from warehouse/dictionary.toml and the migrated schema.
+# docs/data-dictionary.md, rendered again from warehouse/dictionary.toml and the migrated schema.
 dictionary: $(VENV)/.synced
-	$(VENV)/bin/python -m warehouse.dictionary --write-readme
+	$(VENV)/bin/python -m warehouse.dictionary --write
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data

@@ -1,5 +1,5 @@
 """The data dictionary (``warehouse/dictionary.toml``): it describes the migrated schema exactly, migrate()
-applies it as comments only when it or the schema changed, and the README shows what it says.
+applies it as comments only when it or the schema changed, and docs/data-dictionary.md shows what it says.
 
 When a migration adds a table, view or column, the first two tests name what to describe; when it drops
 or renames one, the second names what the dictionary still mentions."""
@@ -61,10 +61,10 @@ def test_a_history_table_has_its_current_tables_descriptions_and_its_own(
     assert _comment(con, "users_history", "run_id") != _comment(con, "users", "run_id")
 
 
-def test_the_readme_shows_the_dictionary() -> None:
-    readme = dictionary.README.read_text(encoding="utf-8")
-    assert dictionary.with_section(readme, dictionary.rendered()) == readme, (
-        "the README's data dictionary differs from warehouse/dictionary.toml: run `make dictionary`"
+def test_the_docs_show_the_dictionary() -> None:
+    page = dictionary.DOCUMENT.read_text(encoding="utf-8")
+    assert dictionary.with_section(page, dictionary.rendered()) == page, (
+        "docs/data-dictionary.md differs from warehouse/dictionary.toml: run `make dictionary`"
     )
 
 

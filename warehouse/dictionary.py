@@ -1,7 +1,7 @@
 """The data dictionary: what every table, view and column of the warehouse means, written once in
 ``warehouse/dictionary.toml`` and used twice, as the database's own comments (``COMMENT ON``, applied by
-`warehouse.migrate.migrate`) and as the README's column tables (``python -m warehouse.dictionary
---write-readme``, or ``make dictionary``).
+`warehouse.migrate.migrate`) and as the column tables of ``docs/data-dictionary.md``
+(``python -m warehouse.dictionary --write``, or ``make dictionary``).
 
 The file has four kinds of entries (its header says more):
 
@@ -33,7 +33,8 @@ import duckdb
 Kind = Literal["table", "view"]
 
 SOURCE = "dictionary.toml"
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "data-dictionary.md"
+"""The generated reference page; its section between the markers is rendered from this dictionary."""
 START = "<!-- dictionary:start -->"
 END = "<!-- dictionary:end -->"
 APPLIED_TABLE = "schema_dictionary"
@@ -267,7 +268,7 @@ def document(con: duckdb.DuckDBPyConnection, versions: Iterable[int]) -> bool:
 
 
 def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str:
-    """The README's data dictionary: one table per relation of the live schema (the dictionary's order,
+    """The data dictionary page: one table per relation of the live schema (the dictionary's order,
     then any it lacks), each column with its live type and its description."""
     order = [name for name in relations if name in live] + sorted(set(live) - set(relations))
     return "\n\n".join(_render_relation(relations.get(name), live[name]) for name in order) + "\n"
@@ -276,11 +277,11 @@ def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str
 def _render_relation(described: Relation | None, relation: LiveRelation) -> str:
     kind = " (view)" if relation.kind == "view" else ""
     lines = [
-        f"#### `{relation.name}`{kind}",
+        f"## `{relation.name}`{kind}",
         "",
         _markdown(described.description if described else ""),
         "",
-        # Folded, so that the README's reader sees every relation's description before any column.
+        # Folded, so that the page's reader sees every relation's description before any column.
         f"<details><summary>{len(relation.columns)} columns</summary>",
         "",
         "| column | type | description |",
@@ -295,7 +296,7 @@ def _render_relation(described: Relation | None, relation: LiveRelation) -> str:
 
 
 def _type(data_type: str) -> str:
-    # The migrations and the README say TIMESTAMPTZ; DuckDB reports the long form of the same type.
+    # The migrations and the docs say TIMESTAMPTZ; DuckDB reports the long form of the same type.
     return data_type.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
 
 
@@ -304,12 +305,12 @@ def _markdown(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
 
 
-def with_section(readme: str, section: str) -> str:
-    """``readme`` with the text between the dictionary's markers replaced by ``section``."""
-    before, start, rest = readme.partition(START)
+def with_section(page: str, section: str) -> str:
+    """``page`` with the text between the dictionary's markers replaced by ``section``."""
+    before, start, rest = page.partition(START)
     _, end, after = rest.partition(END)
     if not start or not end:
-        raise DictionaryError(f"the README has no {START} ... {END} section")
+        raise DictionaryError(f"{DOCUMENT.name} has no {START} ... {END} section")
     return f"{before}{START}\n{section}{END}{after}"
 
 
@@ -324,18 +325,18 @@ def rendered() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the rendered data dictionary, or with ``--write-readme`` put it into the README."""
+    """Print the rendered data dictionary, or with ``--write`` put it into its page under ``docs/``."""
     parser = argparse.ArgumentParser(
         prog="python -m warehouse.dictionary", description="Render the data dictionary of the warehouse."
     )
-    parser.add_argument("--write-readme", action="store_true", help=f"rewrite the section of {README.name}")
+    parser.add_argument("--write", action="store_true", help=f"rewrite the generated section of {DOCUMENT}")
     args = parser.parse_args(argv)
     text = rendered()
-    if not args.write_readme:
+    if not args.write:
         sys.stdout.write(text)
         return 0
-    README.write_text(with_section(README.read_text(encoding="utf-8"), text), encoding="utf-8")
-    print(f"{README}: data dictionary section rewritten")
+    DOCUMENT.write_text(with_section(DOCUMENT.read_text(encoding="utf-8"), text), encoding="utf-8")
+    print(f"{DOCUMENT}: data dictionary section rewritten")
     return 0
 
 
