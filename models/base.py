@@ -73,6 +73,12 @@ def is_uuid(value: str) -> bool:
     return bool(_UUID_RE.match(value))
 
 
+def canonical_id(value: str) -> str:
+    """An id as the warehouse keys it: a UUID in lower case (UUIDs compare without regard to case, so one
+    cited as ``ABC…`` and as ``abc…`` is one record), any other id exactly as sent."""
+    return value.lower() if _UUID_RE.match(value) else value
+
+
 class ServiceModel(BaseModel):
     """A record as the service sends it: camelCase on the wire, unknown fields kept."""
 
@@ -114,12 +120,25 @@ T = TypeVar("T")
 
 
 class Page(ServiceModel, Generic[T]):
-    """A paged list: ``total`` counts items across all pages, not pages."""
+    """A paged list: ``total`` counts items across all pages, not pages. A service that leaves ``total``
+    out is still read (to a short page); ``served`` is how many records the service put on the page,
+    including any a record contract kept out of ``data``."""
 
     page: int
     limit: int
-    total: int
+    total: int | None = None
     data: list[T]
+    _served: int | None = PrivateAttr(default=None)
+
+    @property
+    def served(self) -> int:
+        """Records the service served on this page."""
+        return len(self.data) if self._served is None else self._served
+
+    def served_as(self, count: int) -> Page[T]:
+        """This page, noting that the service served ``count`` records on it (``data`` may hold fewer)."""
+        self._served = count
+        return self
 
 
 class Envelope(ServiceModel, Generic[T]):

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from models.base import Timestamp
-from models.matrices import PositionDetails
+from models.base import ServiceModel, Timestamp
 
 
-class Position(PositionDetails):
+class Position(ServiceModel):
     """One item of the position list (public-reference.md extension).
 
-    Assumption: the record is not shown anywhere; it is taken to have the shape of a matrix's
-    ``positionDetails`` (spec 2.11), plus ``createdOn``/``updatedOn`` when the service sends them.
+    The record is not shown anywhere, so only ``id`` is required: the other fields are those of a matrix's
+    ``positionDetails`` (spec 2.11) and ``createdOn``/``updatedOn``, stored when the service sends them.
+    Any other field is kept as an extra.
     """
 
+    id: str
+    tenant_id: str | None = None
+    position_name: str | None = None
+    is_scim_provisioned: bool | None = None
+    status: str | None = None
+    group_ids: list[str] | None = None
     created_on: Timestamp | None = None
     updated_on: Timestamp | None = None

@@ -17,14 +17,14 @@ the UI, a schedule, the GraphQL API or ``dagster job execute``): ``adm/mode=full
 # No `from __future__ import annotations`: Dagster reads the annotations of the decorated functions.
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 
-from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome
+from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.extract import LISTS
 from pipelines.sync import (
     SyncBlockedError,
@@ -43,6 +43,8 @@ from warehouse.schema import arrow_schema
 ASSET_PREFIX = "adm"
 MODE_TAG = "adm/mode"
 ALLOW_OVER_QUOTA_TAG = "adm/allow_over_quota"
+WARN_ONLY_CHECKS_TAG = "adm/warn_only_checks"
+"""Run tag: comma-separated blocking checks that only warn in this run."""
 OWNERS = ["team:data-platform"]
 
 
@@ -172,7 +174,15 @@ def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinit
         full_refresh=tags.get(MODE_TAG, "").strip().lower() == "full",
         allow_over_quota=tags.get(ALLOW_OVER_QUOTA_TAG, "").strip().lower() in {"true", "1", "yes"},
         job_name=context.run.job_name,
+        warn_only_checks=_warn_only(tags),
     )
+
+
+def _warn_only(tags: Mapping[str, str]) -> frozenset[str]:
+    try:
+        return parse_check_names(tags.get(WARN_ONLY_CHECKS_TAG, ""))
+    except ValueError as error:
+        raise dg.Failure(description=f"run tag {WARN_ONLY_CHECKS_TAG}: {error}") from None
 
 
 def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:

@@ -90,6 +90,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         schema_contract=settings.schema_contract,
         reject_max_count=settings.reject_max_count,
         reject_max_share=settings.reject_max_share,
+        warn_only_checks=",".join(settings.warn_only_checks),
     )
 
 

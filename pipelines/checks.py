@@ -1,6 +1,12 @@
 """Blocking checks on a tenant's staged data, before it is committed. A failed check stops the commit:
 the warehouse stays as it was, the run is recorded as ``blocked_by_check`` and the check's description
-gives the figures (``staged 1000, service total 1003``).
+gives the figures (``staged 1000, service total 1003``) and names the records.
+
+A check blocks only what would make the load wrong: a list not read to its end, an id staged twice,
+more rejected records than allowed. What the service merely reports inconsistently is a warning: a
+``total`` off from what a list read to its end held, a manager id or a document without revisions the
+service cannot resolve. Each blocking check can be turned into a warning by name (``ADM_WARN_ONLY_CHECKS``
+or the run tag ``adm/warn_only_checks``), for a night when an operator knows better.
 
 Each check is a plain function of the extract and the committed warehouse, free of Dagster; the tenant
 sync asset turns the outcomes into Dagster check results of the table they judge.
@@ -9,7 +15,7 @@ sync asset turns the outcomes into Dagster check results of the table they judge
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,8 @@ class CheckOutcome:
         }
 
 
+ROW_COUNT_CHECK = "row_count_matches_service_total"
+
 Check = Callable[[TenantExtract, Path, str], CheckOutcome]
 """A check: the staged extract, the warehouse file (for what is committed already) and the tenant."""
 
@@ -61,26 +69,33 @@ def row_count_matches_total(entity: str) -> Check:
     def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
         report = extract.reports[entity]
         total, first, rejected = report.service_total, report.first_total, report.rejected
-        passed = total is None or report.rows + rejected == total
+        listed = report.rows + rejected - len(report.vanished)
+        passed = total is None or listed == total
         drifted = first is not None and total is not None and first != total
         description = (
             f"staged {report.rows}"
             + (f" + {rejected} rejected" if rejected else "")
+            + (f" - {len(report.vanished)} removed while read" if report.vanished else "")
             + f", service total {total}"
             + (f" (the list changed while it was read: page 1 said {first})" if drifted else "")
+            + _reading(report.complete, passed)
         )
         return CheckOutcome(
             entity,
-            "row_count_matches_service_total",
+            ROW_COUNT_CHECK,
             passed,
             description,
             {
                 "staged": report.rows,
                 "rejected": rejected,
+                "removed_while_read": len(report.vanished),
                 "service_total": total if total is not None else -1,
                 "first_page_total": first if first is not None else -1,
+                "read_to_end": report.complete,
                 "mode": report.mode,
             },
+            # A list read to its proven end holds what it holds: its total is only evidence.
+            blocking=not report.complete,
         )
 
     return check
@@ -183,8 +198,17 @@ def ids_unique(entity: str) -> Check:
     return check
 
 
+def _reading(complete: bool, passed: bool) -> str:
+    if passed:
+        return ""
+    if complete:
+        return "; the list was read to its end, so the total is only evidence: a warning"
+    return "; the read did not reach the list's end"
+
+
 def managers_resolve(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
-    """Every staged user's ``manager_id`` is a user staged now or already in the warehouse."""
+    """Every staged user's ``manager_id`` is a user staged now or already in the warehouse (a warning: a
+    manager the user list does not show is the service's to resolve, and the user is loaded as sent)."""
     staged = extract.staging / "users.parquet"
     known = staged_values(staged, "id") | reads.column_values(warehouse, tenant_id, "users", "id")
     missing = sorted(staged_values(staged, "manager_id") - known)
@@ -192,32 +216,39 @@ def managers_resolve(extract: TenantExtract, warehouse: Path, tenant_id: str) ->
         "users",
         "manager_ids_resolve",
         not missing,
-        f"{len(missing)} manager id(s) resolve to no user",
+        f"{len(missing)} manager id(s) resolve to no user" + _named(missing),
         {"unresolved_manager_ids": missing[:20]},
+        blocking=False,
     )
 
 
 def documents_have_revisions(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
-    """Every document of a staged decision has its revision ids pulled (now or by an earlier run)."""
-    pulled = staged_values(
-        extract.staging / "document_revisions.parquet", "document_id"
-    ) | reads.column_values(warehouse, tenant_id, "document_revisions", "document_id")
-    missing = sorted(staged_values(extract.staging / "decision_documents.parquet", "document_id") - pulled)
+    """Every document of a staged decision had its revision list checked (now or by an earlier run); a
+    warning naming the documents, since the service may list a document it cannot show."""
+    checked = staged_values(extract.staging / "revision_checks.parquet", "parent_id") | reads.checked_parents(
+        warehouse, tenant_id, "document"
+    )
+    missing = sorted(staged_values(extract.staging / "decision_documents.parquet", "document_id") - checked)
     return CheckOutcome(
         "document_revisions",
         "documents_have_revisions",
         not missing,
-        f"{len(missing)} document(s) of staged decisions without revision ids",
+        f"{len(missing)} document(s) of staged decisions without a revision check" + _named(missing),
         {"documents_without_revisions": missing[:20]},
+        blocking=False,
     )
+
+
+def _named(ids: list[str]) -> str:
+    return f": {', '.join(ids[:5])}" + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else ""
 
 
 def _list_checks(entity: str) -> list[CheckSpec]:
     return [
         CheckSpec(
             entity,
-            "row_count_matches_service_total",
-            "Records staged equal the total the service reported.",
+            ROW_COUNT_CHECK,
+            "Records staged equal the total the service reported (a warning when read to the list's end).",
             row_count_matches_total(entity),
         ),
         CheckSpec(entity, "ids_unique", "No id is staged twice.", ids_unique(entity)),
@@ -232,20 +263,49 @@ def _list_checks(entity: str) -> list[CheckSpec]:
 
 BLOCKING_CHECKS: list[CheckSpec] = [
     *(spec for entity in LISTS for spec in _list_checks(entity)),
-    CheckSpec("users", "manager_ids_resolve", "Every manager id is a known user.", managers_resolve),
+    CheckSpec(
+        "users", "manager_ids_resolve", "Every manager id is a known user (a warning).", managers_resolve
+    ),
     CheckSpec(
         "document_revisions",
         "documents_have_revisions",
-        "Every document of a staged decision has its revision ids pulled.",
+        "Every document of a staged decision has its revision list checked (a warning).",
         documents_have_revisions,
     ),
 ]
 """Every blocking check of a tenant sync, in the order they run."""
 
 
-def run_checks(extract: TenantExtract, warehouse: Path, tenant_id: str) -> list[CheckOutcome]:
-    """Every blocking check's outcome."""
-    return [spec.run(extract, warehouse, tenant_id) for spec in BLOCKING_CHECKS]
+BLOCKING_CHECK_NAMES = frozenset(spec.name for spec in BLOCKING_CHECKS)
+"""The names ``ADM_WARN_ONLY_CHECKS`` and the run tag ``adm/warn_only_checks`` accept."""
+
+
+def run_checks(
+    extract: TenantExtract, warehouse: Path, tenant_id: str, warn_only: frozenset[str] = frozenset()
+) -> list[CheckOutcome]:
+    """Every blocking check's outcome; those named in ``warn_only`` only warn."""
+    outcomes = [spec.run(extract, warehouse, tenant_id) for spec in BLOCKING_CHECKS]
+    return [_warning(outcome) if outcome.name in warn_only else outcome for outcome in outcomes]
+
+
+def parse_check_names(text: str) -> frozenset[str]:
+    """Comma-separated names of blocking checks; raises ValueError naming any that is not one."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(names - BLOCKING_CHECK_NAMES)
+    if unknown:
+        known = ", ".join(sorted(BLOCKING_CHECK_NAMES))
+        raise ValueError(f"not a blocking check: {', '.join(unknown)} (the blocking checks: {known})")
+    return names
+
+
+def _warning(outcome: CheckOutcome) -> CheckOutcome:
+    if outcome.passed or not outcome.blocking:
+        return outcome
+    return replace(
+        outcome,
+        blocking=False,
+        description=f"{outcome.description} (a warning only: named in the warn-only checks)",
+    )
 
 
 def staged_values(path: Path, column: str) -> set[str]:

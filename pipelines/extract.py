@@ -28,9 +28,12 @@ from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery
 from resources.client import AdmClient
 from resources.concurrency import Feed
 from resources.contract import LIST_ENDPOINTS, RecordContract
+from resources.errors import NotFoundError
 from resources.metrics import MetricsSnapshot
+from warehouse.merge import REVISIONS
 from warehouse.rows import (
     TableRows,
+    check_row,
     current_user_position_rows,
     decision_rows,
     delegation_rows,
@@ -64,6 +67,15 @@ class EntityReport:
     """The total the list reported at the end of its read (for revision lists, the parents read)."""
     first_total: int | None = None
     """The total page 1 reported: differs from ``service_total`` when the list changed while read."""
+    complete: bool = True
+    """Whether the read reached the list's proven end (a short or empty page), whatever its total said."""
+    vanished: list[str] = field(default_factory=list)
+    """Ids read early in the run that the list no longer held when its read settled: removed meanwhile."""
+    without_cursor: int = 0
+    """Records that lacked the updated-at field the cursor follows (the list is then read whole)."""
+    checks: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Revision lists only: parent id -> what its check found (``listed``, ``empty``, ``not_found``) and
+    how many revision ids."""
     rejected: int = 0
     """Records the schema contract kept out (they are in ``rejected_records``)."""
     cursor: datetime | None = None
@@ -182,6 +194,11 @@ REVISION_LISTS = {
     "document_revisions": ("document_id", "decisions", "E12"),
 }
 """Revision table -> (parent-id column, the list whose records name the parents, endpoint)."""
+REVISION_KIND = {table: revisions.kind for table, revisions in REVISIONS.items()}
+"""Revision table -> the kind of record its parents are."""
+CHECKS_TABLE = "revision_checks"
+LISTED, EMPTY, NOT_FOUND = "listed", "empty", "not_found"
+"""What the check of one revision list found: revision ids, an empty list, or no such record (404)."""
 
 ENTITIES = (*LISTS, "current_user_positions", *REVISION_LISTS)
 """Every entity one tenant's extract reads."""
@@ -205,6 +222,7 @@ def extract_tenant(request: ExtractRequest) -> TenantExtract:
             request.stop.set()
             raise failed.exception()  # type: ignore[misc]
     reports = {entity: future.result() for entity, future in futures.items()}
+    reports[CHECKS_TABLE] = stage_revision_checks(request, [reports[table] for table in REVISION_LISTS])
     return TenantExtract(request.staging, reports, request.client.metrics, request.contract)
 
 
@@ -240,12 +258,17 @@ def _stage_list(
             writer.add(rows)
             _feed_parents(report.entity, rows, feeds)
             report.rows += 1
-            if spec.updated_of is not None:
-                _advance_cursor(report, since, spec.updated_of(record))
+            updated = spec.updated_of(record) if spec.updated_of is not None else None
+            if updated is not None:
+                _advance_cursor(report, since, updated)
+            elif spec.updated_of is not None:
+                report.without_cursor += 1
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
+    report.complete, report.vanished = stream.complete, stream.vanished
     report.rejected = len(request.contract.log.rejected_from(spec.endpoint))
     report.tables = dict(writer.counts)
+    _note_read(report, stream.page_size)
 
 
 def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
@@ -256,6 +279,26 @@ def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
     elif entity == "decisions":
         for row in rows["decision_documents"]:
             feeds["document_revisions"].put(row["document_id"])
+
+
+def _note_read(report: EntityReport, page_size: int) -> None:
+    """Warn once about what the read learnt of the service: records without the cursor field (the list is
+    then read whole: its cursor is cleared), records removed while the list was read, a capped page."""
+    if report.without_cursor:
+        report.cursor = None
+        report.warnings.append(
+            f"{report.entity}: {report.without_cursor} record(s) lack the updated-at field the incremental "
+            "cursor follows, so this list is read whole until the service sends it"
+        )
+    if report.vanished:
+        report.warnings.append(
+            f"{report.entity}: {len(report.vanished)} record(s) were removed from the list while it was "
+            f"read (marked deleted): {', '.join(report.vanished[:5])}"
+        )
+    if page_size < PAGE_LIMIT:
+        report.warnings.append(
+            f"{report.entity}: the service serves {page_size} records a page (asked for {PAGE_LIMIT})"
+        )
 
 
 def _advance_cursor(report: EntityReport, since: datetime | None, updated: datetime) -> None:
@@ -273,29 +316,72 @@ def _advance_cursor(report: EntityReport, since: datetime | None, updated: datet
 def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
     """The positions of the user the credentials stand for (E9); one call, always full."""
     report = EntityReport("current_user_positions", FULL)
+    seen: set[str] = set()
     with StagingWriter(request.staging) as writer:
         writer.declare("current_user_positions")
         for link in request.client.current_user_positions():
-            writer.add(current_user_position_rows(request.tenant_id, link))
+            rows = current_user_position_rows(request.tenant_id, link)
+            (row,) = rows["current_user_positions"]
+            if row["id"] in seen:  # the same link listed twice (ids compared as keyed): once is enough
+                continue
+            seen.add(row["id"])
+            writer.add(rows)
             report.rows += 1
     report.tables = dict(writer.counts)
     return report
 
 
 def extract_revisions(request: ExtractRequest, table: str, parents: Feed[str]) -> EntityReport:
-    """E11 or E12 for every distinct parent id the feed brings, as they arrive."""
+    """E11 or E12 for every distinct parent id the feed brings, as they arrive. A parent the service no
+    longer finds (404: deleted since it was listed) is noted, not a failure of the tenant."""
     parent_column, _, endpoint = REVISION_LISTS[table]
     fetch = (
         request.client.delegation_revision_ids if endpoint == "E11" else request.client.document_revision_ids
     )
+
+    def checked(parent_id: str) -> list[str] | None:
+        try:
+            return fetch(parent_id)
+        except NotFoundError:
+            return None
+
     report = EntityReport(table, DEPENDENT)
     with StagingWriter(request.staging) as writer:
         writer.declare(table)
-        for parent_id, revision_ids in request.client.map_concurrent(fetch, _distinct(parents)):
+        for parent_id, revision_ids in request.client.map_concurrent(checked, _distinct(parents)):
             request.check_stop()
-            writer.add({table: revision_rows(request.tenant_id, parent_column, parent_id, revision_ids)})
+            report.checks[parent_id] = (_outcome(revision_ids), len(revision_ids or []))
+            writer.add(
+                {table: revision_rows(request.tenant_id, parent_column, parent_id, revision_ids or [])}
+            )
             report.rows += 1
     report.service_total = report.rows
+    report.tables = dict(writer.counts)
+    gone = sorted(parent for parent, (outcome, _) in report.checks.items() if outcome == NOT_FOUND)
+    if gone:
+        report.warnings.append(
+            f"{table}: {len(gone)} {REVISION_KIND[table]}(s) answered 404 (deleted since they were listed; "
+            f"no revisions stored): {', '.join(gone[:5])}"
+        )
+    return report
+
+
+def _outcome(revision_ids: list[str] | None) -> str:
+    if revision_ids is None:
+        return NOT_FOUND
+    return LISTED if revision_ids else EMPTY
+
+
+def stage_revision_checks(request: ExtractRequest, reports: list[EntityReport]) -> EntityReport:
+    """Stage what each revision-list check of this run found (``revision_checks``)."""
+    report = EntityReport(CHECKS_TABLE, DEPENDENT)
+    with StagingWriter(request.staging) as writer:
+        writer.declare(CHECKS_TABLE)
+        for revisions in reports:
+            kind = REVISION_KIND[revisions.entity]
+            for parent_id, (outcome, count) in revisions.checks.items():
+                writer.add({CHECKS_TABLE: [check_row(request.tenant_id, kind, parent_id, outcome, count)]})
+                report.rows += 1
     report.tables = dict(writer.counts)
     return report
 

@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
+from pipelines.checks import parse_check_names
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
 from warehouse.publish import (
@@ -71,6 +72,7 @@ ACCEPTS: dict[str, str] = {
     "schema_contract": "strict or tolerant, optionally per list (e.g. tolerant,users=strict)",
     "reject_max_count": "a whole number of records, 0 or more",
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
+    "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
     "nightly_cron": "a cron expression (UTC)",
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
@@ -117,6 +119,8 @@ class SyncSettings(BaseSettings):
     """``tolerant`` or ``strict``, optionally per list: ``tolerant,users=strict``."""
     reject_max_count: Annotated[int, Field(ge=0)] = 10
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
+    warn_only_checks: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""
     nightly_cron: str = "0 2 * * *"
     full_refresh_cron: str = "0 3 * * 0"
     hr_drop_dir: Path = Path("data/hr/inbox")
@@ -174,7 +178,12 @@ class SyncSettings(BaseSettings):
             raise ValueError(problem)
         return value
 
-    @field_validator("tenants", mode="before")
+    @field_validator("warn_only_checks")
+    @classmethod
+    def _check_names(cls, value: list[str]) -> list[str]:
+        return list(parse_check_names(",".join(value)))
+
+    @field_validator("tenants", "warn_only_checks", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.checks import CheckOutcome, conformity, limits_parse, run_checks
+from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
@@ -55,6 +55,8 @@ class SyncRequest:
     full_refresh: bool = False
     allow_over_quota: bool = False
     job_name: str | None = None
+    warn_only_checks: frozenset[str] = frozenset()
+    """Blocking checks that only warn in this run (besides those of the policy)."""
 
     @property
     def mode(self) -> str:
@@ -152,7 +154,9 @@ def _extract_check_commit(
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
     default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
-    contract = RecordContract(default, modes, policy.reject_max_count, policy.reject_max_share)
+    contract = RecordContract(
+        default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
+    )
     with services.adm.client_for(request.tenant_id) as client, _phase(record, "extract"):
         try:
             outcome.extract = extract_tenant(
@@ -176,17 +180,24 @@ def _extract_check_commit(
     record.mode, record.warnings = extract.mode, extract.warnings
     with _phase(record, "checks"):
         warnings = [*conformity(extract), limits_parse(extract)]
-        outcome.checks = run_checks(extract, warehouse, request.tenant_id) + warnings
+        warn_only = parse_check_names(policy.warn_only_checks) | request.warn_only_checks
+        outcome.checks = run_checks(extract, warehouse, request.tenant_id, warn_only) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK
         record.error = "; ".join(f"{c.table} {c.name}: {c.description}" for c in outcome.failed_checks)
         raise SyncBlockedError(f"blocking check failed, nothing committed: {record.error}")
+    reports = extract.reports
     staged = StagedRun(
         staging,
         extract.tables,
-        {entity: report.mode for entity, report in extract.reports.items()},
-        {entity: report.cursor.isoformat() for entity, report in extract.reports.items() if report.cursor},
+        {entity: report.mode for entity, report in reports.items()},
+        {
+            entity: report.cursor.isoformat() if report.cursor else None
+            for entity, report in reports.items()
+            if report.cursor or report.without_cursor
+        },
+        {entity: report.vanished for entity, report in reports.items() if report.vanished},
     )
     outcome.commit = commit_run(
         warehouse, staged, record, services.policy.lock_wait_s, services.warehouse.publish_target

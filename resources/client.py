@@ -63,6 +63,7 @@ from models import (
     ValidateActionResult,
 )
 from models.auth import AccessKeyExchange, AccessToken
+from models.base import canonical_id
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
 from resources.concurrency import bounded_map
@@ -71,9 +72,12 @@ from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
 from resources.errors import (
     AuthenticationError,
     PagingDriftError,
+    RateLimitError,
     ResponseFormatError,
+    ServiceError,
     error_for_response,
     error_for_transport,
+    error_in_envelope,
     retry_after_seconds,
 )
 from resources.metrics import ClientMetrics, MetricsSnapshot
@@ -114,7 +118,7 @@ class PagedList(Generic[T]):
     record: type[T]
     envelope: type[Envelope[Page[T]]]
     creation_sort: str | None = None
-    creation_key: Callable[[T], tuple[datetime, str]] | None = None
+    creation_key: Callable[[T], tuple[datetime | None, str]] | None = None
 
 
 DECISIONS = PagedList[Decision](
@@ -398,10 +402,14 @@ class AdmClient:
         self, kind: PagedList[Rec], query: PageQuery, contract: RecordContract | None = None
     ) -> PageStream[Rec]:
         endpoint = ENDPOINTS[kind.endpoint]
+
+        def fetch(number: int, size: int) -> Page[Rec]:
+            return self._page(kind, query.model_copy(update={"page": number, "limit": size}), contract)
+
         return PageStream(
-            lambda number: self._page(kind, query.model_copy(update={"page": number}), contract),
+            fetch,
             limit=query.limit,
-            record_id=lambda item: item.id,
+            record_id=lambda item: canonical_id(item.id),
             mapper=self.map_concurrent,
             order_key=kind.creation_key if _append_only(kind, query) else None,
             describe=lambda message: PagingDriftError(
@@ -413,13 +421,14 @@ class AdmClient:
         params = query.to_params(self.settings.param_names)
         parse = None if contract is None else contract.reader(kind.endpoint, kind.record, query.page or 1)
         page = self._call(kind.endpoint, kind.envelope, params=params, parse=parse).data
-        endpoint = ENDPOINTS[kind.endpoint]
-        for field, asked, got in (("page", query.page, page.page), ("limit", query.limit, page.limit)):
-            if asked != got:
-                problem = f"{field} {got} when asked for {asked}"
-                raise ResponseFormatError.mismatch(
-                    endpoint.name, f"data.{field}", problem, method=endpoint.method, path=endpoint.path
-                )
+        # The page number must be the one asked for (offsets would be wrong otherwise); the page size is
+        # the service's to choose, and `PageStream` follows it.
+        if page.page != (query.page or 1):
+            endpoint = ENDPOINTS[kind.endpoint]
+            problem = f"page {page.page} when asked for {query.page or 1}"
+            raise ResponseFormatError.mismatch(
+                endpoint.name, "data.page", problem, method=endpoint.method, path=endpoint.path
+            )
         return page
 
     # -- one request ---------------------------------------------------------------------------------------
@@ -460,8 +469,10 @@ class AdmClient:
 
     def _retrying(self, request: _Request, error: BaseException, attempt: int, sleep_s: float) -> None:
         self._metrics.retried()
+        # A 429 waits in the shared limiter, not in the retry loop: log the pause the service asked for.
+        wait = self._bucket.pause_remaining() if isinstance(error, RateLimitError) else sleep_s
         logger.warning(
-            "%s %s: %s; try %d in %.2f s", request.endpoint.method, request.path, error, attempt + 1, sleep_s
+            "%s %s: %s; try %d in %.2f s", request.endpoint.method, request.path, error, attempt + 1, wait
         )
 
     def _attempt(self, request: _Request, read: Callable[[bytes], M]) -> M:
@@ -475,14 +486,29 @@ class AdmClient:
             problem = f"status {response.status_code}, the spec says {sorted(endpoint.success)}"
             raise ResponseFormatError.mismatch(endpoint.name, "<status>", problem, **context)
         try:
-            return read(response.content)
+            result = read(response.content)
         except ResponseFormatError as error:
-            raise ResponseFormatError.mismatch(
+            raise self._envelope_error(request, response) or ResponseFormatError.mismatch(
                 endpoint.name, error.field_path, error.message.split(": ", 1)[-1], **context
             ) from None
         except PydanticValidationError as error:
             # `from None`: pydantic's own message quotes the input, which may hold a token.
-            raise ResponseFormatError.from_validation(endpoint.name, error, **context) from None
+            raise self._envelope_error(request, response) or ResponseFormatError.from_validation(
+                endpoint.name, error, **context
+            ) from None
+        if isinstance(result, Envelope) and result.status_code >= 400:
+            raise self._envelope_error(request, response) or ResponseFormatError.mismatch(
+                endpoint.name, "statusCode", f"statusCode {result.status_code} in a success", **context
+            )
+        return result
+
+    def _envelope_error(self, request: _Request, response: httpx.Response) -> ServiceError | None:
+        """The failure a success's body reports (HTTP 200 with ``statusCode: 500``), fed to the limiter as
+        the status it is, or None."""
+        error = error_in_envelope(request.endpoint.method, request.path, response)
+        if isinstance(error, RateLimitError):
+            self._bucket.rate_limited(error.retry_after_s)
+        return error
 
     def _send(self, request: _Request) -> httpx.Response:
         """Send under a concurrency slot and the tenant's limiter; feed the limiter and the metrics."""
@@ -490,6 +516,7 @@ class AdmClient:
         headers = self._credentials.authorization() if endpoint.authenticated else {}
         with self._slots:
             waited = self._bucket.acquire()
+            sent_at = self._bucket.now()
             self._metrics.request_sent(endpoint.name, waited)
             try:
                 response = self._http.request(
@@ -499,7 +526,7 @@ class AdmClient:
                 raise error_for_transport(endpoint.method, request.path, error) from error
         self._metrics.response_received(len(response.content), response.status_code)
         if response.status_code == 429:
-            self._bucket.rate_limited(retry_after_seconds(response))
+            self._bucket.rate_limited(retry_after_seconds(response), sent_at)
         else:
             self._bucket.succeeded()
         logger.debug(

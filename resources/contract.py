@@ -1,18 +1,22 @@
 """The schema contract of paged records: what a deviation from the spec does to a sync.
 
 A real service never matches its documentation exactly, and one odd record must not fail a tenant every
-night. Each page is first validated whole and strictly (the common case: one fast pass). A page that
-fails is read record by record:
+night. Only what the spec promises is assumed. Each page is first validated whole and strictly (the common
+case: one fast pass). A page that fails is read record by record:
 
-- **Strict in every mode**, because the load would be wrong without them: the envelope and page shape, a
-  non-empty string ``id``, ``tenantId`` where the record has one, the created/updated timestamps that
-  drive cursors and order, and the ids of nested items (they key child tables). A record that breaks one
-  is *rejected*: it is kept, with its page, position, field, rule, the value received and its own JSON,
-  for the ``rejected_records`` table, and the run decides by threshold whether that is acceptable.
-- **Tolerated** in ``tolerant`` mode (the default of nightly runs) and recorded: ``null`` or a missing
-  non-key field (stored as null), an unknown enum value (kept as text), a number or boolean sent as a
-  string (converted), any other value that does not validate (stored as null). Every deviation is
-  counted per endpoint, field and kind, with sample record ids.
+- **Strict in every mode**, because nothing could be loaded right without them: the envelope and page
+  shape, a record that is an object with a non-empty string ``id``, and a ``tenantId`` that, where the
+  record carries one, names the tenant being read (another tenant's record is evidence of a leak, not a
+  quirk). A record that breaks one is *rejected*: it is kept, with its page, position, field, rule, the
+  value received and its own JSON, for the ``rejected_records`` table, and the run decides by threshold
+  whether that is acceptable.
+- **Tolerated** in ``tolerant`` mode (the default of nightly runs) and recorded, everything else: ``null``
+  or a missing field (stored as null; cursor and creation times included: the sync then reads that list
+  whole), an unknown enum value (kept as text), a number or boolean sent as a string (converted), a number
+  where the spec has a string (kept as its text, which loses nothing), an item of a nested list that is not
+  an object (dropped), any other value that does not validate (stored as null). Every deviation is counted
+  per endpoint, field and kind, with sample record ids. Embedded records' ids are not assumed unique: the
+  warehouse keys them by parent and position.
 - In ``strict`` mode (CI, contract tests) any deviation fails the read with a message naming the
   endpoint, page, record id, field, what the spec expects and what was received. It is not retried:
   the same answer would come back.
@@ -85,6 +89,8 @@ class DeviationKind(StrEnum):
     UNKNOWN_ENUM = "unknown_enum"
     NUMBER_AS_STRING = "number_as_string"
     BOOL_AS_STRING = "bool_as_string"
+    NUMBER_AS_TEXT = "number_as_text"
+    NOT_AN_OBJECT = "not_an_object"
     INVALID = "invalid"
 
 
@@ -139,31 +145,6 @@ class ContractLog:
         ]
 
 
-STRICT_FIELDS: dict[str, frozenset[str]] = {
-    "E8": frozenset(
-        {
-            "id",
-            "tenantId",
-            "createdAt",
-            "updatedAt",
-            "decisionGroups.*.id",
-            "decisionAuthorities.*.id",
-            "decisionDocuments.*.id",
-            "decisionDocuments.*.documentId",
-        }
-    ),
-    "delegations": frozenset({"id", "tenantId", "createdAt", "updatedAt"}),
-    "users": frozenset(
-        {"id", "createdOn", "updatedOn", "userRoles.*.id", "userPositions.*.id", "userGroups.*.id"}
-    ),
-    "groups": frozenset(
-        {"id", "createdOn", "updatedOn", "parentGroups.*.id", "parentGroups.*.parentGroupId"}
-    ),
-    "positions": frozenset({"id"}),
-}
-"""Per list endpoint, the wire paths (``*`` for a list index) that are strict in every mode."""
-
-
 @dataclass(frozen=True)
 class RecordContract:
     """Reads pages of one extract under a mode, into one log."""
@@ -176,6 +157,8 @@ class RecordContract:
     """Rejected records a list may have before the run fails (checked by the sync, not here)."""
     reject_max_share: float = 0.01
     """... and the share of the list's total they may be."""
+    tenant_id: str | None = None
+    """The tenant being read: a record whose ``tenantId`` names another one is rejected."""
     log: ContractLog = field(default_factory=ContractLog)
 
     def reader(self, endpoint: str, record: type[Any], page: int) -> Callable[[bytes], Envelope[Any]]:
@@ -188,6 +171,8 @@ class RecordContract:
         try:
             envelope = envelope_type.model_validate_json(body, strict=True)
         except ValidationError:
+            return self._read_records(endpoint, record, page, body)
+        if any(self._foreign(getattr(item, "tenant_id", None)) for item in envelope.data.data):
             return self._read_records(endpoint, record, page, body)
         for item, text in zip(envelope.data.data, _texts(body), strict=True):
             if isinstance(item, ServiceModel):
@@ -204,11 +189,20 @@ class RecordContract:
                 found.keep_received(text)
             if found is not None:
                 kept.append(found)
-        return raw.model_copy(update={"data": raw.data.model_copy(update={"data": kept})})
+        page_read = raw.data.model_copy(update={"data": kept}).served_as(len(raw.data.data))
+        return raw.model_copy(update={"data": page_read})
+
+    def _foreign(self, tenant: Any) -> bool:
+        """Whether a record's ``tenantId`` names a tenant other than the one being read."""
+        return (
+            self.tenant_id is not None
+            and isinstance(tenant, str)
+            and tenant.strip().lower() != self.tenant_id.lower()
+        )
 
     def _record(self, endpoint: str, record: type[BaseModel], where: _Where) -> BaseModel | None:
         page, position, item = where.page, where.position, where.item
-        rejected = _key_problem(item)
+        rejected = _key_problem(item) or self._tenant_problem(item)
         if rejected is not None:
             self._reject(where, *rejected)
             return None
@@ -216,12 +210,6 @@ class RecordContract:
             return record.model_validate_json(where.text, strict=True)
         except ValidationError as error:
             problems = error.errors(include_url=False)
-        strict = STRICT_FIELDS.get(endpoint, frozenset())
-        for problem in problems:
-            path = _path(problem["loc"])
-            if path in strict:
-                self._reject(where, path, problem["type"], _received(problem))
-                return None
         if self.mode_of(endpoint) is ContractMode.STRICT:
             first = problems[0]
             raise ResponseFormatError.mismatch(
@@ -239,6 +227,12 @@ class RecordContract:
             problem = error.errors(include_url=False)[0]
             self._reject(where, _path(problem["loc"]), problem["type"], _received(problem))
             return None
+
+    def _tenant_problem(self, item: dict[str, Any]) -> tuple[str, str, str] | None:
+        tenant = item.get("tenantId")
+        if self._foreign(tenant):
+            return "tenantId", f"the tenant being read ({self.tenant_id})", _shown(tenant)
+        return None
 
     def mode_of(self, endpoint: str) -> ContractMode:
         """The mode one list is read under."""
@@ -325,14 +319,37 @@ def _shown(value: Any) -> str:
 def _repair(
     item: dict[str, Any], problems: list[Any], deviated: Callable[[str, DeviationKind], None]
 ) -> dict[str, Any]:
-    """A copy of ``item`` with each problem mended (see the module docstring), each one reported."""
+    """A copy of ``item`` with each problem mended (see the module docstring), each one reported. Items of
+    nested lists that are not objects are dropped (after every other mend, so that indexes hold)."""
     repaired: dict[str, Any] = json.loads(json.dumps(item))
+    dropped: list[tuple[int | str, ...]] = []
     for problem in problems:
         loc, value = problem["loc"], problem.get("input")
         kind, mended = _mend(problem["type"], value)
+        if _is_list_item(loc) and problem["type"] in _NOT_AN_OBJECT:
+            kind = DeviationKind.NOT_AN_OBJECT
+            dropped.append(loc)
         deviated(_path(loc), kind)
         _set(repaired, loc, mended)
+    for loc in sorted(dropped, reverse=True):
+        container = _at(repaired, loc[:-1])
+        if isinstance(container, list):
+            del container[int(loc[-1])]
     return repaired
+
+
+_NOT_AN_OBJECT = frozenset({"model_type", "model_attributes_type", "dict_type"})
+"""Pydantic's error types for an item that should be an object and is not."""
+
+
+def _is_list_item(loc: tuple[int | str, ...]) -> bool:
+    return len(loc) > 1 and isinstance(loc[-1], int)
+
+
+def _at(target: Any, loc: tuple[int | str, ...]) -> Any:
+    for part in loc:
+        target = target[part]
+    return target
 
 
 def _mend(error_type: str, value: Any) -> tuple[DeviationKind, Any]:
@@ -348,6 +365,8 @@ def _mend(error_type: str, value: Any) -> tuple[DeviationKind, Any]:
             return DeviationKind.NUMBER_AS_STRING, number
     if isinstance(value, str) and error_type == "bool_type" and value.strip().lower() in {"true", "false"}:
         return DeviationKind.BOOL_AS_STRING, value.strip().lower() == "true"
+    if error_type == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        return DeviationKind.NUMBER_AS_TEXT, json.dumps(value)
     return DeviationKind.INVALID, None
 
 
@@ -362,8 +381,7 @@ def _number(value: str) -> int | float | None:
 
 
 def _set(target: Any, loc: tuple[int | str, ...], value: Any) -> None:
-    for part in loc[:-1]:
-        target = target[part]
+    target = _at(target, loc[:-1])
     if isinstance(target, (dict, list)):
         target[loc[-1]] = value  # type: ignore[index]
 

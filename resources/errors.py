@@ -25,6 +25,9 @@ client's connection error); `resources` also exports it as ``APIConnectionError`
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -227,13 +230,25 @@ def error_message(body: ErrorBody | str, response: httpx.Response) -> str:
     return body.strip() or response.reason_phrase or f"HTTP {response.status_code}"
 
 
-def retry_after_seconds(response: httpx.Response) -> float | None:
-    """The Retry-After header in seconds (the only form public-reference.md documents), if valid."""
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
+def retry_after_seconds(response: httpx.Response, now: datetime | None = None) -> float | None:
+    """The Retry-After header in seconds: delay-seconds (the form public-reference.md documents) or an
+    HTTP date (RFC 9110 allows both), measured from ``now``; None when absent or unreadable."""
+    value = (response.headers.get("retry-after") or "").strip()
+    if not value:
         return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT by definition
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def error_for_response(method: str, path: str, response: httpx.Response) -> ServiceError:
@@ -244,8 +259,29 @@ def error_for_response(method: str, path: str, response: httpx.Response) -> Serv
     message = error_message(body, response)
     if status == 429:
         return RateLimitError(message, retry_after_s=retry_after_seconds(response), **context)
-    cls = _STATUS_ERRORS.get(status, ServerError if status >= 500 else ServiceError)
-    return cls(message, **context)
+    return _error_class(status)(message, **context)
+
+
+def _error_class(status: int) -> type[ServiceError]:
+    return _STATUS_ERRORS.get(status, ServerError if status >= 500 else ServiceError)
+
+
+def error_in_envelope(method: str, path: str, response: httpx.Response) -> ServiceError | None:
+    """The typed error of a successful HTTP answer whose envelope reports a failure (``statusCode`` 400 or
+    more: some services answer 200 and put the real status in the body), quoting the service's message;
+    None when the body reports none."""
+    try:
+        body = ErrorBody.model_validate_json(response.content)
+    except PydanticValidationError:
+        return None
+    if body.status_code < 400:
+        return None
+    message = "; ".join(body.message) if isinstance(body.message, list) else body.message
+    said = f"HTTP {response.status_code} whose body says statusCode {body.status_code}: {message}"
+    context: dict[str, Any] = {"method": method, "path": path, "status": body.status_code, "body": body}
+    if body.status_code == 429:
+        return RateLimitError(said, retry_after_s=retry_after_seconds(response), **context)
+    return _error_class(body.status_code)(said, **context)
 
 
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

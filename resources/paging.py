@@ -4,6 +4,16 @@ Page 1 gives ``total``; pages 2..N are fetched concurrently through a sliding wi
 at once) and handed out as they complete, so no more than the window's pages are held at a time. Records
 are de-duplicated by id across pages and passes.
 
+What the service says about a list is evidence, not law:
+
+- **Page size** is what the service serves. Page 1 asks for the caller's limit; when the service answers
+  with a smaller ``limit`` (a cap) or serves fewer records than a page while more exist, the later pages
+  are asked for that size, so that their offsets are the service's own.
+- **The end** of a list is proven by a page that is short (fewer records than the page size) or empty, or
+  by pages holding exactly the records ``total`` promises; otherwise a pass whose last page came back full
+  reads the next one. A list read to such an end is ``complete``, whatever its ``total`` said; a ``total``
+  that is missing is not needed (pages are read until the end).
+
 Drift (records inserted, updated or removed while a list is paged). An offset-paged list only stays put
 if nothing before a page's offset changes between the fetch of page 1 and the fetch of that page. Strategy:
 
@@ -23,6 +33,9 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    that can change is set (a status or updated-at filter lets records enter or leave mid-list), and every
    page really arrives in that order (a service that ignores the sort parameter would otherwise be trusted).
 
+4. A record that an earlier pass yielded and the settling pass no longer found was removed while the list
+   was read: it is reported in ``vanished`` (at most one extra pass is needed to know).
+
 Why this one: it costs no extra call when nothing changes (the common case), and under the steady trickle
 of inserts and updates of a live tenant it completes in one pass, where re-reading until two passes agree
 would never finish. What totals cannot reveal is a removal exactly offset by an insert between two page
@@ -34,6 +47,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from models.base import Page
@@ -46,22 +60,37 @@ R = TypeVar("R")
 MAX_PASSES = 3
 """Passes over a drifting list before giving up with `PagingDriftError`."""
 MAX_EXTENSIONS = 20
-"""Rounds of reading a growing list's new last pages; a list still outgrowing them after these is left to
-the completeness check, which then reports the first and the final total."""
+"""Rounds of reading a growing list's new last pages, and pages read past a full last page to find the
+end of a list whose total is too low; a list still going on after these is left incomplete, which the
+completeness check then reports."""
 
 logger = logging.getLogger(__name__)
 
 
-class _Edge:
-    """The highest page a pass has read and the total that page's answer reported."""
+class _End:
+    """The highest page a pass has read: its number, the total its answer reported, the records served."""
 
-    def __init__(self, page: int, total: int) -> None:
-        self.page, self.total = page, total
+    def __init__(self, page: int, answer: Page[Any]) -> None:
+        self.page, self.total, self.served = page, answer.total, answer.served
 
-    def saw(self, page: int, total: int) -> None:
+    def saw(self, page: int, answer: Page[Any]) -> None:
         """Note one answer; a later answer of the same page replaces the earlier one."""
         if page >= self.page:
-            self.page, self.total = page, total
+            self.page, self.total, self.served = page, answer.total, answer.served
+
+
+@dataclass
+class _Pass:
+    """What one pass over the list saw: every total reported and every id listed."""
+
+    totals: list[int] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    served: dict[int, int] = field(default_factory=dict)
+    """Page number -> records the service served on it (the latest answer of the page)."""
+
+    def agrees(self, total: int | None) -> bool:
+        """Whether the pages read hold exactly the records ``total`` promises."""
+        return total is not None and sum(self.served.values()) == total
 
 
 class Mapper(Protocol):
@@ -70,18 +99,23 @@ class Mapper(Protocol):
     def __call__(self, func: Callable[[A], R], items: Iterable[A]) -> Iterator[tuple[A, R]]: ...
 
 
+Fetch = Callable[[int, int], Page[T]]
+"""Fetch one page: ``(page number, page size)`` -> the page."""
+
+
 class PageStream(Generic[T]):
     """The pages of one paged list, read once. Iterating yields pages holding only records not yielded
     before (a page left empty by de-duplication is skipped); `items` yields the records.
 
     After (or during) iteration: ``total`` is page 1's total of the first pass, ``last_total`` the total
-    the list's end reported (the total of the last page received, for a pass that is not append-only),
-    ``totals_seen`` every distinct total, ``passes`` the passes made and ``records`` the records yielded.
+    the list's end reported, ``totals_seen`` every distinct total, ``passes`` the passes made, ``records``
+    the records yielded, ``page_size`` the size the service serves, ``complete`` whether the last pass
+    read to a short or empty page, and ``vanished`` the ids yielded that the settling pass no longer found.
     """
 
     def __init__(
         self,
-        fetch: Callable[[int], Page[T]],
+        fetch: Fetch[T],
         *,
         limit: int,
         record_id: Callable[[T], str],
@@ -103,6 +137,9 @@ class PageStream(Generic[T]):
         self.last_total: int | None = None
         self.totals_seen: set[int] = set()
         self.passes = 0
+        self.page_size = limit
+        self.complete = False
+        self.vanished: list[str] = []
 
     @property
     def records(self) -> int:
@@ -120,15 +157,16 @@ class PageStream(Generic[T]):
         self._started = True
         for number in range(1, self._max_passes + 1):
             self.passes = number
-            totals: list[int] = []
-            yield from self._pass(totals)
-            if self._settled(totals):
+            current = _Pass()
+            yield from self._pass(current)
+            if self._settled(current.totals):
+                self.vanished = sorted(self._seen - current.ids)
                 return
             logger.info(
                 "the list changed during pass %d of at most %d (totals %s)",
                 number,
                 self._max_passes,
-                sorted(set(totals)),
+                sorted(set(current.totals)),
             )
         raise self._describe(
             f"the list changed during each of {self._max_passes} passes (totals seen: "
@@ -140,62 +178,113 @@ class PageStream(Generic[T]):
         for page in self:
             yield from page.data
 
-    def _pass(self, totals: list[int]) -> Iterator[Page[T]]:
-        first = self._fetch(1)
+    def _pass(self, current: _Pass) -> Iterator[Page[T]]:
+        first = self._fetch(1, self._limit)
         if self.total is None:
             self.total = first.total
-        yield from self._fresh(first, totals)
-        end = _Edge(1, first.total)
-        for number, page in self._map(self._fetch, range(2, self._pages(first.total) + 1)):
-            yield from self._fresh(page, totals)
-            end.saw(number, page.total)
+        size = self.page_size = self._served_size(first)
+        yield from self._fresh(1, first, current)
+        end = _End(1, first)
+        pages = range(2, self._pages(first.total, size) + 1)
+        for number, page in self._map(lambda n: self._fetch(n, size), pages):
+            yield from self._fresh(number, page, current)
+            end.saw(number, page)
         if self.append_only:
-            yield from self._read_to_end(end, totals)
-            self.last_total = end.total
+            yield from self._read_growth(end, current, size)
+        yield from self._read_to_end(end, current, size)
+        self.last_total = end.total
 
-    def _read_to_end(self, end: _Edge, totals: list[int]) -> Iterator[Page[T]]:
+    def _served_size(self, first: Page[T]) -> int:
+        """The page size the service serves, judged from page 1 (see the module docstring)."""
+        size = first.limit if 0 < first.limit < self._limit else self._limit
+        if 0 < first.served < size and (first.total is None or first.total > first.served):
+            size = first.served
+        if size != self._limit and size != self.page_size:
+            logger.warning(
+                "the service serves %d records a page although %d were asked for: following it",
+                size,
+                self._limit,
+            )
+        return size
+
+    def _read_growth(self, end: _End, current: _Pass, size: int) -> Iterator[Page[T]]:
         """Read the pages a growing list gained while it was read, until its last page has seen every
-        record any page reported."""
+        record the latest answers reported."""
+        grown = max(current.totals, default=None)
         for _ in range(MAX_EXTENSIONS):
-            grown = max(totals)
-            if end.total >= grown and end.page >= self._pages(grown):
+            if grown is None or ((end.total or 0) >= grown and end.page >= self._pages(grown, size)):
                 return
             logger.info(
-                "the list grew from %d to %d records while it was read: reading its new end", end.total, grown
+                "the list grew from %s to %d records while it was read: reading its new end", end.total, grown
             )
-            for number, page in self._map(self._fetch, range(end.page, self._pages(grown) + 1)):
-                yield from self._fresh(page, totals)
-                end.saw(number, page.total)
+            answered: list[int] = []
+            for number, page in self._map(
+                lambda n: self._fetch(n, size), range(end.page, self._pages(grown, size) + 1)
+            ):
+                yield from self._fresh(number, page, current)
+                end.saw(number, page)
+                answered += [page.total] if page.total is not None else []
+            # Only this round's answers: a total that page 1 reported before a removal must not be chased.
+            grown = max(answered, default=None)
 
-    def _pages(self, total: int) -> int:
-        return max(1, math.ceil(total / self._limit))
+    def _read_to_end(self, end: _End, current: _Pass, size: int) -> Iterator[Page[T]]:
+        """Read past a last page that came back full, unless the pages read hold exactly the records the
+        total promises, until a short or empty page proves the end. Without a total to go by the whole
+        list is read this way; a page that lists nothing new to this pass (a service repeating itself)
+        or, with a total, `MAX_EXTENSIONS` pages past it leave it incomplete."""
+        rounds = 0
+        while end.served >= size > 0 and not current.agrees(end.total):
+            listed = len(current.ids)
+            rounds += 1
+            if end.total is not None and rounds > MAX_EXTENSIONS:
+                self.complete = False
+                return
+            page = self._fetch(end.page + 1, size)
+            yield from self._fresh(end.page + 1, page, current)
+            end.saw(end.page + 1, page)
+            if page.served and len(current.ids) == listed:
+                self.complete = False
+                return
+        self.complete = True
 
-    def _fresh(self, page: Page[T], totals: list[int]) -> Iterator[Page[T]]:
+    @staticmethod
+    def _pages(total: int | None, size: int) -> int:
+        return max(1, math.ceil((total or 0) / size))
+
+    def _fresh(self, number: int, page: Page[T], current: _Pass) -> Iterator[Page[T]]:
         """The page with only records not seen before; nothing when none is new."""
-        totals.append(page.total)
-        self.totals_seen.add(page.total)
-        self.last_total = page.total
+        current.served[number] = page.served
+        if page.total is not None:
+            current.totals.append(page.total)
+            self.totals_seen.add(page.total)
         self._check_order(page)
-        new = [item for item in page.data if self._first_sight(item)]
+        new = []
+        for item in page.data:
+            key = self._record_id(item)
+            current.ids.add(key)
+            if key not in self._seen:
+                self._seen.add(key)
+                new.append(item)
         if new:
             yield page if len(new) == len(page.data) else page.model_copy(update={"data": new})
-
-    def _first_sight(self, item: T) -> bool:
-        key = self._record_id(item)
-        if key in self._seen:
-            return False
-        self._seen.add(key)
-        return True
 
     def _check_order(self, page: Page[T]) -> None:
         if self._order_key is None:
             return
         keys = [self._order_key(item) for item in page.data]
-        if keys != sorted(keys):
+        try:
+            in_order = keys == sorted(keys)
+        except TypeError:  # a record without its creation time cannot be placed in the order
+            logger.warning("records lack the creation time the list is sorted by; judging passes by totals")
+            self._order_key = None
+            return
+        if not in_order:
             logger.warning("the service ignored the requested order; judging passes by equal totals only")
             self._order_key = None
 
     def _settled(self, totals: list[int]) -> bool:
+        if not totals:
+            return True
         if self.append_only:
             return min(totals) >= totals[0]
         return all(total == totals[0] for total in totals)

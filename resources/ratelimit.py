@@ -14,9 +14,14 @@ the window and of ``J``, which the service's bucket holds. It refills at ``SAFET
 rate, a 1% allowance for the two clocks' rates. The margin costs ``JITTER_ALLOWANCE_S`` of burst and 1% of
 throughput.
 
-When the service answers 429 anyway (a wrong plan, another process of the same tenant), every request of
-the tenant pauses until Retry-After has passed and the rate is halved; each later success adds back
-``RECOVERY_STEP`` of the plan rate (additive increase, multiplicative decrease), up to the plan rate.
+When the service answers 429 anyway, every request of the tenant pauses until Retry-After has passed: a
+429 costs the pause the service asks for, no more. A *lone* 429 (a passing overload, another client's
+burst) changes nothing else: after the pause the bucket carries on with the tokens and the rate it had.
+Only a 429 that *repeats despite the pause* (a request sent after a pause ended is refused again within
+``REPEAT_WINDOW_S``) shows that the plan is wrong or another process shares the budget: then the bucket is
+emptied and the rate halved, and each later success adds back ``RECOVERY_STEP`` of the plan rate (additive
+increase, multiplicative decrease), up to the plan rate. 429s answering requests sent before the pause
+began belong to the same refusal and only extend the pause.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from collections.abc import Callable
 
 SAFETY_RATE_FACTOR = 0.99
 JITTER_ALLOWANCE_S = 0.5
+REPEAT_WINDOW_S = 60.0
+"""A 429 within this long after the previous pause ended, for a request sent after it, is a repeat."""
 RECOVERY_STEP = 0.02
 """Share of the plan rate regained per successful request after a 429."""
 MIN_RATE_FACTOR = 1 / 64
@@ -51,7 +58,9 @@ class TokenBucket:
         self._lock = threading.Lock()
         self._clock = clock
         self._sleep = sleep
-        self._paused_until = 0.0
+        self._paused_until = -math.inf
+        self._pause_began = -math.inf
+        """When the latest pause started: a 429 for a request sent before then is part of it."""
         self.waited_s = 0.0
         """Seconds all requests together spent blocked in `acquire`."""
         self.configure(rate_per_minute, burst)
@@ -66,6 +75,10 @@ class TokenBucket:
             self.capacity = max(1.0, burst - margin)
             self._tokens = self.capacity
             self._stamp = self._clock()
+
+    def now(self) -> float:
+        """The bucket's clock, to stamp when a request was sent (see `rate_limited`)."""
+        return self._clock()
 
     @property
     def rate_per_minute(self) -> float:
@@ -99,18 +112,31 @@ class TokenBucket:
             self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self._rate)
             self._stamp = now
 
-    def rate_limited(self, retry_after_s: float | None) -> None:
-        """A 429 arrived: pause every request until Retry-After, and halve the rate once per pause."""
+    def rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:
+        """A 429 arrived for a request sent at ``sent_at`` (this clock; now if not given): pause every
+        request until Retry-After has passed; slow down only if it repeats despite an honoured pause."""
         with self._lock:
             now = self._clock()
             self._refill(now)
-            if now >= self._paused_until:
-                self._rate = max(self._plan_rate * MIN_RATE_FACTOR, self._rate / 2)
             pause = DEFAULT_RETRY_AFTER_S if retry_after_s is None else retry_after_s
+            sent = now if sent_at is None else sent_at
+            if sent >= self._pause_began:
+                if sent >= self._paused_until and now - self._paused_until < REPEAT_WINDOW_S:
+                    self._slow_down()
+                self._pause_began = now
             self._paused_until = max(self._paused_until, now + pause)
-            # Nothing accrues during the pause: the first request after it is spaced, not a burst.
-            self._tokens = 0.0
-            self._stamp = self._paused_until
+            # Nothing accrues during the pause, so the bucket resumes with the tokens it had.
+            self._stamp = max(self._stamp, self._paused_until)
+
+    def _slow_down(self) -> None:
+        """The 429 repeated although the last pause was honoured: empty the bucket, halve the rate."""
+        self._rate = max(self._plan_rate * MIN_RATE_FACTOR, self._rate / 2)
+        self._tokens = 0.0
+
+    def pause_remaining(self) -> float:
+        """Seconds until the current 429 pause ends (0 when none is in force)."""
+        with self._lock:
+            return max(0.0, self._paused_until - self._clock())
 
     def succeeded(self) -> None:
         """A request got through: win back some of the rate lost to 429s."""

@@ -72,3 +72,6 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     reject_max_share: float = Field(
         default=0.01, description="A list whose rejected records exceed this share of its total fails."
     )
+    warn_only_checks: str = Field(
+        default="", description="Comma-separated blocking checks that only warn (an operator's override)."
+    )

@@ -169,6 +169,7 @@ def test_param_names_override_the_wire_names(server: EmulatorServer) -> None:
     query = DecisionQuery(search="Approve", limit=1)
     with make_client(server) as default, make_client(server, param_names={"search": "q"}) as renamed:
         filtered, ignored = default.list_decisions(query).total, renamed.list_decisions(query).total
+    assert filtered is not None and ignored is not None
     assert filtered < ignored == 1000  # the emulator does not know ``q``, so nothing is filtered
 
 

@@ -159,8 +159,9 @@ class ScriptedList:
     def remove(self, index: int) -> None:
         del self.records[index]
 
-    def fetch(self, limit: int) -> Callable[[int], Page[Record]]:
-        def page(number: int) -> Page[Record]:
+    def fetch(self, limit: int) -> Callable[[int, int], Page[Record]]:
+        def page(number: int, size: int) -> Page[Record]:
+            assert size == limit
             self.fetches += 1
             change = self.changes.get(self.fetches)
             if change is not None:

@@ -16,6 +16,7 @@ from resources import AdmClient
 from resources.ratelimit import (
     JITTER_ALLOWANCE_S,
     RECOVERY_STEP,
+    REPEAT_WINDOW_S,
     SAFETY_RATE_FACTOR,
     TokenBucket,
     shared_bucket,
@@ -95,19 +96,44 @@ def test_the_bucket_keeps_a_safety_margin_below_the_services() -> None:
     assert limiter.waited_s == pytest.approx(sum(clock.slept))
 
 
-def test_a_429_pauses_everyone_and_halves_the_rate_once_per_pause() -> None:
+def test_a_lone_429_costs_its_pause_and_nothing_else() -> None:
     limiter, clock = bucket(rate_per_minute=600, burst=20)
-    limiter.rate_limited(retry_after_s=2)
-    limiter.rate_limited(retry_after_s=2)
-    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR / 2)
+    for _ in range(5):
+        limiter.acquire()
+    sent = clock.now
+    limiter.rate_limited(retry_after_s=2, sent_at=sent)
+    # The other requests in flight when it came are refused too: the same refusal, not a repeat.
+    limiter.rate_limited(retry_after_s=2, sent_at=sent)
     started = clock.now
     limiter.acquire()
-    assert clock.now - started >= 2.0
+    assert clock.now - started == pytest.approx(2.0)
+    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR)
+    # The tokens left before the 429 are still there: the next requests go at once.
+    waits = [limiter.acquire() for _ in range(int(limiter.capacity) - 6)]
+    assert waits == [0.0] * len(waits)
+
+
+def test_a_429_that_repeats_after_an_honoured_pause_slows_down() -> None:
+    limiter, clock = bucket(rate_per_minute=600, burst=20)
+    limiter.rate_limited(retry_after_s=1, sent_at=clock.now)
+    limiter.acquire()  # waits out the pause
+    limiter.rate_limited(retry_after_s=1, sent_at=clock.now)
+    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR / 2)
+
+
+def test_a_429_long_after_the_last_pause_is_lone_again() -> None:
+    limiter, clock = bucket(rate_per_minute=600, burst=20)
+    limiter.rate_limited(retry_after_s=1, sent_at=clock.now)
+    clock.sleep(REPEAT_WINDOW_S + 2)
+    limiter.rate_limited(retry_after_s=1, sent_at=clock.now)
+    assert limiter.rate_per_minute == pytest.approx(600 * SAFETY_RATE_FACTOR)
 
 
 def test_successes_win_the_rate_back_up_to_the_plan_and_no_further() -> None:
-    limiter, _ = bucket(rate_per_minute=600, burst=20)
-    limiter.rate_limited(retry_after_s=None)
+    limiter, clock = bucket(rate_per_minute=600, burst=20)
+    limiter.rate_limited(retry_after_s=None, sent_at=clock.now)
+    limiter.acquire()
+    limiter.rate_limited(retry_after_s=None, sent_at=clock.now)
     halved = limiter.rate_per_minute
     limiter.succeeded()
     assert limiter.rate_per_minute == pytest.approx(halved + 600 * SAFETY_RATE_FACTOR * RECOVERY_STEP)

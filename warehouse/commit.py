@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,8 +25,10 @@ from warehouse.merge import (
     REVISIONS,
     Counts,
     MergeContext,
+    constraint_failure,
     load_staged,
     merge_family,
+    merge_revision_checks,
     merge_revisions,
     prune_orphan_revisions,
 )
@@ -64,8 +66,11 @@ class StagedRun:
     """Table -> rows staged."""
     modes: dict[str, str]
     """Entity -> full, incremental or dependent."""
-    cursors: dict[str, str] = field(default_factory=dict)
-    """Entity -> the newest updated-at seen (ISO), moved on commit."""
+    cursors: Mapping[str, str | None] = field(default_factory=dict)
+    """Entity -> the newest updated-at seen (ISO), moved on commit; None clears the entity's cursor (its
+    next read is whole)."""
+    vanished: dict[str, list[str]] = field(default_factory=dict)
+    """Entity -> ids its read found removed from the list while it was read: marked deleted."""
 
 
 @dataclass(frozen=True)
@@ -238,26 +243,45 @@ def _merge_all(
 ) -> dict[str, Counts]:
     files = staged_tables(staged.staging)
     load_staged(con, files)
+    try:
+        return _merge_staged(con, staged, record, now, set(files))
+    except duckdb.ConstraintException as error:
+        raise constraint_failure(files, error) from None
+
+
+def _merge_staged(
+    con: duckdb.DuckDBPyConnection, staged: StagedRun, record: RunRecord, now: datetime, files: set[str]
+) -> dict[str, Counts]:
     counts: dict[str, Counts] = {}
     tenant, run_id = record.tenant_id, record.run_id
     for name, family in FAMILIES.items():
         if family.root in files:
             full = staged.modes.get(name, "full") == "full"
-            counts |= merge_family(MergeContext(con, tenant, run_id, now, full), family, set(files))
-    for table, (_, owner) in REVISIONS.items():
-        ctx = MergeContext(con, tenant, run_id, now, full=False)
+            vanished = tuple(staged.vanished.get(name, ()))
+            counts |= merge_family(MergeContext(con, tenant, run_id, now, full, vanished), family, files)
+    ctx = MergeContext(con, tenant, run_id, now, full=False)
+    for table in REVISIONS:
         if table in files:
-            counts[table] = merge_revisions(ctx, table)
-        owner_family = "delegations" if owner == "delegations" else "decisions"
-        if staged.modes.get(owner_family) == "full":
+            counts[table] = merge_revisions(ctx, table, "revision_checks" in files)
+    if "revision_checks" in files:
+        merge_revision_checks(ctx)
+    for table, revisions in REVISIONS.items():
+        if staged.modes.get(revisions.family) == "full":
             pruned = prune_orphan_revisions(ctx, table)
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned
     return counts
 
 
-def _move_cursors(con: duckdb.DuckDBPyConnection, cursors: dict[str, str], record: RunRecord) -> None:
+def _move_cursors(
+    con: duckdb.DuckDBPyConnection, cursors: Mapping[str, str | None], record: RunRecord
+) -> None:
     for entity, cursor in cursors.items():
+        if cursor is None:
+            con.execute(
+                "DELETE FROM extract_cursors WHERE tenant_id = ? AND entity = ?", [record.tenant_id, entity]
+            )
+            continue
         con.execute(
             "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, ?)",
             [record.tenant_id, entity, cursor, record.run_id],

@@ -16,17 +16,27 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.schema import staging_schema
+from warehouse.schema import primary_keys, staging_schema
 
 Counts = dict[str, int]
 
 
 @dataclass(frozen=True)
+class Child:
+    """A child table: its rows are keyed by their parent's id and their place in the parent's list (the
+    service's own id of an embedded record is not promised unique, so it is a column, not the key)."""
+
+    table: str
+    parent_column: str
+    order_column: str = "item_order"
+
+
+@dataclass(frozen=True)
 class Family:
-    """A root table, its child tables (table, parent-id column) and its history table."""
+    """A root table, its child tables and its history table."""
 
     root: str
-    children: tuple[tuple[str, str], ...] = ()
+    children: tuple[Child, ...] = ()
     history: str | None = None
 
 
@@ -34,28 +44,46 @@ FAMILIES: dict[str, Family] = {
     "decisions": Family(
         "decisions",
         (
-            ("decision_groups", "decision_id"),
-            ("decision_authorities", "decision_id"),
-            ("decision_documents", "decision_id"),
+            Child("decision_groups", "decision_id"),
+            Child("decision_authorities", "decision_id"),
+            Child("decision_documents", "decision_id"),
         ),
         "decisions_history",
     ),
     "delegations": Family("delegations", (), "delegations_history"),
     "users": Family(
         "users",
-        (("user_roles", "user_id"), ("user_positions", "user_id"), ("user_groups", "user_id")),
+        (
+            Child("user_roles", "user_id"),
+            Child("user_positions", "user_id"),
+            Child("user_groups", "user_id", "group_order"),
+        ),
         "users_history",
     ),
-    "groups": Family("groups", (("group_parents", "group_id"),), "groups_history"),
+    "groups": Family("groups", (Child("group_parents", "group_id"),), "groups_history"),
     "positions": Family("positions"),
     "current_user_positions": Family("current_user_positions"),
 }
 
-REVISIONS: dict[str, tuple[str, str]] = {
-    "delegation_revisions": ("delegation_id", "delegations"),
-    "document_revisions": ("document_id", "decision_documents"),
+
+@dataclass(frozen=True)
+class RevisionList:
+    """A revision table: its parents' id column, their ``parent_kind`` in ``revision_checks``, the table
+    and column whose rows keep a list alive, and the family whose full refresh prunes lists left orphan."""
+
+    parent_column: str
+    kind: str
+    owner: str
+    owner_column: str
+    family: str
+
+
+REVISIONS: dict[str, RevisionList] = {
+    "delegation_revisions": RevisionList("delegation_id", "delegation", "delegations", "id", "delegations"),
+    "document_revisions": RevisionList(
+        "document_id", "document", "decision_documents", "document_id", "decisions"
+    ),
 }
-"""Revision tables: their parent-id column and the table whose rows keep a revision list alive."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +95,8 @@ class MergeContext:
     run_id: str
     now: datetime
     full: bool
+    vanished: tuple[str, ...] = ()
+    """Root ids removed from the service's list while this run read it: marked deleted."""
 
 
 def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None:
@@ -82,45 +112,76 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
     root = family.root
     counts = {root: _diff(ctx, root, _root_scope(ctx, root))}
     # Children are replaced only under the staged roots: those of a record that vanished stay as last seen.
-    children = [(child, f"{column} IN (SELECT id FROM stg_{root})") for child, column in family.children]
-    for child, scope in children:
-        if child in staged:
-            counts[child] = _diff(ctx, child, scope)
-            _replace(ctx, child, scope)
+    for child in family.children:
+        if child.table in staged:
+            scope = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
+            counts[child.table] = _diff(ctx, child.table, scope, (child.parent_column, child.order_column))
+            _replace(ctx, child.table, scope)
     _replace_roots(ctx, root)
     if ctx.full:
         _soft_delete_vanished(ctx, root)
+    if ctx.vanished:
+        _soft_delete(ctx, root, ctx.vanished)
     if family.history:
         _record_history(ctx, family)
     return counts
 
 
-def merge_revisions(ctx: MergeContext, table: str) -> Counts:
-    """Replace the revision lists of the parents staged, keeping when each revision id was first seen."""
-    parent_column, _ = REVISIONS[table]
-    scope = f"{parent_column} IN (SELECT {parent_column} FROM stg_{table})"
-    counts = _diff(ctx, table, scope, compare=("revision_id",))
+def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
+    """Replace the revision lists of the parents checked in this run (``checked``: the run staged
+    ``revision_checks``; an older staging only the parents with revisions), keeping when each revision id
+    was first seen. A parent checked with an empty list, or not found, keeps no revisions."""
+    parent_column, kind = REVISIONS[table].parent_column, REVISIONS[table].kind
+    parents = (
+        f"SELECT parent_id FROM stg_revision_checks WHERE parent_kind = '{kind}'"
+        if checked
+        else f"SELECT {parent_column} FROM stg_{table}"
+    )
+    scope = f"{parent_column} IN ({parents})"
+    counts = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE rev_{table} AS "
         f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at, "
         f"?::TIMESTAMPTZ AS synced_at, ? AS run_id "
-        f"FROM stg_{table} s LEFT JOIN {table} c "
-        f"ON c.tenant_id = s.tenant_id AND c.{parent_column} = s.{parent_column} "
-        f"AND c.revision_id = s.revision_id",
-        [ctx.now, ctx.now, ctx.run_id],
+        f"FROM stg_{table} s LEFT JOIN ("
+        f"SELECT {parent_column}, revision_id, min(first_seen_at) AS first_seen_at FROM {table} "
+        f"WHERE tenant_id = ? GROUP BY ALL) c "
+        f"ON c.{parent_column} = s.{parent_column} AND c.revision_id = s.revision_id",
+        [ctx.now, ctx.now, ctx.run_id, ctx.tenant_id],
     )
     ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
     ctx.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rev_{table}")
     return counts
 
 
+def merge_revision_checks(ctx: MergeContext) -> None:
+    """Record the latest check of each revision list this run made, stamped with the run."""
+    ctx.con.execute(
+        "DELETE FROM revision_checks c WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM stg_revision_checks s "
+        "WHERE s.parent_kind = c.parent_kind AND s.parent_id = c.parent_id)",
+        [ctx.tenant_id],
+    )
+    ctx.con.execute(
+        "INSERT INTO revision_checks BY NAME "
+        "SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_revision_checks",
+        [ctx.now, ctx.run_id],
+    )
+
+
 def prune_orphan_revisions(ctx: MergeContext, table: str) -> int:
-    """After a full refresh, drop revision lists whose delegation or document no longer exists."""
-    parent_column, owner = REVISIONS[table]
-    owner_column = "id" if owner == "delegations" else "document_id"
+    """After a full refresh, drop revision lists (and their checks) whose delegation or document no longer
+    exists; returns the revision rows dropped."""
+    revisions = REVISIONS[table]
+    alive = (
+        f"SELECT {revisions.owner_column} FROM {revisions.owner} "
+        f"WHERE tenant_id = ? AND {revisions.owner_column} IS NOT NULL"
+    )
+    ctx.con.execute(
+        f"DELETE FROM revision_checks WHERE tenant_id = ? AND parent_kind = ? AND parent_id NOT IN ({alive})",
+        [ctx.tenant_id, revisions.kind, ctx.tenant_id],
+    )
     deleted = ctx.con.execute(
-        f"DELETE FROM {table} WHERE tenant_id = ? AND {parent_column} NOT IN "
-        f"(SELECT {owner_column} FROM {owner} WHERE tenant_id = ?)",
+        f"DELETE FROM {table} WHERE tenant_id = ? AND {revisions.parent_column} NOT IN ({alive})",
         [ctx.tenant_id, ctx.tenant_id],
     ).fetchone()
     return int(deleted[0]) if deleted else 0
@@ -175,7 +236,7 @@ _SAME = {
         if family.history
     },
     # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
-    **dict.fromkeys(REVISIONS, "s.revision_order = c.revision_order"),
+    **dict.fromkeys(REVISIONS, "s.revision_id = c.revision_id"),
 }
 
 
@@ -223,6 +284,15 @@ def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
     )
 
 
+def _soft_delete(ctx: MergeContext, root: str, ids: tuple[str, ...]) -> None:
+    """Mark deleted the records the service removed from its list while this run read it."""
+    ctx.con.execute(
+        f"UPDATE {root} SET is_deleted = TRUE, deleted_at = coalesce(deleted_at, ?) "
+        f"WHERE tenant_id = ? AND id IN (SELECT unnest(?::VARCHAR[]))",
+        [ctx.now, ctx.tenant_id, list(ids)],
+    )
+
+
 def _record_history(ctx: MergeContext, family: Family) -> None:
     """A new version, a copy of the current row, for every record whose own content or deleted state
     changed: staged records that differ from their current version, and records deleted now."""
@@ -250,3 +320,30 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
         f"FROM {root} c WHERE c.tenant_id = ? AND c.id IN (SELECT id FROM versioned_{root})",
         [ctx.now, ctx.run_id, ctx.now, ctx.tenant_id],
     )
+
+
+class CommitConstraintError(RuntimeError):
+    """Staged rows broke a key of the warehouse: the commit was rolled back; the message names the table,
+    its key and the repeated key values."""
+
+
+def constraint_failure(staged: dict[str, Path], error: duckdb.Error) -> RuntimeError:
+    """The error to raise for ``error`` (a key violation during a merge): it names each staged table whose
+    rows repeat a key of its warehouse table, with up to five repeated keys (DuckDB's own message names
+    neither table nor record). Reads the staged files on a connection of its own: the commit's transaction
+    is aborted by now."""
+    found = []
+    with duckdb.connect() as con:
+        for table, path in sorted(staged.items()):
+            columns = ", ".join(primary_keys().get(table, ()))
+            if not columns:
+                continue
+            repeated = con.execute(
+                f"SELECT {columns}, count(*) FROM read_parquet(?) GROUP BY ALL HAVING count(*) > 1 LIMIT 5",
+                [str(path)],
+            ).fetchall()
+            if repeated:
+                keys = "; ".join("(" + ", ".join(map(str, row[:-1])) + f") x{row[-1]}" for row in repeated)
+                found.append(f"{table} repeats its key ({columns}): {keys}")
+    detail = " | ".join(found) or "no staged table repeats its key"
+    return CommitConstraintError(f"a key of the warehouse was broken, nothing committed: {detail} ({error})")

@@ -86,9 +86,23 @@ def column_values(path: Path, tenant_id: str, table: str, column: str) -> set[st
 
 
 def documents_never_pulled(path: Path, tenant_id: str) -> set[str]:
-    """Documents referenced by committed decisions whose revisions were never pulled."""
+    """Documents referenced by committed decisions whose revision list was never checked."""
     referenced = column_values(path, tenant_id, "decision_documents", "document_id")
-    return referenced - column_values(path, tenant_id, "document_revisions", "document_id")
+    return referenced - checked_parents(path, tenant_id, "document")
+
+
+def checked_parents(path: Path, tenant_id: str, kind: str) -> set[str]:
+    """The delegations or documents (``kind``) whose revision list a committed run checked; a warehouse
+    from before ``revision_checks`` knows only those with revisions."""
+    with read_only(path) as con:
+        if con is None:
+            return set()
+        if not table_exists(con, "revision_checks"):
+            return column_values(path, tenant_id, f"{kind}_revisions", f"{kind}_id")
+        rows = con.execute(
+            "SELECT parent_id FROM revision_checks WHERE tenant_id = ? AND parent_kind = ?", [tenant_id, kind]
+        ).fetchall()
+    return {str(row[0]) for row in rows}
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:

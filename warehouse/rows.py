@@ -7,14 +7,16 @@ own content only (`OwnContent`), so history gains a version only for a real chan
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
-from models.base import ServiceModel
+from models.base import ServiceModel, canonical_id
 from models.decisions import Decision, DecisionAuthority
 from models.delegations import Delegation
 from models.groups import Group
@@ -23,6 +25,36 @@ from models.users import User, UserPosition
 
 Row = dict[str, Any]
 TableRows = dict[str, list[Row]]
+R = TypeVar("R")
+
+
+def keyed(flatten: Callable[[str, R], TableRows]) -> Callable[[str, R], TableRows]:
+    """``flatten`` with every id column of its rows (``id`` and ``*_id``) in the form the warehouse keys
+    by (`canonical_id`): a UUID the service cites in upper case in one place and lower case in another is
+    one record, fetched once and stored once. ``raw`` keeps what the service sent."""
+
+    @functools.wraps(flatten)
+    def flattened(tenant_id: str, record: R) -> TableRows:
+        rows = flatten(tenant_id, record)
+        for table_rows in rows.values():
+            for row in table_rows:
+                for column in _id_columns(row):
+                    value = row[column]
+                    if isinstance(value, str):
+                        row[column] = canonical_id(value)
+        return rows
+
+    return flattened
+
+
+def _id_columns(row: Row) -> tuple[str, ...]:
+    return _ID_COLUMNS.get(frozenset(row)) or _ID_COLUMNS.setdefault(
+        frozenset(row), tuple(name for name in row if name == "id" or name.endswith("_id"))
+    )
+
+
+_ID_COLUMNS: dict[frozenset[str], tuple[str, ...]] = {}
+"""A table's row keys -> its id columns (rows of one table share their keys)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +174,7 @@ def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
     return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
 
 
+@keyed
 def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
     """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
     raw, content_hash = raw_and_hash(decision, DECISION_CONTENT)
@@ -185,22 +218,25 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "tenant_id": tenant_id,
                 "id": g.id,
                 "decision_id": decision.id,
+                "item_order": order,
                 "group_id": g.group_id,
                 "tenant_group_type_id": g.tenant_group_type_id,
                 "group_name": g.group_name,
                 "display_name": g.display_name,
                 "raw": g.model_dump_json(by_alias=True),
             }
-            for g in decision.decision_groups or []
+            for order, g in enumerate(decision.decision_groups or [], start=1)
         ],
         "decision_authorities": [
-            authority_row(tenant_id, decision.id, a) for a in decision.decision_authorities or []
+            authority_row(tenant_id, decision.id, order, a)
+            for order, a in enumerate(decision.decision_authorities or [], start=1)
         ],
         "decision_documents": [
             {
                 "tenant_id": tenant_id,
                 "id": d.id,
                 "decision_id": decision.id,
+                "item_order": order,
                 "document_id": d.document_id,
                 "document_display_id": d.document_display_id,
                 "document_name": d.document_name,
@@ -211,18 +247,20 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "is_pinned": d.is_pinned,
                 "raw": d.model_dump_json(by_alias=True),
             }
-            for d in decision.decision_documents or []
+            for order, d in enumerate(decision.decision_documents or [], start=1)
         ],
     }
 
 
-def authority_row(tenant_id: str, decision_id: str, authority: DecisionAuthority) -> Row:
-    """One authority limit, its value parsed to a number where it is one (``Unlimited`` is flagged)."""
+def authority_row(tenant_id: str, decision_id: str, order: int, authority: DecisionAuthority) -> Row:
+    """One authority limit, the ``order``-th of its decision, its value parsed to a number where it is one
+    (``Unlimited`` is flagged)."""
     value = authority.authority_limit_value
     return {
         "tenant_id": tenant_id,
         "id": authority.id,
         "decision_id": decision_id,
+        "item_order": order,
         "authority_type_id": authority.authority_type_id,
         "authority_type": authority.authority_type,
         "authority_type_order": authority.authority_type_order,
@@ -254,6 +292,7 @@ def parse_number(value: str) -> float | None:
     return number * _SCALES[found["scale"].lower()] if found["scale"] else number
 
 
+@keyed
 def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
     """Rows of ``delegations``."""
     raw, content_hash = raw_and_hash(delegation, DELEGATION_CONTENT)
@@ -282,6 +321,7 @@ def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
     }
 
 
+@keyed
 def user_rows(tenant_id: str, user: User) -> TableRows:
     """Rows of ``users``, ``user_roles``, ``user_positions`` and ``user_groups``."""
     raw, content_hash = raw_and_hash(user, USER_CONTENT)
@@ -321,12 +361,16 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
                 "tenant_id": tenant_id,
                 "id": r.id,
                 "user_id": user.id,
+                "item_order": order,
                 "tenant_role_id": r.tenant_role_id,
                 "role_name": r.role_name,
             }
-            for r in user.user_roles or []
+            for order, r in enumerate(user.user_roles or [], start=1)
         ],
-        "user_positions": [position_link_row(tenant_id, user.id, p) for p in user.user_positions or []],
+        "user_positions": [
+            position_link_row(tenant_id, user.id, order, p)
+            for order, p in enumerate(user.user_positions or [], start=1)
+        ],
         "user_groups": [
             {
                 "tenant_id": tenant_id,
@@ -344,17 +388,19 @@ def user_rows(tenant_id: str, user: User) -> TableRows:
     }
 
 
-def position_link_row(tenant_id: str, user_id: str, link: UserPosition) -> Row:
-    """A user's position link."""
+def position_link_row(tenant_id: str, user_id: str, order: int, link: UserPosition) -> Row:
+    """A user's position link, the ``order``-th of the user's list."""
     return {
         "tenant_id": tenant_id,
         "id": link.id,
         "user_id": user_id,
+        "item_order": order,
         "position_id": link.positions_id,
         "position_name": link.position_name,
     }
 
 
+@keyed
 def group_rows(tenant_id: str, group: Group) -> TableRows:
     """Rows of ``groups`` (address flattened to columns) and ``group_parents``."""
     raw, content_hash = raw_and_hash(group, GROUP_CONTENT)
@@ -385,10 +431,11 @@ def group_rows(tenant_id: str, group: Group) -> TableRows:
             "tenant_id": tenant_id,
             "id": p.id,
             "group_id": group.id,
+            "item_order": order,
             "parent_id": p.parent_id,
             "created_at": p.created_at,
         }
-        for p in group.parent_groups or []
+        for order, p in enumerate(group.parent_groups or [], start=1)
     ]
     return {"groups": [root], "group_parents": parents}
 
@@ -396,6 +443,7 @@ def group_rows(tenant_id: str, group: Group) -> TableRows:
 _ADDRESS_FIELDS = ("street1", "street2", "city", "state", "state_code", "zip_code", "country", "country_code")
 
 
+@keyed
 def position_rows(tenant_id: str, position: Position) -> TableRows:
     """Rows of ``positions``."""
     return {
@@ -415,6 +463,7 @@ def position_rows(tenant_id: str, position: Position) -> TableRows:
     }
 
 
+@keyed
 def current_user_position_rows(tenant_id: str, link: UserPosition) -> TableRows:
     """Rows of ``current_user_positions`` (E9)."""
     return {
@@ -445,3 +494,15 @@ def revision_rows(tenant_id: str, parent_column: str, parent_id: str, revision_i
         }
         for order, revision_id in enumerate(revision_ids, start=1)
     ]
+
+
+def check_row(tenant_id: str, parent_kind: str, parent_id: str, outcome: str, revisions: int) -> Row:
+    """A row of ``revision_checks``: what this run's check of one revision list found, and how many
+    revision ids it listed."""
+    return {
+        "tenant_id": tenant_id,
+        "parent_kind": parent_kind,
+        "parent_id": parent_id,
+        "outcome": outcome,
+        "revisions": revisions,
+    }

@@ -30,6 +30,18 @@ def arrow_schemas() -> dict[str, pa.Schema]:
         con.close()
 
 
+@cache
+def primary_keys() -> dict[str, tuple[str, ...]]:
+    """Every base table's primary-key columns, by table name (tables without one are left out)."""
+    with duckdb.connect(":memory:") as con:
+        migrate(con, describe=False)
+        rows = con.execute(
+            "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
+            "WHERE constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+    return {str(table): tuple(columns) for table, columns in rows}
+
+
 MERGE_COLUMNS = ("deleted_at", "synced_at", "run_id")
 """Columns the merge fills (when a record was first seen deleted, by which run it was last written): the
 extract never stages them."""
