@@ -108,7 +108,8 @@ def rejected_within_threshold(entity: str) -> Check:
         contract, report = extract.contract, extract.reports[entity]
         endpoint = LISTS[entity].endpoint
         rejections = contract.log.rejected_from(endpoint)
-        total = report.service_total or report.rows + len(rejections)
+        # The list's size as read (its total is only evidence, and may be missing or off).
+        total = report.rows + len(rejections)
         allowed = min(contract.reject_max_count, int(contract.reject_max_share * total))
         reasons = "; ".join(
             f"page {r.page} position {r.position} id {r.record_id or '(none)'}: {r.field} {r.rule}, "
@@ -228,7 +229,12 @@ def documents_have_revisions(extract: TenantExtract, warehouse: Path, tenant_id:
     checked = staged_values(extract.staging / "revision_checks.parquet", "parent_id") | reads.checked_parents(
         warehouse, tenant_id, "document"
     )
-    missing = sorted(staged_values(extract.staging / "decision_documents.parquet", "document_id") - checked)
+    cited = {
+        doc
+        for doc in staged_values(extract.staging / "decision_documents.parquet", "document_id")
+        if doc.strip()
+    }
+    missing = sorted(cited - checked)
     return CheckOutcome(
         "document_revisions",
         "documents_have_revisions",

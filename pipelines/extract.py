@@ -278,7 +278,9 @@ def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
             feeds["delegation_revisions"].put(row["id"])
     elif entity == "decisions":
         for row in rows["decision_documents"]:
-            feeds["document_revisions"].put(row["document_id"])
+            # A document cited without a usable id has no revision list to ask for.
+            if isinstance(row["document_id"], str) and row["document_id"].strip():
+                feeds["document_revisions"].put(row["document_id"])
 
 
 def _note_read(report: EntityReport, page_size: int) -> None:
@@ -319,7 +321,7 @@ def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
     seen: set[str] = set()
     with StagingWriter(request.staging) as writer:
         writer.declare("current_user_positions")
-        for link in request.client.current_user_positions():
+        for link in request.client.current_user_positions(request.contract):
             rows = current_user_position_rows(request.tenant_id, link)
             (row,) = rows["current_user_positions"]
             if row["id"] in seen:  # the same link listed twice (ids compared as keyed): once is enough

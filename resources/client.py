@@ -278,9 +278,11 @@ class AdmClient:
         """E8 with ``fields``: one page of decisions holding only the selected fields (and ``id``)."""
         return self._page(DECISION_PROJECTIONS, query)
 
-    def current_user_positions(self) -> list[UserPosition]:
-        """E9: the positions of the user the token stands for."""
-        return self._call("E9", Envelope[list[UserPosition]]).data
+    def current_user_positions(self, contract: RecordContract | None = None) -> list[UserPosition]:
+        """E9: the positions of the user the token stands for. With a ``contract``, its records are read
+        under it (`resources.contract`); without, any record off the spec fails the call."""
+        parse = None if contract is None else partial(contract.read_array, "E9", UserPosition)
+        return self._call("E9", Envelope[list[UserPosition]], parse=parse).data
 
     def get_action_template(self, template_id: str) -> ActionTemplate:
         """E10: one action template."""

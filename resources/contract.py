@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from models.base import Envelope, Page, ServiceModel
 from resources.errors import ResponseFormatError
-from resources.rawjson import page_records
+from resources.rawjson import array_records, page_records
 
 SAMPLES = 5
 """Record ids kept per kind of deviation."""
@@ -117,6 +117,7 @@ class ContractLog:
     """(endpoint, field path, kind) -> records."""
     samples: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
+    _rejected: set[tuple[str, str]] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def deviated(self, endpoint: str, path: str, kind: DeviationKind, record_id: str) -> None:
@@ -129,9 +130,12 @@ class ContractLog:
                 sample.append(record_id)
 
     def rejected(self, rejection: Rejection) -> None:
-        """Keep one rejected record."""
+        """Keep one rejected record, once: a list read again (a second pass after it changed) serves it
+        again, and the same record is the same rejection."""
         with self._lock:
-            self.rejections.append(rejection)
+            if (rejection.endpoint, rejection.record) not in self._rejected:
+                self._rejected.add((rejection.endpoint, rejection.record))
+                self.rejections.append(rejection)
 
     def rejected_from(self, endpoint: str) -> list[Rejection]:
         """The records of ``endpoint`` rejected so far."""
@@ -171,26 +175,55 @@ class RecordContract:
         try:
             envelope = envelope_type.model_validate_json(body, strict=True)
         except ValidationError:
-            return self._read_records(endpoint, record, page, body)
-        if any(self._foreign(getattr(item, "tenant_id", None)) for item in envelope.data.data):
-            return self._read_records(endpoint, record, page, body)
-        for item, text in zip(envelope.data.data, _texts(body), strict=True):
-            if isinstance(item, ServiceModel):
-                item.keep_received(text)
-        return envelope
-
-    def _read_records(self, endpoint: str, record: type[BaseModel], page: int, body: bytes) -> Envelope[Any]:
+            envelope = None
+        if envelope is not None and self._all_fit(envelope.data.data, body, page_records):
+            return envelope
         # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
         raw = Envelope[Page[Any]].model_validate_json(body)
+        texts = page_records(body.decode("utf-8"))
+        kept = self._kept(endpoint, record, page, raw.data.data, texts)
+        page_read = raw.data.model_copy(update={"data": kept}).served_as(len(raw.data.data))
+        return raw.model_copy(update={"data": page_read})
+
+    def read_array(self, endpoint: str, record: type[BaseModel], body: bytes) -> Envelope[Any]:
+        """An envelope holding an array of records (E9), read as one page under the contract."""
+        envelope_type: type[Envelope[list[Any]]] = Envelope[list[record]]  # type: ignore[valid-type]
+        try:
+            envelope = envelope_type.model_validate_json(body, strict=True)
+        except ValidationError:
+            envelope = None
+        if envelope is not None and self._all_fit(envelope.data, body, array_records):
+            return envelope
+        raw = Envelope[list[Any]].model_validate_json(body)
+        kept = self._kept(endpoint, record, 1, raw.data, array_records(body.decode("utf-8")))
+        return raw.model_copy(update={"data": kept})
+
+    def _all_fit(self, items: list[Any], body: bytes, texts: Callable[[str], list[str]]) -> bool:
+        """Whether strictly valid records all have a usable id and are all of the tenant read (else they are
+        read one by one, to reject those); each keeps its own JSON text."""
+        for item in items:
+            record_id = getattr(item, "id", None)
+            if not isinstance(record_id, str) or not record_id.strip():
+                return False
+            if self._foreign(getattr(item, "tenant_id", None)):
+                return False
+        for item, text in zip(items, texts(body.decode("utf-8")), strict=True):
+            if isinstance(item, ServiceModel):
+                item.keep_received(text)
+        return True
+
+    def _kept(
+        self, endpoint: str, record: type[BaseModel], page: int, items: list[Any], texts: list[str]
+    ) -> list[BaseModel]:
+        """The records of one page read one by one: valid or mended ones kept, the others rejected."""
         kept = []
-        for position, (item, text) in enumerate(zip(raw.data.data, _texts(body), strict=True), start=1):
+        for position, (item, text) in enumerate(zip(items, texts, strict=True), start=1):
             found = self._record(endpoint, record, _Where(endpoint, page, position, item, text))
             if isinstance(found, ServiceModel):
                 found.keep_received(text)
             if found is not None:
                 kept.append(found)
-        page_read = raw.data.model_copy(update={"data": kept}).served_as(len(raw.data.data))
-        return raw.model_copy(update={"data": page_read})
+        return kept
 
     def _foreign(self, tenant: Any) -> bool:
         """Whether a record's ``tenantId`` names a tenant other than the one being read."""
@@ -272,11 +305,6 @@ class _Where:
     def record_id(self) -> str:
         value = self.item.get("id") if isinstance(self.item, dict) else None
         return value if isinstance(value, str) else ""
-
-
-def _texts(body: bytes) -> list[str]:
-    """Each record's JSON text as the service sent it (the body is valid JSON by now)."""
-    return page_records(body.decode("utf-8"))
 
 
 def _key_problem(item: Any) -> tuple[str, str, str] | None:
@@ -382,7 +410,11 @@ def _number(value: str) -> int | float | None:
 
 def _set(target: Any, loc: tuple[int | str, ...], value: Any) -> None:
     target = _at(target, loc[:-1])
-    if isinstance(target, (dict, list)):
+    if isinstance(target, dict) and value is None:
+        # Left out rather than null: the field's default (None) then stands, and no validator of the
+        # model that refuses an explicit null (the user's status) rejects what the contract tolerates.
+        target.pop(loc[-1], None)
+    elif isinstance(target, (dict, list)):
         target[loc[-1]] = value  # type: ignore[index]
 
 

@@ -9,10 +9,11 @@ What the service says about a list is evidence, not law:
 - **Page size** is what the service serves. Page 1 asks for the caller's limit; when the service answers
   with a smaller ``limit`` (a cap) or serves fewer records than a page while more exist, the later pages
   are asked for that size, so that their offsets are the service's own.
-- **The end** of a list is proven by a page that is short (fewer records than the page size) or empty, or
-  by pages holding exactly the records ``total`` promises; otherwise a pass whose last page came back full
-  reads the next one. A list read to such an end is ``complete``, whatever its ``total`` said; a ``total``
-  that is missing is not needed (pages are read until the end).
+- **The end** of a list is proven by a page that is short (fewer records than the page size) or empty: a
+  pass whose last page came back full reads the next one (a list that is an exact multiple of the page
+  size costs one call more, and a ``total`` too low by a page's records cannot hide them). A list read to
+  such an end is ``complete``, whatever its ``total`` said; a ``total`` that is missing is not needed
+  (pages are read until the end).
 
 Drift (records inserted, updated or removed while a list is paged). An offset-paged list only stays put
 if nothing before a page's offset changes between the fetch of page 1 and the fetch of that page. Strategy:
@@ -36,7 +37,8 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
 4. A record that an earlier pass yielded and the settling pass no longer found was removed while the list
    was read: it is reported in ``vanished`` (at most one extra pass is needed to know).
 
-Why this one: it costs no extra call when nothing changes (the common case), and under the steady trickle
+Why this one: it costs no extra call when nothing changes (the common case, but for a last page that is
+exactly full), and under the steady trickle
 of inserts and updates of a live tenant it completes in one pass, where re-reading until two passes agree
 would never finish. What totals cannot reveal is a removal exactly offset by an insert between two page
 fetches; the service soft-deletes (``status`` DELETED, ``isDeleted``), so removals from a list are rare.
@@ -85,12 +87,6 @@ class _Pass:
 
     totals: list[int] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
-    served: dict[int, int] = field(default_factory=dict)
-    """Page number -> records the service served on it (the latest answer of the page)."""
-
-    def agrees(self, total: int | None) -> bool:
-        """Whether the pages read hold exactly the records ``total`` promises."""
-        return total is not None and sum(self.served.values()) == total
 
 
 class Mapper(Protocol):
@@ -183,11 +179,11 @@ class PageStream(Generic[T]):
         if self.total is None:
             self.total = first.total
         size = self.page_size = self._served_size(first)
-        yield from self._fresh(1, first, current)
+        yield from self._fresh(first, current)
         end = _End(1, first)
         pages = range(2, self._pages(first.total, size) + 1)
         for number, page in self._map(lambda n: self._fetch(n, size), pages):
-            yield from self._fresh(number, page, current)
+            yield from self._fresh(page, current)
             end.saw(number, page)
         if self.append_only:
             yield from self._read_growth(end, current, size)
@@ -221,26 +217,26 @@ class PageStream(Generic[T]):
             for number, page in self._map(
                 lambda n: self._fetch(n, size), range(end.page, self._pages(grown, size) + 1)
             ):
-                yield from self._fresh(number, page, current)
+                yield from self._fresh(page, current)
                 end.saw(number, page)
                 answered += [page.total] if page.total is not None else []
             # Only this round's answers: a total that page 1 reported before a removal must not be chased.
             grown = max(answered, default=None)
 
     def _read_to_end(self, end: _End, current: _Pass, size: int) -> Iterator[Page[T]]:
-        """Read past a last page that came back full, unless the pages read hold exactly the records the
-        total promises, until a short or empty page proves the end. Without a total to go by the whole
+        """Read past a last page that came back full until a short or empty page proves the end (a total
+        too low by the records of a page would otherwise hide them). Without a total to go by the whole
         list is read this way; a page that lists nothing new to this pass (a service repeating itself)
         or, with a total, `MAX_EXTENSIONS` pages past it leave it incomplete."""
         rounds = 0
-        while end.served >= size > 0 and not current.agrees(end.total):
+        while end.served >= size > 0:
             listed = len(current.ids)
             rounds += 1
             if end.total is not None and rounds > MAX_EXTENSIONS:
                 self.complete = False
                 return
             page = self._fetch(end.page + 1, size)
-            yield from self._fresh(end.page + 1, page, current)
+            yield from self._fresh(page, current)
             end.saw(end.page + 1, page)
             if page.served and len(current.ids) == listed:
                 self.complete = False
@@ -251,9 +247,8 @@ class PageStream(Generic[T]):
     def _pages(total: int | None, size: int) -> int:
         return max(1, math.ceil((total or 0) / size))
 
-    def _fresh(self, number: int, page: Page[T], current: _Pass) -> Iterator[Page[T]]:
+    def _fresh(self, page: Page[T], current: _Pass) -> Iterator[Page[T]]:
         """The page with only records not seen before; nothing when none is new."""
-        current.served[number] = page.served
         if page.total is not None:
             current.totals.append(page.total)
             self.totals_seen.add(page.total)

@@ -23,6 +23,11 @@ def page_records(body: str) -> list[str]:
     return _items(body, _member(body, start, "data"))
 
 
+def array_records(body: str) -> list[str]:
+    """The JSON text of each item of ``data`` of an envelope holding an array (E9), in order."""
+    return _items(body, _member(body, _skip(body, 0), "data"))
+
+
 def _skip(text: str, position: int) -> int:
     while position < len(text) and text[position] in _WHITESPACE:
         position += 1

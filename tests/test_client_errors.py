@@ -124,14 +124,21 @@ def test_a_cut_body_is_retried() -> None:
 
 
 def test_a_page_other_than_asked_for_is_refused() -> None:
-    page = {"page": 1, "limit": 50, "total": 0, "data": []}
+    page = {"page": 2, "limit": 100, "total": 0, "data": []}
     answer = answering(200, json={**ENVELOPE, "data": page})
     with (
         mock_client(answer) as client,
-        pytest.raises(ResponseFormatError, match="limit 50 when asked for 100") as caught,
+        pytest.raises(ResponseFormatError, match="page 2 when asked for 1") as caught,
     ):
         client.list_decisions(DecisionQuery(limit=100))
-    assert caught.value.field_path == "data.limit"
+    assert caught.value.field_path == "data.page"
+
+
+def test_a_page_size_other_than_asked_for_is_the_services_to_choose() -> None:
+    page = {"page": 1, "limit": 50, "total": 0, "data": []}
+    answer = answering(200, json={**ENVELOPE, "data": page})
+    with mock_client(answer) as client:
+        assert client.list_decisions(DecisionQuery(limit=100)).limit == 50
 
 
 def test_a_write_answered_with_an_unexpected_success_code_is_unknown() -> None:

@@ -38,7 +38,7 @@ def test_the_matching_plan_trips_no_429(server: EmulatorServer) -> None:
         decisions = list(client.iter_decisions(DecisionQuery(limit=25)))
         metrics = client.metrics
     assert len(decisions) == 1000
-    assert metrics.calls == {"E8": 40}
+    assert metrics.calls == {"E8": 41}  # 40 full pages, then the empty one that proves the end
     assert metrics.rate_limited == 0
     assert "429" not in statuses(server)
     assert metrics.limiter_wait_s > 0
@@ -53,7 +53,7 @@ def test_a_wrong_plan_obeys_retry_after_and_completes(server: EmulatorServer) ->
     assert len({decision.id for decision in decisions}) == 1000
     assert metrics.rate_limited >= 1
     assert statuses(server)["429"] == metrics.rate_limited
-    assert metrics.calls["E8"] == 20 + metrics.rate_limited
+    assert metrics.calls["E8"] == 21 + metrics.rate_limited  # 20 full pages and the empty 21st
     # Retry-After is whole seconds (at least 1): a client that obeyed it cannot have finished sooner.
     assert time.monotonic() - started >= 1.0
 

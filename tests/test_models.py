@@ -321,8 +321,9 @@ RESPONSES: list[tuple[type[ServiceModel], Callable[[], dict[str, Any]], str, str
     (UserPosition, samples.user_position, "positionName", "externalId"),
     (Group, samples.group, "groupName", None),
     (Decision, samples.decision, "sectionName", "updatedByUsername"),
-    (Delegation, samples.delegation, "decisionId", "recipientName"),
-    (Position, samples.position, "positionName", None),
+    # The list extensions' records are not in the spec: only their id is promised.
+    (Delegation, samples.delegation, "id", "recipientName"),
+    (Position, samples.position, "id", "positionName"),
     (Action, samples.action, "owner", None),
     (ActionTemplate, samples.action_template, "type", None),
     (Matrix, samples.matrix, "matrixDelegation", None),

@@ -595,9 +595,9 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
         insert(con, "groups", id="p", group_name="P", is_deleted=False, status="ACTIVE")
         insert(con, "groups", id="q", group_name="Q", is_deleted=False, status="ACTIVE")
         insert(con, "groups", id="r", group_name="R", is_deleted=False, status="ACTIVE")
-        insert(con, "group_parents", id="e1", group_id="p", parent_id="q")
-        insert(con, "group_parents", id="e2", group_id="q", parent_id="p")
-        insert(con, "group_parents", id="e3", group_id="r", parent_id="p")
+        insert(con, "group_parents", id="e1", group_id="p", item_order=1, parent_id="q")
+        insert(con, "group_parents", id="e2", group_id="q", item_order=1, parent_id="p")
+        insert(con, "group_parents", id="e3", group_id="r", item_order=1, parent_id="p")
         insert(
             con,
             "user_groups",
@@ -620,9 +620,23 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         insert(con, "positions", id="pos1", position_name="Current Title", is_deleted=False)
         insert(con, "positions", id="pos2", position_name="Dropped Title", is_deleted=True)
-        insert(con, "user_positions", id="l1", user_id="u2", position_id="pos1", position_name="Old Title")
         insert(
-            con, "user_positions", id="l2", user_id="u2", position_id="pos2", position_name="Dropped Title"
+            con,
+            "user_positions",
+            id="l1",
+            user_id="u2",
+            item_order=1,
+            position_id="pos1",
+            position_name="Old Title",
+        )
+        insert(
+            con,
+            "user_positions",
+            id="l2",
+            user_id="u2",
+            item_order=2,
+            position_id="pos2",
+            position_name="Dropped Title",
         )
     return path
 

@@ -1,0 +1,183 @@
+"""A stand-in of the service for the generative and quirk tests: a few dozen lines of plain HTTP written from
+the spec (tests/spec_records.toml names its paths), sharing no code with the emulator or with models/.
+
+It serves one tenant's lists, E9 and the revision-id lists from JSON-ready records the test provides, and
+misbehaves as real services do when `Quirks` says so: a capped page size, totals off or missing, a 200
+whose envelope carries an error status, 429s with a Retry-After in seconds or as an HTTP date, and a hook
+that changes a list between two page requests (a record deleted or inserted while it is paged).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+SPEC = tomllib.loads(Path(__file__).with_name("spec_records.toml").read_text(encoding="utf-8"))
+"""The spec's records and paths, as transcribed for the tests."""
+
+Record = dict[str, Any]
+
+
+@dataclass
+class Tenant:
+    """What the stand-in serves: records as JSON-ready dicts, in the order it serves them."""
+
+    tenant_id: str
+    token: str
+    lists: dict[str, list[Record]] = field(default_factory=lambda: {name: [] for name in SPEC["lists"]})
+    current_user_positions: list[Record] = field(default_factory=list)
+    revisions: dict[str, dict[str, list[str] | None]] = field(
+        default_factory=lambda: {name: {} for name in SPEC["revisions"]}
+    )
+    """delegations/documents -> record id (lower case) -> its revision ids, or None to answer 404."""
+
+
+@dataclass
+class Quirks:
+    """How the stand-in deviates from the spec; the default deviates in nothing."""
+
+    page_cap: int | None = None
+    """Serve at most this many records a page, whatever ``limit`` asks."""
+    cap_reported: bool = True
+    """Whether a capped page's ``limit`` says the cap (else it echoes the limit asked)."""
+    total_skew: dict[str, int] = field(default_factory=dict)
+    """List -> what every reported ``total`` is off by."""
+    no_total: set[str] = field(default_factory=set)
+    """Lists whose pages leave ``total`` out."""
+    envelope_errors: int = 0
+    """The first N list requests answer HTTP 200 whose envelope says statusCode 500."""
+    rate_limited: int = 0
+    """The first N requests answer 429."""
+    retry_after: Callable[[], str] = lambda: "1"
+    """The Retry-After header of a 429."""
+    on_list_request: Callable[[str, int, Tenant], None] | None = None
+    """Called before a list request is answered: (list, how many of its requests came before, tenant)."""
+
+
+class StandIn:
+    """The stand-in, served on a free loopback port while the context is open."""
+
+    def __init__(self, tenant: Tenant, quirks: Quirks | None = None) -> None:
+        self.tenant = tenant
+        self.quirks = quirks or Quirks()
+        self.requests: Counter[str] = Counter()
+        """Requests answered, by list name, ``E9``, ``E11``/``E12`` or ``429``."""
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The address to give the client."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> StandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(
+        self, path: str, query: dict[str, str], authorization: str | None
+    ) -> tuple[int, Any, dict[str, str]]:
+        """(status, JSON body, headers) of one GET."""
+        if authorization != f"Bearer {self.tenant.token}":
+            return 401, _error(401, "Unauthorized"), {}
+        with self._lock:
+            if self.quirks.rate_limited > 0:
+                self.quirks.rate_limited -= 1
+                self.requests["429"] += 1
+                return 429, _error(429, "Too Many Requests"), {"Retry-After": self.quirks.retry_after()}
+            return self._route(path, query)
+
+    def _route(self, path: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        for name, spec in SPEC["lists"].items():
+            if path == spec["path"]:
+                return self._page(name, query)
+        if path == SPEC["current_user_positions"]["path"]:
+            self.requests["E9"] += 1
+            return 200, _envelope(self.tenant.current_user_positions), {}
+        for name, spec in SPEC["revisions"].items():
+            prefix, suffix = spec["path"].split("{id}")
+            if path.startswith(prefix) and path.endswith(suffix):
+                self.requests[name] += 1
+                found = self.tenant.revisions[name].get(path[len(prefix) : -len(suffix)].lower())
+                return (404, _error(404, "Not Found"), {}) if found is None else (200, found, {})
+        return 404, _error(404, f"no route {path}"), {}
+
+    def _page(self, name: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        if SPEC["lists"][name].get("tenant_param") and query.get("tenantId") != self.tenant.tenant_id:
+            return 400, _error(400, "tenantId is required"), {}
+        quirks, before = self.quirks, self.requests[name]
+        self.requests[name] += 1
+        if quirks.on_list_request is not None:
+            quirks.on_list_request(name, before, self.tenant)
+        if quirks.envelope_errors > 0:
+            quirks.envelope_errors -= 1
+            return 200, {**_error(500, "Internal error"), "data": None}, {}
+        number, asked = int(query.get("page", "1")), int(query.get("limit", "10"))
+        size = min(asked, quirks.page_cap) if quirks.page_cap else asked
+        records = self.tenant.lists[name]
+        page: dict[str, Any] = {
+            "page": number,
+            "limit": size if quirks.cap_reported else asked,
+            "total": len(records) + quirks.total_skew.get(name, 0),
+            "data": records[(number - 1) * size : number * size],
+        }
+        if name in quirks.no_total:
+            del page["total"]
+        return 200, _envelope(page), {}
+
+
+def _envelope(data: Any) -> dict[str, Any]:
+    return {"statusCode": 200, "timestamp": _now(), "message": "Success", "data": data}
+
+
+def _error(status: int, message: str) -> dict[str, Any]:
+    return {"statusCode": status, "message": message, "error": message}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+            status, body, headers = standin.answer(url.path, query, self.headers.get("Authorization"))
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the tests read `StandIn.requests` instead."""
+
+    return Handler
+
+
+def records_of(tenant: Tenant) -> Iterator[tuple[str, Record]]:
+    """Every (list, record) the tenant serves."""
+    for name, records in tenant.lists.items():
+        for record in records:
+            yield name, record
