@@ -1,10 +1,11 @@
 """A stand-in of the service for the generative and quirk tests: a few dozen lines of plain HTTP written from
 the spec (tests/spec_records.toml names its paths), sharing no code with the emulator or with models/.
 
-It serves one tenant's lists, E9 and the revision-id lists from JSON-ready records the test provides, and
-misbehaves as real services do when `Quirks` says so: a capped page size, totals off or missing, a 200
-whose envelope carries an error status, 429s with a Retry-After in seconds or as an HTTP date, and a hook
-that changes a list between two page requests (a record deleted or inserted while it is paged).
+It serves one tenant's lists (filtered by ``updatedAtStart`` when asked), E9 and the revision-id lists
+from JSON-ready records the test provides, and misbehaves as real services do when `Quirks` says so: a
+capped page size, totals off or missing, a 200 whose envelope carries an error status, 429s with a
+Retry-After in seconds or as an HTTP date, and a hook that changes a list between two page requests (a
+record deleted or inserted while it is paged).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class StandIn:
             return 200, {**_error(500, "Internal error"), "data": None}, {}
         number, asked = int(query.get("page", "1")), int(query.get("limit", "10"))
         size = min(asked, quirks.page_cap) if quirks.page_cap else asked
-        records = self.tenant.lists[name]
+        records = _updated_since(self.tenant.lists[name], query.get("updatedAtStart"))
         page: dict[str, Any] = {
             "page": number,
             "limit": size if quirks.cap_reported else asked,
@@ -139,6 +140,23 @@ class StandIn:
         if name in quirks.no_total:
             del page["total"]
         return 200, _envelope(page), {}
+
+
+def _updated_since(records: list[Record], start: str | None) -> list[Record]:
+    """The records updated at or after ``start`` (the updated-at range of spec E8, named as the public
+    reference's sibling endpoints name it); a record that does not say when it was updated is kept."""
+    if start is None:
+        return records
+    since = datetime.fromisoformat(start)
+    return [record for record in records if not _before(record, since)]
+
+
+def _before(record: Record, since: datetime) -> bool:
+    stamp = record.get("updatedAt", record.get("updatedOn"))
+    try:
+        return isinstance(stamp, str) and datetime.fromisoformat(stamp) < since
+    except ValueError:
+        return False
 
 
 def _envelope(data: Any) -> dict[str, Any]:

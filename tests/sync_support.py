@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,15 @@ import dagster as dg
 import duckdb
 
 from emulator.server import EmulatorServer
-from pipelines.bindings import client_resource
+from pipelines.bindings import client_resource, resources
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, run_tenant
 from pipelines.settings import SyncSettings, tenant_variable_suffix
+from pipelines.sync import SyncOutcome, SyncRequest, SyncServices, sync_tenant
 from resources.dagster_resource import AdmClientResource
+from resources.ratelimit import clear_buckets
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
+from tests.standin import StandIn
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGSTER = Path(sys.executable).with_name("dagster")
@@ -88,3 +92,28 @@ def sync_env(server: EmulatorServer, warehouse: Path, **changes: str) -> dict[st
         "ADM_WAREHOUSE": str(warehouse),
         **changes,
     }
+
+
+STANDIN_TENANT_ID = "5a1c0de5-0000-4000-8000-00000000c0de"
+STANDIN_TOKEN = "stand-in-token"
+
+
+def sync_standin(
+    standin: StandIn, warehouse: Path, *, full_refresh: bool = True, **changes: Any
+) -> SyncOutcome:
+    """One run of the tenant sync (free of Dagster) against a stand-in of the service; ``changes`` are
+    settings (the rate is unlimited unless they say otherwise). Raises what the run raises; the outcome
+    holds its ``sync_runs`` row."""
+    clear_buckets()
+    values: dict[str, Any] = {"rate_per_minute": 60_000} | changes
+    config = SyncSettings(
+        base_url=standin.base_url,
+        token=STANDIN_TOKEN,
+        tenants=[STANDIN_TENANT_ID],
+        warehouse=warehouse,
+        **values,
+    )
+    bound = resources(config)
+    services = SyncServices(bound["adm"], bound["warehouse"], bound["sync_policy"])
+    request = SyncRequest(STANDIN_TENANT_ID, f"run-{uuid.uuid4()}", full_refresh=full_refresh)
+    return sync_tenant(request, services)

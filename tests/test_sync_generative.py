@@ -29,17 +29,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from models.base import canonical_id
-from pipelines.bindings import resources
-from pipelines.settings import SyncSettings
-from pipelines.sync import SyncRequest, SyncServices, sync_tenant
-from resources.ratelimit import clear_buckets
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, Quirks, StandIn, Tenant
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from warehouse.commit import connect
 
-TENANT_ID = "5a1c0de5-0000-4000-8000-00000000c0de"
+TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
-TOKEN = "stand-in-token"
 EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "40"))
 
 ROOT_TABLES = {"decisions": "decisions", "users": "users", "groups": "groups", "positions": "positions"}
@@ -225,7 +221,7 @@ def test_any_spec_tenant_behind_any_ordinary_quirk_commits_every_usable_record_o
     warehouse = folder / f"{uuid.uuid4()}.duckdb"
     shutil.copyfile(template, warehouse)
     with StandIn(served.tenant, served.quirks) as standin:
-        outcome = _sync(standin, warehouse)
+        outcome = sync_standin(standin, warehouse, reject_max_count=1_000, reject_max_share=1.0)
     _dump(served, outcome.record.warnings)
 
     assert outcome.record.status == "succeeded", outcome.record.error
@@ -246,27 +242,11 @@ def _dump(served: Served, warnings: list[str]) -> None:
     record removed while paged is gone) and the run's warnings, to see a failing example whole."""
     target = os.environ.get("ADM_GENERATIVE_DUMP")
     if target:
-        quirks = {"cap": served.quirks.page_cap, "cap_reported": served.quirks.cap_reported}
+        quirks: dict[str, Any] = {"cap": served.quirks.page_cap, "cap_reported": served.quirks.cap_reported}
         quirks |= {"skew": served.quirks.total_skew, "no_total": sorted(served.quirks.no_total)}
-        example = {"lists": served.tenant.lists, "revisions": served.tenant.revisions, "quirks": quirks}
-        example |= {"deleted": served.deleted_while_paged, "warnings": warnings}
+        example: dict[str, Any] = {"lists": served.tenant.lists, "revisions": served.tenant.revisions}
+        example |= {"quirks": quirks, "deleted": served.deleted_while_paged, "warnings": warnings}
         Path(target).write_text(json.dumps(example, default=str, indent=1), encoding="utf-8")
-
-
-def _sync(standin: StandIn, warehouse: Path) -> Any:
-    clear_buckets()
-    config = SyncSettings(
-        base_url=standin.base_url,
-        token=TOKEN,
-        tenants=[TENANT_ID],
-        warehouse=warehouse,
-        rate_per_minute=60_000,
-        reject_max_count=1_000,
-        reject_max_share=1.0,
-    )
-    bound = resources(config)
-    services = SyncServices(bound["adm"], bound["warehouse"], bound["sync_policy"])
-    return sync_tenant(SyncRequest(TENANT_ID, f"run-{uuid.uuid4()}", full_refresh=True), services)
 
 
 def _every_usable_record_once(con: duckdb.DuckDBPyConnection, served: Served) -> None:
