@@ -8,7 +8,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: demo test lint bench emulator dagster dictionary clean
+.PHONY: demo test lint bench generative emulator dagster dictionary clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -44,6 +44,10 @@ lint: $(VENV)/.synced
 # of `make test`. Tables print here and land as JSON under data/bench/.
 bench: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run
+
+# The generative test of the sync (tests/test_sync_generative.py) at 500 examples instead of make test's 40.
+generative: $(VENV)/.synced
+	ADM_GENERATIVE_EXAMPLES=500 $(VENV)/bin/pytest -q tests/test_sync_generative.py
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator
