@@ -17,10 +17,11 @@ from emulator.faults import FaultConfig
 from emulator.realism import DEVIATIONS, assignment
 from emulator.server import EmulatorServer
 from emulator.state import TenantState
-from pipelines.assets import table_key
+from pipelines.assets import WARN_ONLY_CHECKS_TAG, table_key
 from pipelines.cli import app
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
-from pipelines.runner import run_tenant
+from pipelines.runner import first_error, run_tenant
 from pipelines.settings import SyncSettings
 from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
 from tests.sync_support import query, settings_for, sync, sync_env
@@ -190,6 +191,29 @@ def test_an_operator_can_let_a_blocking_check_only_warn_for_a_run(
         c for c in json.loads(checks) if c["check"] == "rejected_within_threshold" and not c["passed"]
     ]
     assert "(a warning only: named in the warn-only checks)" in check["description"]
+
+
+def test_a_run_tag_lets_a_blocking_check_warn_for_that_dagster_run_only(
+    server: EmulatorServer, tmp_path: Path
+) -> None:
+    settings = settings_for(server, tmp_path / "wh.duckdb", reject_max_count=0)
+    job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
+    with dg.instance_for_test() as instance:
+
+        def run(tags: dict[str, str]) -> dg.ExecuteInProcessResult:
+            return job.execute_in_process(
+                partition_key=DEMO_TENANT_ID, instance=instance, tags=tags, raise_on_error=False
+            )
+
+        untagged = run({})
+        mistyped = run({WARN_ONLY_CHECKS_TAG: "rejected_within_treshold"})
+        tagged = run({WARN_ONLY_CHECKS_TAG: "rejected_within_threshold"})
+
+    assert tagged.success
+    assert not mistyped.success and not untagged.success
+    error = first_error(mistyped)
+    assert "adm/warn_only_checks: not a blocking check: rejected_within_treshold" in error
+    assert "rejected_within_threshold" in error.split("the blocking checks:")[1]
 
 
 def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(

@@ -8,6 +8,7 @@ promises but a record leaves out does is the contract's business, counted as a d
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -298,7 +299,9 @@ def test_a_lone_429_costs_about_the_second_it_asks_for_on_every_plan(warehouse: 
     assert 1.0 <= elapsed < 6.0, elapsed
 
 
-def test_a_retry_after_given_as_an_http_date_is_honoured(warehouse: Path) -> None:
+def test_a_retry_after_given_as_an_http_date_is_honoured_and_the_real_wait_logged(
+    warehouse: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     served = tenant(decisions=[decision(1)])
     started = time.monotonic()
     outcome, _ = run(served, warehouse, Quirks(rate_limited=1, retry_after=in_seconds(3)))
@@ -307,6 +310,8 @@ def test_a_retry_after_given_as_an_http_date_is_honoured(warehouse: Path) -> Non
     assert outcome.record.status == "succeeded"
     # The date has whole seconds, so the pause is between 2 and 3 seconds; "absent" would have been 1.
     assert elapsed >= 2.0, elapsed
+    # Before: "try 2 in 0.00 s", while the real wait happened in the limiter.
+    assert re.search(r"429: Too Many Requests; try 2 in [23]\.\d\d s", caplog.text), caplog.text
 
 
 def test_the_quirks_leave_their_figures_in_the_run_row(warehouse: Path) -> None:
