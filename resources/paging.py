@@ -36,6 +36,8 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
 
 4. A record that an earlier pass yielded and the settling pass no longer found was removed while the list
    was read: it is reported in ``vanished`` (at most one extra pass is needed to know).
+5. A list whose pages give no ``total`` cannot show a change by its totals: it is read until two passes in
+   a row list the same records (two passes when nothing changes, three after a change).
 
 Why this one: it costs no extra call when nothing changes (the common case, but for a last page that is
 exactly full), and under the steady trickle
@@ -151,13 +153,15 @@ class PageStream(Generic[T]):
         if self._started:
             raise RuntimeError("a PageStream can be iterated only once")
         self._started = True
+        previous: set[str] | None = None
         for number in range(1, self._max_passes + 1):
             self.passes = number
             current = _Pass()
             yield from self._pass(current)
-            if self._settled(current.totals):
+            if self._settled(current, previous):
                 self.vanished = sorted(self._seen - current.ids)
                 return
+            previous = current.ids
             logger.info(
                 "the list changed during pass %d of at most %d (totals %s)",
                 number,
@@ -277,9 +281,12 @@ class PageStream(Generic[T]):
             logger.warning("the service ignored the requested order; judging passes by equal totals only")
             self._order_key = None
 
-    def _settled(self, totals: list[int]) -> bool:
+    def _settled(self, current: _Pass, previous: set[str] | None) -> bool:
+        """Whether a pass can be trusted: by its totals, or, when the service gives none, by a second pass
+        that lists exactly the records of the one before (nothing else can reveal a removal)."""
+        totals = current.totals
         if not totals:
-            return True
+            return previous is not None and current.ids == previous
         if self.append_only:
             return min(totals) >= totals[0]
         return all(total == totals[0] for total in totals)
