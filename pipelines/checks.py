@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow.parquet as pq
 
 from pipelines.extract import LISTS, TenantExtract
 from warehouse import reads
+from warehouse.db import open_database
 
 
 @dataclass(frozen=True)
@@ -325,7 +325,7 @@ def staged_values(path: Path, column: str) -> set[str]:
 def _duplicates(path: Path) -> list[str]:
     if not path.exists():
         return []
-    with duckdb.connect() as con:
+    with open_database() as con:
         rows = con.execute(
             "SELECT id FROM read_parquet(?) GROUP BY id HAVING count(*) > 1 ORDER BY id", [str(path)]
         ).fetchall()

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from warehouse.db import ConfigValue, open_database
 from warehouse.locks import LockBusyError, held, writer_lock_path
 from warehouse.merge import (
     FAMILIES,
@@ -90,14 +91,12 @@ def connect(
     while another process holds DuckDB's lock on it; ``memory_limit`` bounds DuckDB's buffer."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
-    config: dict[str, str | bool | int | float | list[str]] = (
-        {"memory_limit": memory_limit} if memory_limit else {}
-    )
+    config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
     if not path.exists():
         config["storage_compatibility_version"] = STORAGE_VERSION
     while True:
         try:
-            con = duckdb.connect(str(path), config=config)
+            con = open_database(path, config=config)
             break
         except duckdb.IOException as error:
             if "lock" not in str(error).lower():

@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 import duckdb
 
+from warehouse.db import open_database
+
 Kind = Literal["table", "view"]
 
 SOURCE = "dictionary.toml"
@@ -319,7 +321,7 @@ def rendered() -> str:
     # migrate() applies this module's comments, so it cannot be imported at the top of this module.
     from warehouse.migrate import migrate
 
-    with duckdb.connect(":memory:") as con:
+    with open_database() as con:
         migrate(con)
         return render(load(source_text()), live_schema(con))
 

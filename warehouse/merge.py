@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from warehouse.db import open_database
 from warehouse.schema import primary_keys, staging_schema
 
 Counts = dict[str, int]
@@ -333,7 +334,7 @@ def constraint_failure(staged: dict[str, Path], error: duckdb.Error) -> RuntimeE
     neither table nor record). Reads the staged files on a connection of its own: the commit's transaction
     is aborted by now."""
     found = []
-    with duckdb.connect() as con:
+    with open_database() as con:
         for table, path in sorted(staged.items()):
             columns = ", ".join(primary_keys().get(table, ()))
             if not columns:

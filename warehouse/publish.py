@@ -35,6 +35,7 @@ from pathlib import Path
 
 import duckdb
 
+from warehouse.db import open_database
 from warehouse.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def same_file_problem(warehouse: Path, published: Path) -> str | None:
 
 def storage_version_problem(version: str) -> str | None:
     """Why ``version`` cannot be the copy's storage version (this DuckDB does not know it), or None."""
-    with duckdb.connect() as con:
+    with open_database() as con:
         try:
             con.execute("ATTACH ':memory:' AS probe (STORAGE_VERSION ?)", [version])
         except duckdb.Error:
@@ -177,7 +178,7 @@ def _storage_number_of(storage_version: str) -> int:
     """The storage format number DuckDB writes for ``storage_version``, read from a file it creates."""
     with tempfile.TemporaryDirectory() as folder:
         probe = Path(folder) / "probe.duckdb"
-        duckdb.connect(str(probe), config={"storage_compatibility_version": storage_version}).close()
+        open_database(probe, config={"storage_compatibility_version": storage_version}).close()
         return _storage_number(probe)
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import duckdb
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
+from warehouse.db import open_database
+
 LOCK_WAIT_S = 60
 _MAGIC = b"DUCK"
 """What a DuckDB database file holds at bytes 8..12."""
@@ -59,7 +61,7 @@ def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
     reraise=True,
 )
 def _open(path: Path) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(path), read_only=True)
+    return open_database(path, read_only=True)
 
 
 def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from functools import cache
 
-import duckdb
 import pyarrow as pa
 
+from warehouse.db import open_database
 from warehouse.migrate import migrate
 
 
 @cache
 def arrow_schemas() -> dict[str, pa.Schema]:
     """Every base table's Arrow schema, by table name (built once, in memory)."""
-    con = duckdb.connect(":memory:")
+    con = open_database()
     try:
         migrate(con, describe=False)
         tables = [
@@ -33,7 +33,7 @@ def arrow_schemas() -> dict[str, pa.Schema]:
 @cache
 def primary_keys() -> dict[str, tuple[str, ...]]:
     """Every base table's primary-key columns, by table name (tables without one are left out)."""
-    with duckdb.connect(":memory:") as con:
+    with open_database() as con:
         migrate(con, describe=False)
         rows = con.execute(
             "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
