@@ -7,17 +7,26 @@ network (this machine has none: an open that tried to download an extension woul
 
 from __future__ import annotations
 
+import os
+import random
+import resource
 import signal
+import string
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 
+from tests.standin import StandIn
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN
+from tests.test_sync_quirks import decision, tenant
 from warehouse.commit import connect
 from warehouse.migrate import available
+from warehouse.runs import last_success
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI = Path(sys.executable).with_name("authority-sync")
 FIRST_RELEASE = 3
 """The last migration of the first release's warehouse (current tables, history, the first views)."""
 
@@ -71,3 +80,44 @@ def test_an_upgrade_killed_half_way_opens_offline(tmp_path: Path) -> None:
 
     with connect(warehouse) as con:
         assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (available()[-1][0],)
+
+
+def limited_file_size(limit: int) -> None:
+    """In the child: no file may grow past ``limit`` bytes (a full disk, as far as the writer can tell)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+
+def test_a_commit_that_fails_on_a_full_disk_is_recorded_failed_and_not_fresh(tmp_path: Path) -> None:
+    # Forty decisions of 10 KB of text each: no staged file reaches the limit, the commit's log does.
+    text = string.ascii_letters + string.digits
+    rng = random.Random(7)
+    decisions = [decision(n, description="".join(rng.choice(text) for _ in range(10_000))) for n in range(40)]
+    warehouse = tmp_path / "warehouse.duckdb"
+    connect(warehouse).close()
+    env = {
+        "PATH": os.environ["PATH"],
+        "ADM_TOKEN": STANDIN_TOKEN,
+        "ADM_TENANTS": STANDIN_TENANT_ID,
+        "ADM_WAREHOUSE": str(warehouse),
+        "ADM_RATE_PER_MINUTE": "60000",
+    }
+    with StandIn(tenant(decisions=decisions)) as standin:
+        failed = subprocess.run(
+            [str(CLI), "extract", "--full-refresh"],
+            env={**env, "ADM_BASE_URL": standin.base_url},
+            preexec_fn=lambda: limited_file_size(1_200_000),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "File too large" in failed.stdout
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM decisions").fetchone() == (0,)
+        status, error = con.execute("SELECT status, error FROM sync_runs").fetchone() or (None, None)
+    # Before: "succeeded", with row counts that never landed, and the freshness check passed on it.
+    assert status == "failed" and "File too large" in (error or "")
+    assert last_success(warehouse, STANDIN_TENANT_ID) is None

@@ -183,13 +183,24 @@ def _commit(
                 counts = table_rows(con, record.tenant_id, sorted(staged.tables))
                 con.commit()
             except BaseException:
-                con.rollback()
+                # The row says succeeded only if the COMMIT did: a failed one (a full disk) is a failure.
+                record.status, record.finished_at = RunStatus.FAILED, None
+                _roll_back(con)
                 raise
         # The COMMIT writes the data to disk (DuckDB's checkpoint), a good part of the commit's time, so
         # the row learns it afterwards, in a small write of its own.
         record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
         published = _publish_committed(warehouse, record, publish, deadline)
     return CommitResult(record.row_counts, counts, published)
+
+
+def _roll_back(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back what is left of the transaction: a failed COMMIT has already ended it, and the error to
+    report is the COMMIT's, not "no transaction is active"."""
+    try:
+        con.rollback()
+    except duckdb.TransactionException:
+        logger.debug("nothing to roll back: the transaction ended with its failed COMMIT")
 
 
 def _left(deadline: float) -> float:
