@@ -26,6 +26,7 @@ import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.extract import LISTS
+from pipelines.settings import SettingsError, configured_tenant
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
@@ -188,9 +189,13 @@ def _warn_only(tags: Mapping[str, str]) -> frozenset[str]:
 def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:
     """The run's tenant: its partition; a run without one (``dagster job execute`` with no partition tag)
     syncs the only configured tenant, and is refused when there are several."""
-    if context.has_partition_key:
-        return str(context.partition_key)
     tenants = partitions.get_partition_keys()
+    if context.has_partition_key:
+        # A partition key can come from a run tag that Dagster does not check (dagster/partition: "*").
+        try:
+            return configured_tenant(str(context.partition_key), tenants)
+        except SettingsError as error:
+            raise dg.Failure(description=f"run partition: {error}; this run did nothing") from None
     if len(tenants) == 1:
         return tenants[0]
     raise dg.Failure(

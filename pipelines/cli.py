@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from pipelines.cli_support import embedded_emulator, service_for, settings_or_exit
+from pipelines.cli_support import embedded_emulator, service_for, settings_or_exit, tenants_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
@@ -120,12 +120,11 @@ def extract(
     instance's history). With no ADM_BASE_URL or ADM_ENVIRONMENT it runs against an embedded emulator."""
     console = Console()
     settings = settings_or_exit(warehouse)
+    tenants = tenants_or_exit(settings, tenant)
     with service_for(settings) as (settings, embedded):
         if embedded:
             console.print(f"No service address configured: using the embedded emulator at {embedded}")
-        runs = sync_tenants(
-            console, settings, tenant or settings.sync_tenants, full_refresh, allow_over_quota
-        )
+        runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota)
     run_summary(console, settings.warehouse, [run.run_id for run in runs], settings.publish_target)
     failed = [run for run in runs if not run.success]
     for run in failed:

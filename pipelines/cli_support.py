@@ -35,6 +35,16 @@ def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
     return settings.model_copy(update={"warehouse": warehouse}) if warehouse else settings
 
 
+def tenants_or_exit(settings: SyncSettings, named: list[str] | None) -> list[str]:
+    """The tenants ``--tenant`` names (default: every configured one); one that is not configured ends the
+    command with one line, exit code 2."""
+    try:
+        return [settings.configured_tenant(tenant) for tenant in named] if named else settings.sync_tenants
+    except SettingsError as error:
+        typer.echo(f"error: --tenant: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _published_over(settings: SyncSettings, warehouse: Path) -> str | None:
     """Why ``--warehouse`` cannot be used with ``ADM_PUBLISH_PATH`` (it is that very file), or None."""
     if settings.publish_path and same_file_problem(warehouse, settings.publish_path):

@@ -12,7 +12,7 @@ credential; ``ADM_TOKEN``/``ADM_ACCESS_KEY`` serve every tenant that has none of
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Self
@@ -85,6 +85,17 @@ SECRET_FIELDS = frozenset({"token", "access_key"})
 
 class SettingsError(ValueError):
     """A setting has a value it does not accept; the message is one line naming the variable."""
+
+
+def configured_tenant(value: str, tenants: Sequence[str]) -> str:
+    """The configured tenant ``value`` names, else `SettingsError` in one line (a tenant id also names
+    folders and lock files: only the configured ones may reach them)."""
+    found = next((tenant for tenant in tenants if tenant.lower() == value.strip().lower()), None)
+    if found is None:
+        shown = value if len(value) <= 80 else value[:79] + "…"
+        configured = ", ".join(tenants)
+        raise SettingsError(f"tenant {shown!r} is not configured (ADM_TENANTS: {configured})")
+    return found
 
 
 class SyncSettings(BaseSettings):
@@ -222,6 +233,11 @@ class SyncSettings(BaseSettings):
     def sync_tenants(self) -> list[str]:
         """The tenants to sync: ``ADM_TENANTS``, else ``ADM_TENANT_ID``; one Dagster partition each."""
         return self.tenants or [self.tenant_id]
+
+    def configured_tenant(self, value: str) -> str:
+        """``value`` as the configured tenant it names (UUIDs compare without regard to case); raises
+        `SettingsError` in one line for anything else, a path or a wildcard included."""
+        return configured_tenant(value, self.sync_tenants)
 
     @property
     def staging_root(self) -> Path:

@@ -17,6 +17,7 @@ from types import TracebackType
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from models.base import is_uuid
 from warehouse.rows import Row, TableRows
 from warehouse.schema import staging_schema
 
@@ -94,6 +95,8 @@ def discard(directory: Path) -> None:
 def clean_leftovers(root: Path, tenant_id: str) -> list[Path]:
     """Remove the tenant's staging left behind by runs that were killed; returns what was removed. Call
     it only while holding the tenant's lock: then no other run of the tenant can be staging."""
+    if not is_uuid(tenant_id):  # a tenant id names folders here: "*" or ".." must never reach the glob
+        raise ValueError(f"not a tenant id: {tenant_id!r}")
     leftovers = sorted(path for path in root.glob(f"*/{tenant_id}") if path.is_dir())
     for path in leftovers:
         discard(path)

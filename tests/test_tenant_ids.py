@@ -1,0 +1,67 @@
+"""A tenant id names folders and lock files: only a configured tenant reaches them, on every launch path
+(issue 18). Before: the run tag ``dagster/partition: "*"`` deleted every tenant's in-flight staging,
+``".."`` emptied the staging folder, and ``extract --tenant ../../etc`` gave an 80-line traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from typer.testing import CliRunner
+
+from emulator.server import EmulatorServer
+from pipelines.cli import app
+from pipelines.jobs import NIGHTLY_JOB
+from pipelines.location import sync_definitions
+from pipelines.runner import first_error
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from tests.sync_support import settings_for, sync_env
+from warehouse.staging import clean_leftovers
+
+
+@pytest.mark.parametrize("tenant", ["../../etc", "*", "..", "not-a-tenant"])
+def test_the_cli_refuses_a_tenant_that_is_not_configured_in_one_line(
+    server: EmulatorServer, tmp_path: Path, tenant: str
+) -> None:
+    env = sync_env(server, tmp_path / "wh.duckdb")
+    result = CliRunner().invoke(app, ["extract", "--tenant", tenant], env=env)
+
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: --tenant: tenant {tenant!r} is not configured (ADM_TENANTS: ")
+    assert not (tmp_path / "wh.duckdb").exists()
+
+
+def test_a_configured_tenant_may_be_named_in_any_case(server: EmulatorServer, tmp_path: Path) -> None:
+    env = sync_env(server, tmp_path / "wh.duckdb")
+    result = CliRunner().invoke(app, ["extract", "--tenant", DEMO_TENANT_ID.upper()], env=env)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("partition", ["*", ".."])
+def test_a_partition_tag_naming_no_tenant_fails_the_run_and_touches_no_staging(
+    server: EmulatorServer, tmp_path: Path, partition: str
+) -> None:
+    settings = settings_for(server, tmp_path / "wh.duckdb")
+    in_flight = settings.staging_root / "another-run" / OTHER_TENANT_ID
+    in_flight.mkdir(parents=True)
+    job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
+
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(
+            instance=instance, tags={"dagster/partition": partition}, raise_on_error=False
+        )
+
+    assert not result.success
+    assert f"run partition: tenant {partition!r} is not configured" in first_error(result)
+    assert in_flight.is_dir()
+
+
+@pytest.mark.parametrize("tenant", ["*", "..", "a/b", DEMO_TENANT_ID + "/.."])
+def test_staging_cleanup_refuses_what_is_not_a_tenant_id(tmp_path: Path, tenant: str) -> None:
+    kept = tmp_path / "run" / DEMO_TENANT_ID
+    kept.mkdir(parents=True)
+    with pytest.raises(ValueError, match="not a tenant id"):
+        clean_leftovers(tmp_path, tenant)
+    assert kept.is_dir()
