@@ -76,6 +76,7 @@ def warehouse_resource(settings: SyncSettings) -> WarehouseResource:
         publish_path=str(settings.publish_file),
         publish_storage_version=settings.publish_storage_version,
         publish_parquet=settings.publish_parquet,
+        readers_group=settings.readers_group,
     )
 
 

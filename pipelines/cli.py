@@ -18,6 +18,7 @@ from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import SyncSettings
 from warehouse.examples import EXAMPLES
+from warehouse.files import keep_private
 from warehouse.publish import for_readers
 from warehouse.reads import read_only
 
@@ -41,6 +42,7 @@ app.add_typer(hr_app, name="hr")
 @app.callback()
 def main() -> None:
     """Nightly extract, HR reverse sync and a local service emulator. Secrets are never printed."""
+    keep_private()
 
 
 @app.command()

@@ -11,11 +11,13 @@ credential; ``ADM_TOKEN``/``ADM_ACCESS_KEY`` serve every tenant that has none of
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Self
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -25,6 +27,7 @@ from models.base import UUID_PATTERN, is_uuid
 from pipelines.checks import parse_check_names
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
+from warehouse.files import group_id
 from warehouse.publish import (
     DEFAULT_STORAGE_VERSION,
     PublishTarget,
@@ -63,6 +66,8 @@ ACCEPTS: dict[str, str] = {
     "publish_path": "the path of a DuckDB file other than the warehouse (ADM_WAREHOUSE)",
     "publish_storage_version": "a DuckDB storage version such as v1.4.0 (readers need that DuckDB or newer)",
     "publish_parquet": "true or false",
+    "readers_group": "the name of a group of this machine",
+    "allow_insecure_http": "true or false",
     "overlap_minutes": "a whole number of minutes, 0 or more",
     "freshness_hours": "a number of hours above 0",
     "monthly_quota": "a whole number of API calls of at least 1",
@@ -81,6 +86,18 @@ ACCEPTS: dict[str, str] = {
 """What each setting accepts, as the one-line error says it."""
 
 SECRET_FIELDS = frozenset({"token", "access_key"})
+
+
+def _private_address(url: str) -> bool:
+    """Whether ``url`` is https, or plain http to this machine (an emulator, a local proxy)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    host = parts.hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class SettingsError(ValueError):
@@ -120,6 +137,10 @@ class SyncSettings(BaseSettings):
     """The copy readers open (after ``warehouse``: its check compares the two)."""
     publish_storage_version: str = DEFAULT_STORAGE_VERSION
     publish_parquet: bool = False
+    readers_group: str | None = None
+    """The group that may read the copy for readers (else every file written is private to its owner)."""
+    allow_insecure_http: bool = False
+    """Allow plain http:// to an address other than this machine's (tokens would cross the network open)."""
     overlap_minutes: Annotated[int, Field(ge=0)] = 10
     freshness_hours: Annotated[float, Field(gt=0)] = 26.0
     monthly_quota: Annotated[int | None, Field(ge=1)] = None
@@ -160,6 +181,13 @@ class SyncSettings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("not an http(s) address")
         return value.rstrip("/") if value else None
+
+    @field_validator("readers_group")
+    @classmethod
+    def _known_group(cls, value: str | None) -> str | None:
+        if value is not None:
+            group_id(value)
+        return value
 
     @field_validator("warehouse")
     @classmethod
@@ -213,6 +241,11 @@ class SyncSettings(BaseSettings):
     def _one_address_and_credentials(self) -> Self:
         if self.environment is not None and self.base_url is not None:
             raise ValueError("give ADM_ENVIRONMENT or ADM_BASE_URL, not both")
+        if self.base_url and not (self.allow_insecure_http or _private_address(self.base_url)):
+            raise ValueError(
+                f"ADM_BASE_URL={self.base_url} would send the token unencrypted to another machine: use "
+                "https://, or set ADM_ALLOW_INSECURE_HTTP=true"
+            )
         if self.address_configured:
             missing = [t for t in self.sync_tenants if not self.has_credential(t)]
             if missing:
@@ -253,7 +286,9 @@ class SyncSettings(BaseSettings):
     @property
     def publish_target(self) -> PublishTarget:
         """Where and how each commit publishes the reader copy."""
-        return PublishTarget(self.publish_file, self.publish_storage_version, self.publish_parquet)
+        return PublishTarget(
+            self.publish_file, self.publish_storage_version, self.publish_parquet, self.readers_group
+        )
 
     @property
     def overlap(self) -> timedelta:

@@ -31,6 +31,7 @@ from resources.metrics import MetricsSnapshot
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 from warehouse import reads
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished
+from warehouse.files import keep_private
 from warehouse.locks import LockBusyError, held, tenant_lock_path
 from warehouse.runs import QuotaProjection, RunRecord, RunStatus, project_quota
 from warehouse.staging import clean_leftovers, discard
@@ -99,6 +100,7 @@ def sync_tenant(
     )
     outcome.record.job_name, outcome.record.monthly_quota = request.job_name, services.policy.monthly_quota
     warehouse = services.warehouse.file
+    keep_private()
     try:
         with _tenant_lock(warehouse, request):
             _run(request, services, outcome)

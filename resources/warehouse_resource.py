@@ -33,6 +33,9 @@ class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
     publish_parquet: bool = Field(
         default=False, description="Also publish one Parquet file per table and view."
     )
+    readers_group: str | None = Field(
+        default=None, description="The group that may read the copy for readers (else it is private)."
+    )
 
     @property
     def file(self) -> Path:
@@ -43,7 +46,7 @@ class WarehouseResource(dg.ConfigurableResource["WarehouseResource"]):
     def publish_target(self) -> PublishTarget:
         """Where and how each commit publishes the reader copy."""
         path = Path(self.publish_path) if self.publish_path else default_publish_path(self.file)
-        return PublishTarget(path, self.publish_storage_version, self.publish_parquet)
+        return PublishTarget(path, self.publish_storage_version, self.publish_parquet, self.readers_group)
 
     def staging(self, run_id: str, tenant_id: str) -> Path:
         """The staging folder of one run and tenant."""

@@ -7,6 +7,7 @@ network (this machine has none: an open that tried to download an extension woul
 
 from __future__ import annotations
 
+import grp
 import os
 import random
 import resource
@@ -19,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from tests.standin import StandIn
-from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import decision, tenant
 from warehouse.commit import connect
 from warehouse.migrate import available
@@ -121,3 +122,26 @@ def test_a_commit_that_fails_on_a_full_disk_is_recorded_failed_and_not_fresh(tmp
     # Before: "succeeded", with row counts that never landed, and the freshness check passed on it.
     assert status == "failed" and "File too large" in (error or "")
     assert last_success(warehouse, STANDIN_TENANT_ID) is None
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_what_a_sync_writes_is_private_and_the_copy_can_be_shared_with_readers(tmp_path: Path) -> None:
+    # Before: the warehouse, the copy, staging and reports followed the umask (0644 under 0022).
+    os.umask(0o022)
+    warehouse, shared = tmp_path / "private" / "warehouse.duckdb", tmp_path / "shared" / "warehouse.duckdb"
+    group = grp.getgrgid(os.getgid()).gr_name
+    with StandIn(tenant(decisions=[decision(1)])) as standin:
+        sync_standin(standin, warehouse)
+        sync_standin(standin, shared, readers_group=group, publish_parquet=True)
+
+    assert mode(warehouse) == 0o600 and mode(warehouse.parent) == 0o700
+    assert mode(warehouse.with_name("warehouse.analytics.duckdb")) == 0o600
+    assert mode(warehouse.parent / "staging") == 0o700
+    copy = shared.with_name("warehouse.analytics.duckdb")
+    assert mode(shared) == 0o600
+    assert (mode(copy), copy.stat().st_gid) == (0o640, os.getgid())
+    parquet = sorted(p for p in shared.parent.glob("warehouse.analytics-parquet/*/*") if p.is_file())
+    assert parquet and {mode(p) for p in parquet} == {0o640}

@@ -163,3 +163,36 @@ def test_a_read_of_a_file_that_is_not_duckdb_fails_without_waiting(tmp_path: Pat
         pass
 
     assert reads._open.statistics["attempt_number"] == 1
+
+
+@pytest.mark.parametrize(
+    "address", ["http://10.0.0.5:8080", "http://api.example.com", "http://[2001:db8::1]/"]
+)
+def test_plain_http_to_another_machine_is_refused_unless_allowed(
+    monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    message = refusal(monkeypatch, ADM_BASE_URL=address, ADM_TOKEN="secret-token")
+    assert "would send the token unencrypted to another machine" in message
+    assert "ADM_ALLOW_INSECURE_HTTP=true" in message and "secret-token" not in message
+    monkeypatch.setenv("ADM_ALLOW_INSECURE_HTTP", "true")
+    assert load_settings().base_url == address.rstrip("/")
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["http://127.0.0.1:8080", "http://localhost:9000", "http://[::1]:8080", "https://api.example.com"],
+)
+def test_https_and_plain_http_to_this_machine_are_accepted(
+    monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    monkeypatch.setenv("ADM_BASE_URL", address)
+    monkeypatch.setenv("ADM_TOKEN", "t")
+    assert load_settings().base_url == address
+
+
+def test_a_readers_group_that_does_not_exist_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = refusal(monkeypatch, ADM_READERS_GROUP="no-such-group-here")
+    assert message == (
+        "ADM_READERS_GROUP='no-such-group-here' is not accepted: expected the name of a group of this "
+        "machine (no group named 'no-such-group-here' on this machine)"
+    )

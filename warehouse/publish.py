@@ -36,6 +36,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.db import open_database
+from warehouse.files import share_with_group
 from warehouse.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ class PublishTarget:
     path: Path
     storage_version: str = DEFAULT_STORAGE_VERSION
     parquet: bool = False
+    readers_group: str | None = None
+    """The group that may read the copy and its Parquet (else they are as private as the warehouse)."""
 
     @property
     def parquet_root(self) -> Path:
@@ -149,6 +152,10 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
             folder = _run_folder(target.parquet_root, label)
             _write_parquet(con, source, folder)
             link = _link_aside(target.parquet_root, folder)
+        if target.readers_group:
+            for shared in (temporary, folder):
+                if shared is not None:
+                    share_with_group(shared, target.readers_group)
         temporary.replace(target.path)
         if link is not None:
             link.replace(target.parquet_current)
