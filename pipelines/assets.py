@@ -155,6 +155,8 @@ def tenant_sync_asset(
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except SyncRefusedError as error:
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
+        finally:
+            _fail_killed_runs(context, outcome.killed)
         for warning in outcome.record.warnings:
             context.log.warning(warning)
         yield from _materializations(context, request.tenant_id, outcome)
@@ -164,6 +166,18 @@ def tenant_sync_asset(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
+
+
+def _fail_killed_runs(context: dg.AssetExecutionContext, run_ids: list[str]) -> None:
+    """Mark failed the Dagster runs of syncs this run found killed: a killed process (a CLI run, a run
+    worker) never reported its end, and its run would show STARTED forever."""
+    for run_id in run_ids:
+        run = context.instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            context.instance.report_run_failed(
+                run, f"its process was killed; run {context.run.run_id} of the same tenant found it"
+            )
+            context.log.warning(f"run {run_id} of this tenant was killed: marked failed")
 
 
 def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> SyncRequest:

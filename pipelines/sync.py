@@ -1,6 +1,8 @@
 """One tenant sync from start to commit, free of Dagster: lock, budget, extract, checks, commit, record.
 
 1. The tenant's lock: at most one sync of a tenant at a time, whatever launched it; a second is refused.
+   Holding it, the run marks ``killed`` the rows of the tenant's runs left ``running`` (their process was
+   killed), with the calls their staging last reported, and writes its own row, ``running``.
 2. The API budget: a run projected to push the month's calls past the allowed share of the plan's quota
    is refused unless allowed.
 3. Staging left behind by killed runs of the tenant is removed; this run stages into its own folder.
@@ -16,6 +18,7 @@ failed run leaves the warehouse's data exactly as it was.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,18 +28,23 @@ from pathlib import Path
 
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from resources.client import AdmClient
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 from warehouse import reads
-from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished
+from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private
 from warehouse.locks import LockBusyError, held, tenant_lock_path
-from warehouse.runs import QuotaProjection, RunRecord, RunStatus, project_quota
-from warehouse.staging import clean_leftovers, discard
+from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
+from warehouse.staging import clean_leftovers, discard, leftover_progress, write_progress
 
 logger = logging.getLogger(__name__)
+
+
+PROGRESS_EVERY_S = 2.0
+"""How often a run reports its API calls to its staging (what a killed run is charged)."""
 
 
 class SyncRefusedError(RuntimeError):
@@ -74,6 +82,8 @@ class SyncOutcome:
     extract: TenantExtract | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
     commit: CommitResult | None = None
+    killed: list[str] = field(default_factory=list)
+    """Runs of the tenant this run found killed (their rows now say so)."""
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:
@@ -129,6 +139,9 @@ def _tenant_lock(warehouse: Path, request: SyncRequest) -> Iterator[None]:
 
 def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> None:
     warehouse, policy = services.warehouse.file, services.policy
+    staging_root = Path(services.warehouse.staging_root)
+    killed = leftover_progress(staging_root, request.tenant_id)
+    outcome.killed = start_run(warehouse, outcome.record, killed, policy.lock_wait_s)
     outcome.projection = project_quota(
         warehouse,
         request.tenant_id,
@@ -142,7 +155,7 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
             f"API budget: {outcome.projection.describe()}; refused (allow it with ADM_ALLOW_OVER_QUOTA=true, "
             "the run tag adm/allow_over_quota=true or --allow-over-quota)"
         )
-    for leftover in clean_leftovers(Path(services.warehouse.staging_root), request.tenant_id):
+    for leftover in clean_leftovers(staging_root, request.tenant_id):
         logger.info("removed staging left by an earlier run: %s", leftover)
     staging = services.warehouse.staging(request.run_id, request.tenant_id)
     try:
@@ -159,7 +172,11 @@ def _extract_check_commit(
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )
-    with services.adm.client_for(request.tenant_id) as client, _phase(record, "extract"):
+    with (
+        services.adm.client_for(request.tenant_id) as client,
+        _phase(record, "extract"),
+        _reporting(staging, client),
+    ):
         try:
             outcome.extract = extract_tenant(
                 ExtractRequest(
@@ -204,6 +221,35 @@ def _extract_check_commit(
     outcome.commit = commit_run(
         warehouse, staged, record, services.policy.lock_wait_s, services.warehouse.publish_target
     )
+
+
+@contextmanager
+def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
+    """Report what the run has spent to its staging every `PROGRESS_EVERY_S` while it extracts (and once at
+    the end): a run that gets killed leaves its calls for the next run to count."""
+    staging.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+
+    def report() -> None:
+        metrics = client.metrics
+        write_progress(staging, Progress(dict(metrics.calls), metrics.rate_limited, metrics.retries, _now()))
+
+    def keep_reporting() -> None:
+        while not stop.wait(PROGRESS_EVERY_S):
+            report()
+
+    reporter = threading.Thread(target=keep_reporting, name="adm-progress", daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reporter.join()
+        report()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @contextmanager

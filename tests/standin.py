@@ -4,14 +4,15 @@ the spec (tests/spec_records.toml names its paths), sharing no code with the emu
 It serves one tenant's lists (filtered by ``updatedAtStart`` when asked), E9 and the revision-id lists
 from JSON-ready records the test provides, and misbehaves as real services do when `Quirks` says so: a
 capped page size, totals off or missing, a 200 whose envelope carries an error status, 429s with a
-Retry-After in seconds or as an HTTP date, and a hook that changes a list between two page requests (a
-record deleted or inserted while it is paged).
+Retry-After in seconds or as an HTTP date, latency, and a hook that changes a list between two page
+requests (a record deleted or inserted while it is paged).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -60,6 +61,8 @@ class Quirks:
     """The first N requests answer 429."""
     retry_after: Callable[[], str] = lambda: "1"
     """The Retry-After header of a 429."""
+    latency_s: float = 0.0
+    """How long every answer takes (a slow service, or one far away)."""
     on_list_request: Callable[[str, int, Tenant], None] | None = None
     """Called before a list request is answered: (list, how many of its requests came before, tenant)."""
 
@@ -94,6 +97,7 @@ class StandIn:
         self, path: str, query: dict[str, str], authorization: str | None
     ) -> tuple[int, Any, dict[str, str]]:
         """(status, JSON body, headers) of one GET."""
+        time.sleep(self.quirks.latency_s)
         if authorization != f"Bearer {self.tenant.token}":
             return 401, _error(401, "Unauthorized"), {}
         with self._lock:

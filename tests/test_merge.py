@@ -19,8 +19,8 @@ from warehouse.runs import RunRecord
 from warehouse.schema import staging_schema
 from warehouse.staging import StagingWriter, clean_leftovers, discard, staged_tables, staging_dir
 
-TENANT = "tenant-a"
-OTHER = "tenant-b"
+TENANT = "aaaaaaaa-0000-4000-8000-00000000000a"
+OTHER = "bbbbbbbb-0000-4000-8000-00000000000b"
 _runs = itertools.count(1)
 
 
@@ -300,7 +300,8 @@ def test_a_failing_merge_leaves_the_warehouse_as_it_was(warehouse: Path) -> None
     # Two staged rows with one key (staging nothing else could write: the extract keeps one row per id):
     # the insert breaks the primary key in the middle of the merge, and the error names table and key.
     with pytest.raises(
-        CommitConstraintError, match=r"decisions repeats its key \(tenant_id, id\): \(tenant-a, b\) x2"
+        CommitConstraintError,
+        match=r"decisions repeats its key \(tenant_id, id\): \(aaaaaaaa-0000-4000-8000-00000000000a, b\) x2",
     ):
         commit(warehouse, {"decisions": [decision("a", "A3"), decision("b", "B"), decision("b", "B")]})
 

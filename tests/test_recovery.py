@@ -15,13 +15,16 @@ import signal
 import string
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 
-from tests.standin import StandIn
+from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import decision, tenant
+from tests.test_sync_quirks import decision, delegation, tenant
 from warehouse.commit import connect
 from warehouse.migrate import available
 from warehouse.runs import last_success
@@ -33,6 +36,7 @@ FIRST_RELEASE = 3
 
 DIE_IN_COMMIT = """
 import os, signal, sys
+import dagster as dg
 import duckdb
 from warehouse.db import open_database
 from warehouse.migrate import migrate
@@ -145,3 +149,49 @@ def test_what_a_sync_writes_is_private_and_the_copy_can_be_shared_with_readers(t
     assert (mode(copy), copy.stat().st_gid) == (0o640, os.getgid())
     parquet = sorted(p for p in shared.parent.glob("warehouse.analytics-parquet/*/*") if p.is_file())
     assert parquet and {mode(p) for p in parquet} == {0o640}
+
+
+def test_a_killed_cli_run_is_marked_killed_with_its_calls_and_its_dagster_run_failed(tmp_path: Path) -> None:
+    # Before: no sync_runs row at all (its calls vanished from the budget), and the Dagster run of the
+    # killed CLI process stayed STARTED forever.
+    warehouse, home = tmp_path / "warehouse.duckdb", tmp_path / "dagster_home"
+    home.mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "DAGSTER_HOME": str(home),
+        "ADM_TOKEN": STANDIN_TOKEN,
+        "ADM_TENANTS": STANDIN_TENANT_ID,
+        "ADM_WAREHOUSE": str(warehouse),
+        "ADM_RATE_PER_MINUTE": "60000",
+        "ADM_CONCURRENCY": "1",
+    }
+    served = tenant(delegations=[delegation(n) for n in range(60)])
+    with StandIn(served, Quirks(latency_s=0.1)) as standin:
+        env["ADM_BASE_URL"] = standin.base_url
+        killed = subprocess.Popen([str(CLI), "extract"], env=env, cwd=tmp_path)
+        progress = _await(lambda: next(tmp_path.glob("staging/*/*/progress.json"), None))
+        killed.send_signal(signal.SIGKILL)
+        assert killed.wait(timeout=30) == -signal.SIGKILL
+        again = subprocess.run([str(CLI), "extract"], env=env, cwd=tmp_path, capture_output=True, check=False)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    first = progress.parent.parent.name
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        status, calls, error = con.execute(
+            "SELECT status, api_calls_total, error FROM sync_runs WHERE run_id = ?", [first]
+        ).fetchone() or (None, 0, None)
+        statuses = con.execute("SELECT status FROM sync_runs ORDER BY started_at").fetchall()
+    assert status == "killed" and calls > 0, (status, calls)
+    assert f"killed: process {killed.pid}" in (error or "")
+    assert statuses == [("killed",), ("succeeded",)]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run = instance.get_run_by_id(first)
+        assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+
+
+def _await(found: Callable[[], Path | None], timeout: float = 30.0) -> Path:
+    deadline = time.monotonic() + timeout
+    while (path := found()) is None:
+        assert time.monotonic() < deadline, "the run never reported its progress"
+        time.sleep(0.1)
+    return path

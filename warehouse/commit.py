@@ -35,7 +35,15 @@ from warehouse.merge import (
 )
 from warehouse.migrate import migrate
 from warehouse.publish import Published, PublishTarget, publish_run
-from warehouse.runs import RunRecord, RunStatus, insert_run, table_rows, update_after_commit
+from warehouse.runs import (
+    Progress,
+    RunRecord,
+    RunStatus,
+    insert_run,
+    mark_killed,
+    table_rows,
+    update_after_commit,
+)
 from warehouse.staging import staged_tables
 
 logger = logging.getLogger(__name__)
@@ -235,10 +243,25 @@ def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
         logger.warning("could not store the timings and warnings of run %s: %s", record.run_id, error)
 
 
+def start_run(warehouse: Path, record: RunRecord, killed: dict[str, Progress], wait_s: float) -> list[str]:
+    """Mark the tenant's runs that were killed (``killed``: what their staging last reported), then write
+    this run's row as ``running``, in one small transaction; returns the killed runs' ids. Call it holding
+    the tenant's lock."""
+    record.status = RunStatus.RUNNING
+    with writing(warehouse, f"run {record.run_id}", wait_s) as con:
+        con.begin()
+        ended = mark_killed(con, record.tenant_id, killed, datetime.now(UTC))
+        insert_run(con, record)
+        con.commit()
+    return ended
+
+
 def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool:
-    """Add the row of a run that did not commit, in a transaction of its own. Returns False (and logs)
+    """Rewrite the row of a run that did not commit, in a transaction of its own. Returns False (and logs)
     when even that cannot be written: the run's own error matters more."""
     record.finished_at = record.finished_at or datetime.now(UTC)
+    if record.status is RunStatus.RUNNING:
+        record.status = RunStatus.FAILED
     try:
         with writing(warehouse, f"run {record.run_id}", wait_s) as con:
             insert_run(con, record)

@@ -1,13 +1,17 @@
 """``sync_runs``: one row per run of a tenant sync, whatever its outcome, and what the API budget says.
 
-A committed run writes its row inside the commit's transaction. A run that did not commit (failed, or
-stopped by a blocking check) writes its row in a small transaction of its own, so that freshness and the
-API budget see every run, and the warehouse's data stays exactly as it was.
+A run writes its row when it starts (``running``, with its process and host). A committed run rewrites it
+inside the commit's transaction, so ``succeeded`` is only ever written by the COMMIT that makes it true. A
+run that did not commit (failed, or stopped by a blocking check) rewrites it in a small transaction of its
+own, so that freshness and the API budget see every run, and the warehouse's data stays exactly as it
+was. A run whose process was killed leaves ``running``: the tenant's next run marks it ``killed``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -23,9 +27,11 @@ from warehouse.reads import read_only, table_exists
 class RunStatus(StrEnum):
     """How a run ended."""
 
+    RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     BLOCKED_BY_CHECK = "blocked_by_check"
+    KILLED = "killed"
 
 
 Counts = dict[str, int]
@@ -56,6 +62,8 @@ class RunRecord:
     """Tolerated deviations from the spec: endpoint, field, kind, records, sample ids."""
     rejections: list[Rejection] = field(default_factory=list)
     """Records kept out by the schema contract, written to ``rejected_records`` with the run."""
+    pid: int = field(default_factory=os.getpid)
+    host: str = field(default_factory=socket.gethostname)
 
     @property
     def api_calls_total(self) -> int:
@@ -66,22 +74,23 @@ class RunRecord:
 _COLUMNS = (
     "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
     "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds, deviations, "
-    "rejected_records"
+    "rejected_records, pid, host"
 )
 _PLACEHOLDERS = ", ".join("?" * len(_COLUMNS.split(",")))
 
 
 def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
-    """Add the run's row (inside the caller's transaction)."""
+    """Write the run's row, replacing the one it wrote when it started (inside the caller's transaction)."""
+    running = record.status is RunStatus.RUNNING
     con.execute(
-        f"INSERT INTO sync_runs ({_COLUMNS}) VALUES ({_PLACEHOLDERS})",  # noqa: S608 - fixed names
+        f"INSERT OR REPLACE INTO sync_runs ({_COLUMNS}) VALUES ({_PLACEHOLDERS})",  # noqa: S608 - fixed names
         [
             record.run_id,
             record.tenant_id,
             record.mode,
             record.status.value,
             record.started_at,
-            record.finished_at or datetime.now(UTC),
+            None if running else record.finished_at or datetime.now(UTC),
             record.api_calls_total,
             json.dumps(record.api_calls),
             record.rate_limited,
@@ -95,6 +104,8 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
             json.dumps(record.phase_seconds),
             json.dumps(record.deviations),
             len(record.rejections),
+            record.pid,
+            record.host,
         ],
     )
     if record.rejections:
@@ -118,6 +129,43 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
                 for r in record.rejections
             ],
         )
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a run had spent when it last reported (its staging keeps the report: a killed run's calls)."""
+
+    api_calls: dict[str, int]
+    rate_limited: int
+    retries: int
+    at: datetime
+
+
+def mark_killed(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, progress: dict[str, Progress], now: datetime
+) -> list[str]:
+    """Mark killed every ``running`` row of the tenant, with the calls its last progress report counted;
+    returns their run ids. Call it holding the tenant's lock: then no run of the tenant is alive."""
+    rows = con.execute(
+        "SELECT run_id, pid, host FROM sync_runs WHERE tenant_id = ? AND status = 'running'", [tenant_id]
+    ).fetchall()
+    for run_id, pid, host in rows:
+        spent = progress.get(str(run_id))
+        con.execute(
+            "UPDATE sync_runs SET status = 'killed', finished_at = ?, error = ?, api_calls_total = ?, "
+            "api_calls = ?, rate_limited_429 = ?, retries = ? WHERE run_id = ? AND tenant_id = ?",
+            [
+                spent.at if spent else now,
+                f"killed: process {pid} on {host} ended before the run finished; nothing was committed",
+                sum(spent.api_calls.values()) if spent else 0,
+                json.dumps(spent.api_calls if spent else {}),
+                spent.rate_limited if spent else 0,
+                spent.retries if spent else 0,
+                run_id,
+                tenant_id,
+            ],
+        )
+    return [str(row[0]) for row in rows]
 
 
 def update_after_commit(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:

@@ -9,8 +9,10 @@ the service for minutes.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -19,6 +21,7 @@ import pyarrow.parquet as pq
 
 from models.base import is_uuid
 from warehouse.rows import Row, TableRows
+from warehouse.runs import Progress
 from warehouse.schema import staging_schema
 
 BATCH_ROWS = 2_000
@@ -90,6 +93,41 @@ def discard(directory: Path) -> None:
     shutil.rmtree(directory, ignore_errors=True)
     with contextlib.suppress(OSError):
         directory.parent.rmdir()
+
+
+PROGRESS_FILE = "progress.json"
+"""What a run has spent so far, in its staging folder: the record of a run that gets killed."""
+
+
+def write_progress(directory: Path, progress: Progress) -> None:
+    """Report a run's spending so far (written aside and moved in place: a reader never sees half)."""
+    body = {
+        "api_calls": progress.api_calls,
+        "rate_limited": progress.rate_limited,
+        "retries": progress.retries,
+        "at": progress.at.isoformat(),
+    }
+    aside = directory / f".{PROGRESS_FILE}"
+    aside.write_text(json.dumps(body), encoding="utf-8")
+    aside.replace(directory / PROGRESS_FILE)
+
+
+def leftover_progress(root: Path, tenant_id: str) -> dict[str, Progress]:
+    """Run id -> the last progress report of each run of the tenant whose staging is still there (runs
+    that were killed, when read holding the tenant's lock). A report that cannot be read is skipped."""
+    found = {}
+    for path in root.glob(f"*/{tenant_id}/{PROGRESS_FILE}") if is_uuid(tenant_id) else []:
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+            found[path.parent.parent.name] = Progress(
+                {str(k): int(v) for k, v in body["api_calls"].items()},
+                int(body["rate_limited"]),
+                int(body["retries"]),
+                datetime.fromisoformat(body["at"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return found
 
 
 def clean_leftovers(root: Path, tenant_id: str) -> list[Path]:
