@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -40,9 +41,20 @@ app.add_typer(hr_app, name="hr")
 
 
 @app.callback()
-def main() -> None:
+def main(
+    ctx: typer.Context,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show Dagster's log, every retry and every warning.")
+    ] = False,
+) -> None:
     """Nightly extract, HR reverse sync and a local service emulator. Secrets are never printed."""
     keep_private()
+    # Without --verbose a run says what happened in its summary and one line per failure; the log of
+    # every retry and Dagster's own output (its failures come with stack traces) are for --verbose.
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
+    )
+    ctx.obj = verbose
 
 
 @app.command()
@@ -107,6 +119,7 @@ def emulator(
 
 @app.command()
 def extract(
+    ctx: typer.Context,
     full_refresh: Annotated[
         bool, typer.Option(help="Read everything; mark vanished records deleted.")
     ] = False,
@@ -126,12 +139,11 @@ def extract(
     with service_for(settings) as (settings, embedded):
         if embedded:
             console.print(f"No service address configured: using the embedded emulator at {embedded}")
-        runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota)
-    run_summary(console, settings.warehouse, [run.run_id for run in runs], settings.publish_target)
+        runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota, verbose=bool(ctx.obj))
     failed = [run for run in runs if not run.success]
     for run in failed:
-        console.print(f"[red]tenant {run.tenant_id} failed; the warehouse keeps its previous data.[/]")
-        console.print(escape(run.error or ""))
+        console.print(f"[red]tenant {run.tenant_id} failed, nothing committed: {escape(run.error or '')}[/]")
+    run_summary(console, settings.warehouse, [run.run_id for run in runs], settings.publish_target)
     raise typer.Exit(1 if failed else 0)
 
 
@@ -141,8 +153,10 @@ def sync_tenants(
     tenants: list[str],
     full_refresh: bool,
     allow_over_quota: bool = False,
+    *,
+    verbose: bool = False,
 ) -> list[TenantRun]:
-    """Run each tenant's sync job in turn, with a spinner."""
+    """Run each tenant's sync job in turn, with a spinner (and Dagster's log with ``verbose``)."""
     defs = sync_definitions(settings)
     runs = []
     with cli_instance() as instance:
@@ -155,6 +169,7 @@ def sync_tenants(
                         instance,
                         full_refresh=full_refresh,
                         allow_over_quota=allow_over_quota,
+                        verbose=verbose,
                     )
                 )
     return runs

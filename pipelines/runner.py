@@ -14,8 +14,9 @@ import dagster as dg
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG
 from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB
 
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-"""Dagster's console logger shows warnings only: the CLI prints its own summary."""
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+"""Dagster's console logger says nothing: the CLI prints its own summary and one line per failure."""
+VERBOSE_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ def run_tenant(
     *,
     full_refresh: bool = False,
     allow_over_quota: bool = False,
+    verbose: bool = False,
 ) -> TenantRun:
     """Run one tenant's sync job (``nightly_sync`` or ``full_refresh``); a failure is reported, not raised."""
     job = defs.resolve_job_def(FULL_REFRESH_JOB if full_refresh else NIGHTLY_JOB)
@@ -53,7 +55,7 @@ def run_tenant(
         partition_key=tenant_id,
         instance=instance,
         tags={ALLOW_OVER_QUOTA_TAG: "true"} if allow_over_quota else None,
-        run_config=QUIET_LOGS,
+        run_config=VERBOSE_LOGS if verbose else QUIET_LOGS,
         raise_on_error=False,
     )
     return TenantRun(

@@ -195,3 +195,26 @@ def _await(found: Callable[[], Path | None], timeout: float = 30.0) -> Path:
         assert time.monotonic() < deadline, "the run never reported its progress"
         time.sleep(0.1)
     return path
+
+
+def test_a_failed_cli_run_says_it_in_one_line_first_and_dagster_only_when_asked(tmp_path: Path) -> None:
+    # Before: about 200 lines of Dagster's output (stack traces) before the one line.
+    env = {
+        "PATH": os.environ["PATH"],
+        "ADM_TOKEN": "a-token-the-service-refuses",
+        "ADM_TENANTS": STANDIN_TENANT_ID,
+        "ADM_WAREHOUSE": str(tmp_path / "warehouse.duckdb"),
+        "COLUMNS": "200",
+    }
+    with StandIn(tenant(decisions=[decision(1)])) as standin:
+        env["ADM_BASE_URL"] = standin.base_url
+        quiet = subprocess.run([str(CLI), "extract"], env=env, capture_output=True, text=True, check=False)
+        verbose = subprocess.run(
+            [str(CLI), "--verbose", "extract"], env=env, capture_output=True, text=True, check=False
+        )
+
+    assert quiet.returncode == verbose.returncode == 1
+    first = quiet.stdout.splitlines()[0]
+    assert first.startswith(f"tenant {STANDIN_TENANT_ID} failed, nothing committed: ")
+    assert "401" in first and quiet.stderr == ""
+    assert "RUN_FAILURE" in verbose.stderr and "a-token-the-service-refuses" not in verbose.stderr
