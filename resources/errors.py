@@ -157,6 +157,11 @@ class ResponseFormatError(ServiceError):
             return cls.mismatch(
                 endpoint, field_path, f"the body holds text that is not Unicode ({where})", **context
             )
+        if "recursion limit" in where:
+            # Valid JSON nested deeper than the parser follows: the same answer comes back on every try.
+            return cls.mismatch(
+                endpoint, field_path, f"the body is nested too deep to read ({where})", **context
+            )
         return cls(
             f"{endpoint} response is not valid JSON",
             endpoint=endpoint,

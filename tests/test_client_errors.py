@@ -111,6 +111,21 @@ def test_text_that_is_not_unicode_is_a_contract_breach_and_is_not_retried(text: 
     assert caught.value.malformed is False
 
 
+def test_json_nested_deeper_than_the_parser_follows_is_a_breach_not_retried() -> None:
+    # Before: called "not valid JSON" and retried five times; the same answer comes back every time.
+    nested = b"[" * 3000 + b"]" * 3000
+    body = (
+        b'{"statusCode": 200, "timestamp": "2026-01-01T00:00:00.000Z", "message": "ok", "data": '
+        + nested
+        + b"}"
+    )
+    with mock_client(answering(200, content=body), max_attempts=5) as client:
+        with pytest.raises(ResponseFormatError, match="nested too deep") as caught:
+            client.current_user_positions()
+        assert client.metrics.calls == {"E9": 1}
+    assert caught.value.malformed is False
+
+
 def test_a_cut_body_is_retried() -> None:
     answers = iter(
         [

@@ -218,3 +218,31 @@ def test_a_failed_cli_run_says_it_in_one_line_first_and_dagster_only_when_asked(
     assert first.startswith(f"tenant {STANDIN_TENANT_ID} failed, nothing committed: ")
     assert "401" in first and quiet.stderr == ""
     assert "RUN_FAILURE" in verbose.stderr and "a-token-the-service-refuses" not in verbose.stderr
+
+
+FILL_STAGING = """
+import resource, signal, sys
+from pathlib import Path
+from warehouse.staging import StagingWriter, StagingError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+row = {"tenant_id": "t", "parent_kind": "document", "outcome": "listed", "revisions": 1}
+try:
+    with StagingWriter(Path(sys.argv[1])) as writer:
+        for n in range(20_000):
+            writer.add({"revision_checks": [{**row, "parent_id": f"{n}" * 40}]})
+except StagingError as error:
+    print(error)
+"""
+
+
+def test_a_full_staging_disk_names_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "staging" / "run" / STANDIN_TENANT_ID
+    child = subprocess.run(
+        [sys.executable, "-c", FILL_STAGING, str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert f"could not write revision_checks to the staging folder {folder}" in child.stdout, child.stderr

@@ -33,6 +33,10 @@ def staging_dir(root: Path, run_id: str, tenant_id: str) -> Path:
     return root / run_id / tenant_id
 
 
+class StagingError(OSError):
+    """Staging could not be written (a full disk, a folder that cannot be created); names the folder."""
+
+
 @dataclass
 class StagingWriter:
     """Streams rows of several tables into ``<dir>/<table>.parquet`` in Arrow batches."""
@@ -66,11 +70,16 @@ class StagingWriter:
 
     def _flush(self, table: str) -> None:
         schema = staging_schema(table)
-        writer = self._writers.get(table)
-        if writer is None:
-            writer = pq.ParquetWriter(self.directory / f"{table}.parquet", schema)
-            self._writers[table] = writer
-        writer.write_table(pa.Table.from_pylist(self._buffers[table], schema=schema))
+        try:
+            writer = self._writers.get(table)
+            if writer is None:
+                writer = pq.ParquetWriter(self.directory / f"{table}.parquet", schema)
+                self._writers[table] = writer
+            writer.write_table(pa.Table.from_pylist(self._buffers[table], schema=schema))
+        except OSError as error:  # a full disk: Arrow's message names no file
+            raise StagingError(
+                f"could not write {table} to the staging folder {self.directory}: {error}"
+            ) from error
         self._buffers[table] = []
 
     def __exit__(
