@@ -35,6 +35,7 @@ from warehouse.merge import (
 )
 from warehouse.migrate import migrate
 from warehouse.publish import Published, PublishTarget, publish_run
+from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     Progress,
     RunRecord,
@@ -274,6 +275,9 @@ def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool
 def _merge_all(
     con: duckdb.DuckDBPyConnection, staged: StagedRun, record: RunRecord, now: datetime
 ) -> dict[str, Counts]:
+    rehashed = rehash_if_stale(con)
+    if rehashed:
+        logger.info("computed the content hashes of %d stored records again (a new definition)", rehashed)
     files = staged_tables(staged.staging)
     load_staged(con, files)
     try:

@@ -163,6 +163,12 @@ def calendar_date(value: datetime | None) -> date | None:
     return value.date() if value is not None else None
 
 
+CONTENT_HASH_SCHEME = 2
+"""The definition of ``content_hash`` in force: bump it whenever an `OwnContent` or `raw_and_hash` changes,
+so that warehouses compute their stored hashes again (`warehouse.rehash`) instead of seeing every record
+as changed."""
+
+
 def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
     """The record's JSON as the service sent it (unknown fields kept) and a hash of its own content (over
     the validated record, so a change of number format is not a change)."""

@@ -124,12 +124,18 @@ CREATE TABLE user_groups_v2 (
     run_id VARCHAR,
     PRIMARY KEY (tenant_id, user_id, group_order)
 );
--- Rows from before migration 0007 have no group_order: they follow the ordered ones, by id.
+-- Rows from before migration 0007 have no group_order: their place is read from the user's own record
+-- (raw keeps the service's userGroups list, the primary organisation first), so an upgraded warehouse
+-- knows every user's primary group at once instead of after a full refresh.
 INSERT INTO user_groups_v2 BY NAME
-SELECT * REPLACE (
-    row_number() OVER (PARTITION BY tenant_id, user_id ORDER BY group_order NULLS LAST, id) AS group_order
-)
-FROM user_groups;
+SELECT * EXCLUDE (listed) REPLACE (row_number() OVER (
+    PARTITION BY tenant_id, user_id ORDER BY coalesce(group_order, listed) NULLS LAST, id
+) AS group_order)
+FROM (
+    SELECT ug.*, list_position(json_extract_string(u.raw, '$.userGroups[*].groupId'), ug.group_id) AS listed
+    FROM user_groups ug LEFT JOIN users u ON u.tenant_id = ug.tenant_id AND u.id = ug.user_id
+);
+UPDATE user_groups_v2 SET is_primary = group_order = 1;
 DROP TABLE user_groups;
 ALTER TABLE user_groups_v2 RENAME TO user_groups;
 

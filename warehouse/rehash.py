@@ -1,0 +1,101 @@
+"""Content hashes computed again from ``raw``, when their definition changed (`rows.CONTENT_HASH_SCHEME`).
+
+A record's history gains a version when its content hash changes. If the definition of the hash changes
+(which fields count, how references count), every stored hash differs from the one the next run computes,
+and history would gain one version of every record for no change at all. So the stored hashes of the
+current rows (and of their current history versions) are computed again, from the service's own JSON that
+``raw`` keeps, read through the same record contract and flatten functions as a sync, before any run
+compares against them. ``warehouse_meta`` remembers the scheme the stored hashes follow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from models import Decision, Delegation, Group, User
+from resources.contract import RecordContract
+from warehouse.rows import (
+    CONTENT_HASH_SCHEME,
+    TableRows,
+    decision_rows,
+    delegation_rows,
+    group_rows,
+    user_rows,
+)
+
+SCHEME_KEY = "content_hash_scheme"
+BATCH = 1_000
+"""Records read and hashed at a time (bounds memory on a large tenant)."""
+
+HASHED: dict[str, tuple[type[Any], Callable[[str, Any], TableRows]]] = {
+    "decisions": (Decision, decision_rows),
+    "delegations": (Delegation, delegation_rows),
+    "users": (User, user_rows),
+    "groups": (Group, group_rows),
+}
+"""Root table -> the record its raw holds and the flatten function that hashes it."""
+
+
+def stored_scheme(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The hash scheme the stored hashes follow, or None when not known (never computed again)."""
+    row = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [SCHEME_KEY]).fetchone()
+    return int(row[0]) if row else None
+
+
+def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
+    """Compute the stored hashes again when they follow another scheme than the current one, inside the
+    caller's transaction; returns how many records were hashed (0 when nothing was stale)."""
+    if stored_scheme(con) == CONTENT_HASH_SCHEME:
+        return 0
+    hashed: int = sum(_rehash_table(con, table) for table in HASHED)
+    con.execute(
+        "INSERT OR REPLACE INTO warehouse_meta VALUES (?, ?, ?)",
+        [SCHEME_KEY, str(CONTENT_HASH_SCHEME), datetime.now(UTC)],
+    )
+    return hashed
+
+
+def _rehash_table(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    new = pa.Table.from_pylist(list(_hashes(con, table)), schema=_HASH_SCHEMA)
+    if not new.num_rows:
+        return 0
+    con.register("rehashed", new)
+    try:
+        for target, current in ((table, ""), (f"{table}_history", " AND t.is_current")):
+            con.execute(
+                f"UPDATE {target} t SET content_hash = r.content_hash FROM rehashed r "  # noqa: S608 - fixed
+                f"WHERE t.tenant_id = r.tenant_id AND t.id = r.id{current}"
+            )
+    finally:
+        con.unregister("rehashed")
+    return int(new.num_rows)
+
+
+_HASH_SCHEMA = pa.schema([("tenant_id", pa.string()), ("id", pa.string()), ("content_hash", pa.string())])
+
+
+def _hashes(con: duckdb.DuckDBPyConnection, table: str) -> Iterator[dict[str, str]]:
+    """(tenant, id, hash) of each record of ``table`` whose raw still reads as a record."""
+    model, flatten = HASHED[table]
+    contract = RecordContract()
+    tenants = [row[0] for row in con.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()]  # noqa: S608
+    for tenant_id in tenants:
+        cursor = con.execute(f"SELECT raw FROM {table} WHERE tenant_id = ? ORDER BY id", [tenant_id])  # noqa: S608
+        while batch := cursor.fetchmany(BATCH):
+            for record in _records(contract, table, model, [str(row[0]) for row in batch]):
+                (row,) = flatten(tenant_id, record)[table]
+                yield {"tenant_id": tenant_id, "id": row["id"], "content_hash": row["content_hash"]}
+
+
+def _records(contract: RecordContract, table: str, model: type[Any], raws: list[str]) -> list[Any]:
+    """The records ``raws`` hold, read as a page of the service (the same tolerant contract as a sync)."""
+    page = {"page": 1, "limit": len(raws), "total": len(raws), "data": "__DATA__"}
+    envelope = {"statusCode": 200, "timestamp": "2000-01-01T00:00:00Z", "message": "Success", "data": page}
+    body = json.dumps(envelope).replace('"__DATA__"', "[" + ",".join(raws) + "]")
+    return list(contract.read_page(table, model, 1, body.encode("utf-8")).data.data)
