@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import Annotated
 
+import duckdb
 import httpx
 import typer
 from rich.console import Console
@@ -20,8 +21,11 @@ from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import SyncSettings
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
+from warehouse.locks import LockBusyError
+from warehouse.migrate import NewerWarehouseError
 from warehouse.publish import for_readers
 from warehouse.reads import read_only
+from warehouse.upgrade import upgrade
 
 DEMO_CHANGES = {
     "decisionsUpdated": 8,
@@ -38,6 +42,8 @@ app = typer.Typer(
     help="authority-sync: sync the Authority Delegation Management Service.",
 )
 app.add_typer(hr_app, name="hr")
+warehouse_app = typer.Typer(no_args_is_help=True, help="Look after the warehouse file.")
+app.add_typer(warehouse_app, name="warehouse")
 
 
 @app.callback()
@@ -173,6 +179,21 @@ def sync_tenants(
                     )
                 )
     return runs
+
+
+@warehouse_app.command("upgrade")
+def warehouse_upgrade(
+    warehouse: Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")] = None,
+) -> None:
+    """Bring a warehouse written by an earlier release up to this one, in place, keeping its history, runs
+    and HR audit trail; the file as it was is kept beside it (<name>.before-upgrade) for a rollback."""
+    settings = settings_or_exit(warehouse)
+    try:
+        done = upgrade(settings.warehouse, settings.lock_wait_s)
+    except (OSError, LockBusyError, NewerWarehouseError, duckdb.Error) as error:
+        typer.echo(f"error: {settings.warehouse}: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{settings.warehouse}: {done.describe()}")
 
 
 @app.command()

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+from typer.testing import CliRunner
 
+from pipelines.cli import app
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import decision, delegation, tenant
+from tests.test_sync_quirks import decision, delegation, tenant, uid, user
 from warehouse.commit import connect
 from warehouse.migrate import available
+from warehouse.publish import readable_as
 from warehouse.runs import last_success
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +41,7 @@ DIE_IN_COMMIT = """
 import os, signal, sys
 import dagster as dg
 import duckdb
+from typer.testing import CliRunner
 from warehouse.db import open_database
 from warehouse.migrate import migrate
 # Checkpoints off: every migration stays in the write-ahead log, as when a commit is killed before DuckDB
@@ -56,9 +60,10 @@ def die_while_migrating(path: Path) -> None:
     assert path.with_name(path.name + ".wal").stat().st_size > 0
 
 
-def first_release_warehouse(path: Path) -> None:
-    """A warehouse as the first release built it, closed cleanly."""
-    with duckdb.connect(str(path), config={"storage_compatibility_version": "v1.4.0"}) as con:
+def first_release_warehouse(path: Path, storage: str = "v1.4.0") -> None:
+    """A warehouse as the first release built it (in ``storage``, DuckDB's newest by default then), closed
+    cleanly."""
+    with duckdb.connect(str(path), config={"storage_compatibility_version": storage}) as con:
         con.execute(
             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -246,3 +251,57 @@ def test_a_full_staging_disk_names_the_folder(tmp_path: Path) -> None:
         check=False,
     )
     assert f"could not write revision_checks to the staging folder {folder}" in child.stdout, child.stderr
+
+
+def first_release_copy_of(synced: Path, target: Path) -> None:
+    """``target``: the first release's warehouse (its schema, DuckDB's newest storage, hashes of another
+    definition) holding what a current sync put in ``synced``."""
+    first_release_warehouse(target, storage="latest")
+    with duckdb.connect(str(target)) as con:
+        con.execute("ATTACH ? AS synced (READ_ONLY)", [str(synced)])
+        for table in ("users", "user_groups", "decisions", "decisions_history", "users_history", "sync_runs"):
+            columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()]
+            names = ", ".join(columns)
+            con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM synced.{table}")  # noqa: S608
+        con.execute("UPDATE users SET content_hash = 'old-' || id")
+        con.execute("UPDATE users_history SET content_hash = 'old-' || id")
+
+
+def counts(path: Path, *tables: str) -> dict[str, int]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        found = {table: con.execute(f"SELECT count(*) FROM {table}").fetchone() for table in tables}  # noqa: S608
+    return {table: row[0] if row else 0 for table, row in found.items()}
+
+
+def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path: Path) -> None:
+    # Before: no upgrade command; the upgraded file stayed in 2.0 storage (slow publishes), 291 of 300 users
+    # had no primary group until a full refresh, which then added a version of every record.
+    groups = [{"groupId": uid("group", n), "groupName": f"G{n}"} for n in (3, 1, 2)]
+
+    def memberships(n: int) -> list[dict[str, str]]:  # the first release keyed them by id: one id each
+        return [{**group, "id": f"m{n}-{at}"} for at, group in enumerate(groups[n % 3 :])]
+
+    served = tenant(users=[user(n, userGroups=memberships(n)) for n in range(1, 8)], decisions=[decision(1)])
+    current, old = tmp_path / "current.duckdb", tmp_path / "old" / "warehouse.duckdb"
+    old.parent.mkdir()
+    with StandIn(served) as standin:
+        sync_standin(standin, current)
+        first_release_copy_of(current, old)
+        assert not readable_as(old, "v1.4.0")
+        before = counts(old, "users_history", "decisions_history", "sync_runs")
+
+        result = CliRunner().invoke(app, ["warehouse", "upgrade", "--warehouse", str(old)])
+        assert result.exit_code == 0, result.output
+        assert "content hashes computed again, rewritten in storage v1.4.0" in result.output
+        again = sync_standin(standin, old)
+
+    assert readable_as(old, "v1.4.0") and old.with_name("warehouse.duckdb.before-upgrade").is_file()
+    after = counts(old, "users_history", "decisions_history", "sync_runs")
+    assert after == {**before, "sync_runs": before["sync_runs"] + 1}
+    with duckdb.connect(str(old), read_only=True) as con:
+        primaries = con.execute(
+            "SELECT ug.user_id, ug.group_id FROM user_groups ug WHERE ug.is_primary ORDER BY 1"
+        ).fetchall()
+    assert primaries == sorted((uid("user", n), groups[n % 3]["groupId"]) for n in range(1, 8))
+    # The full refresh after the upgrade found nothing changed: no version of any record was added.
+    assert again.record.row_counts["users"]["updated"] == 0

@@ -12,6 +12,10 @@ from warehouse.dictionary import document
 _MIGRATIONS = "migrations"
 
 
+class NewerWarehouseError(RuntimeError):
+    """The warehouse holds migrations this release does not know: a newer release wrote it."""
+
+
 def available() -> list[tuple[int, str, str]]:
     """Every migration shipped with the package: (version, name, SQL), in order."""
     found = []
@@ -31,8 +35,15 @@ def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
         "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
     )
     done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    known = available()
+    newer = sorted(done - {version for version, _, _ in known})
+    if newer:
+        raise NewerWarehouseError(
+            f"this warehouse was migrated by a newer authority-sync (migration {newer[-1]}, this release "
+            f"knows up to {known[-1][0]}): use that release, or restore the copy its upgrade kept"
+        )
     applied = []
-    for version, name, sql in available():
+    for version, name, sql in known:
         if version in done:
             continue
         con.begin()

@@ -133,7 +133,7 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
     """Publish the committed state of ``con``'s database (the caller holds the writer lock, so nothing
     changes meanwhile). Everything is written aside first and moved in place last; on any failure the
     previous copies stay and the temporary files are removed. ``label`` names the Parquet folder."""
-    source = _current_database(con)
+    source = current_database(con)
     problem = same_file_problem(_database_path(con, source), target.path)
     if problem:
         raise PublishError(problem)
@@ -147,7 +147,7 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
         if readable_as(_database_path(con, source), target.storage_version):
             _copy_file(con, source, temporary)
         else:
-            _copy_database(con, source, temporary, target.storage_version)
+            copy_database(con, source, temporary, target.storage_version)
         if target.parquet:
             folder = _run_folder(target.parquet_root, label)
             _write_parquet(con, source, folder)
@@ -204,7 +204,7 @@ def _copy_file(con: duckdb.DuckDBPyConnection, source: str, path: Path) -> None:
         con.execute(f"DETACH {ALIAS}")
 
 
-def _copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, storage_version: str) -> None:
+def copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, storage_version: str) -> None:
     """Copy the whole database into a new file at ``path`` in ``storage_version``'s format, checked."""
     _discard(path)
     con.execute(f"ATTACH ? AS {ALIAS} (STORAGE_VERSION ?)", [str(path), storage_version])
@@ -305,7 +305,8 @@ def _discard(*paths: Path | None) -> None:
         path.with_name(f"{path.name}.wal").unlink(missing_ok=True)
 
 
-def _current_database(con: duckdb.DuckDBPyConnection) -> str:
+def current_database(con: duckdb.DuckDBPyConnection) -> str:
+    """The name of the database ``con`` opened."""
     found = con.execute("SELECT current_database()").fetchall()
     return str(found[0][0])
 

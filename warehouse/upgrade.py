@@ -1,0 +1,84 @@
+"""``authority-sync warehouse upgrade``: bring a warehouse written by an earlier release up to this one, in
+place, keeping everything it holds (history, ``sync_runs``, the HR plans and audit trail).
+
+1. A copy of the file as it was is kept beside it (``<name>.before-upgrade``): rolling back is stopping
+   the syncs, putting that copy back and installing the earlier release.
+2. The migrations run (each in its own transaction; a migration that adds a column the records already
+   hold, such as the primary group, fills it from ``raw``).
+3. The stored content hashes are computed again when their definition changed (`warehouse.rehash`).
+4. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
+   the format this release creates (`warehouse.commit.STORAGE_VERSION`), so that every later publish is a
+   file copy instead of a rebuilt database.
+
+It holds the warehouse's writer lock throughout: no sync or HR apply writes meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from warehouse.commit import STORAGE_VERSION
+from warehouse.db import open_database
+from warehouse.locks import held, writer_lock_path
+from warehouse.migrate import migrate
+from warehouse.publish import copy_database, current_database, readable_as
+from warehouse.rehash import rehash_if_stale
+
+BACKUP_SUFFIX = ".before-upgrade"
+
+
+@dataclass(frozen=True)
+class Upgraded:
+    """What an upgrade did."""
+
+    backup: Path
+    applied: list[int]
+    rehashed: int
+    rewritten: bool
+
+    def describe(self) -> str:
+        """One line."""
+        migrations = f"migrations {self.applied[0]}-{self.applied[-1]}" if self.applied else "no migration"
+        storage = f"rewritten in storage {STORAGE_VERSION}" if self.rewritten else "storage already current"
+        hashes = f"{self.rehashed:,} content hashes computed again"
+        return f"{migrations} applied, {hashes}, {storage}; the file as it was is kept at {self.backup}"
+
+
+def upgrade(path: Path, wait_s: float) -> Upgraded:
+    """Upgrade the warehouse at ``path`` in place (see the module docstring)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no warehouse at {path}")
+    with held(writer_lock_path(path), "warehouse upgrade", wait_s, f"the warehouse {path}"):
+        backup = _keep_as_it_was(path)
+        with closing(open_database(path)) as con:
+            applied = migrate(con)
+            con.begin()
+            rehashed = rehash_if_stale(con)
+            con.commit()
+        rewritten = not readable_as(path, STORAGE_VERSION)
+        if rewritten:
+            _rewrite(path)
+    return Upgraded(backup, applied, rehashed, rewritten)
+
+
+def _keep_as_it_was(path: Path) -> Path:
+    """Copy the file (its log checkpointed into it first) to ``<name>.before-upgrade``."""
+    open_database(path).close()  # replays and checkpoints a write-ahead log left beside it
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    shutil.copyfile(path, backup)
+    return backup
+
+
+def _rewrite(path: Path) -> None:
+    """Rewrite the file in `STORAGE_VERSION`: copied whole into a new file, checked, moved in place."""
+    temporary = path.with_name(f".{path.name}.upgrade-{os.getpid()}")
+    try:
+        with closing(open_database(path)) as con:
+            copy_database(con, current_database(con), temporary, STORAGE_VERSION)
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
