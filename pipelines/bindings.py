@@ -92,6 +92,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         reject_max_count=settings.reject_max_count,
         reject_max_share=settings.reject_max_share,
         warn_only_checks=",".join(settings.warn_only_checks),
+        resume_hours=settings.resume_hours,
     )
 
 

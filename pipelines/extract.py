@@ -42,7 +42,7 @@ from warehouse.rows import (
     revision_rows,
     user_rows,
 )
-from warehouse.staging import StagingWriter
+from warehouse.staging import RevisionJournal, StagingWriter
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +125,10 @@ class ExtractRequest:
     """How records off the spec are read; its log collects deviations and rejected records."""
     stop: threading.Event = field(default_factory=threading.Event)
     """Set when one read fails: the others stop at their next record instead of reading to the end."""
+    resume: Path | None = None
+    """Where the tenant's runs journal the revision lists they fetched (None: no journal, no reuse)."""
+    resume_max_age: timedelta = timedelta(hours=12)
+    """How old an answer of an earlier, uncommitted attempt may be to be reused."""
 
     def check_stop(self) -> None:
         """Raise `ExtractStoppedError` once another read of this extract has failed."""
@@ -203,14 +207,16 @@ LISTED, EMPTY, NOT_FOUND = "listed", "empty", "not_found"
 ENTITIES = (*LISTS, "current_user_positions", *REVISION_LISTS)
 """Every entity one tenant's extract reads."""
 
-Feeds = dict[str, Feed[str]]
+Parent = tuple[str, str]
+"""A revision list to read: its parent's id and the stamp (content hash) of the record that named it."""
+Feeds = dict[str, Feed[Parent]]
 
 
 def extract_tenant(request: ExtractRequest) -> TenantExtract:
     """Stage every entity of the tenant; the first failure of any read stops the others and is raised."""
-    feeds: Feeds = {table: Feed[str]() for table in REVISION_LISTS}
+    feeds: Feeds = {table: Feed[Parent]() for table in REVISION_LISTS}
     for document_id in sorted(request.documents_never_pulled):
-        feeds["document_revisions"].put(document_id)
+        feeds["document_revisions"].put((document_id, ""))
     with ThreadPoolExecutor(len(ENTITIES), thread_name_prefix="adm-extract") as pool:
         futures = {entity: pool.submit(extract_list, request, entity, feeds) for entity in LISTS}
         futures["current_user_positions"] = pool.submit(extract_current_user_positions, request)
@@ -275,12 +281,13 @@ def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
     """Hand the revision reads the delegations and documents this record names."""
     if entity == "delegations":
         for row in rows["delegations"]:
-            feeds["delegation_revisions"].put(row["id"])
+            feeds["delegation_revisions"].put((row["id"], row["content_hash"]))
     elif entity == "decisions":
+        (decision,) = rows["decisions"]
         for row in rows["decision_documents"]:
             # A document cited without a usable id has no revision list to ask for.
             if isinstance(row["document_id"], str) and row["document_id"].strip():
-                feeds["document_revisions"].put(row["document_id"])
+                feeds["document_revisions"].put((row["document_id"], decision["content_hash"]))
 
 
 def _note_read(report: EntityReport, page_size: int) -> None:
@@ -333,30 +340,45 @@ def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
     return report
 
 
-def extract_revisions(request: ExtractRequest, table: str, parents: Feed[str]) -> EntityReport:
+def extract_revisions(request: ExtractRequest, table: str, parents: Feed[Parent]) -> EntityReport:
     """E11 or E12 for every distinct parent id the feed brings, as they arrive. A parent the service no
-    longer finds (404: deleted since it was listed) is noted, not a failure of the tenant."""
+    longer finds (404: deleted since it was listed) is noted, not a failure of the tenant. An answer an
+    earlier, uncommitted attempt got for the same parent, named by an unchanged record, is reused."""
     parent_column, _, endpoint = REVISION_LISTS[table]
     fetch = (
         request.client.delegation_revision_ids if endpoint == "E11" else request.client.document_revision_ids
     )
+    journal = _journal(request, table)
 
-    def checked(parent_id: str) -> list[str] | None:
+    def checked(parent: Parent) -> tuple[bool, list[str] | None]:
+        known, answer = journal.answer(*parent) if journal else (False, None)
+        if known:
+            return True, answer
         try:
-            return fetch(parent_id)
+            return False, fetch(parent[0])
         except NotFoundError:
-            return None
+            return False, None
 
     report = EntityReport(table, DEPENDENT)
     with StagingWriter(request.staging) as writer:
         writer.declare(table)
-        for parent_id, revision_ids in request.client.map_concurrent(checked, _distinct(parents)):
+        for (parent_id, stamp), (reused, revision_ids) in request.client.map_concurrent(
+            checked, _distinct(parents)
+        ):
             request.check_stop()
+            if journal and not reused:
+                journal.note(parent_id, stamp, revision_ids)
             report.checks[parent_id] = (_outcome(revision_ids), len(revision_ids or []))
             writer.add(
                 {table: revision_rows(request.tenant_id, parent_column, parent_id, revision_ids or [])}
             )
             report.rows += 1
+    if journal:
+        journal.close()
+        if journal.reused:
+            report.warnings.append(
+                f"{table}: {journal.reused} revision list(s) reused from an earlier run that did not commit"
+            )
     report.service_total = report.rows
     report.tables = dict(writer.counts)
     gone = sorted(parent for parent, (outcome, _) in report.checks.items() if outcome == NOT_FOUND)
@@ -388,9 +410,16 @@ def stage_revision_checks(request: ExtractRequest, reports: list[EntityReport]) 
     return report
 
 
-def _distinct(items: Feed[str]) -> Iterator[str]:
+def _journal(request: ExtractRequest, table: str) -> RevisionJournal | None:
+    if request.resume is None:
+        return None
+    return RevisionJournal(request.resume, REVISION_KIND[table], request.resume_max_age)
+
+
+def _distinct(parents: Feed[Parent]) -> Iterator[Parent]:
+    """Each parent once (the first record to name it gives its stamp)."""
     seen: set[str] = set()
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            yield item
+    for parent in parents:
+        if parent[0] not in seen:
+            seen.add(parent[0])
+            yield parent

@@ -78,6 +78,7 @@ ACCEPTS: dict[str, str] = {
     "reject_max_count": "a whole number of records, 0 or more",
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
+    "resume_hours": "a number of hours, 0 or more",
     "nightly_cron": "a cron expression (UTC)",
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
@@ -151,6 +152,8 @@ class SyncSettings(BaseSettings):
     """``tolerant`` or ``strict``, optionally per list: ``tolerant,users=strict``."""
     reject_max_count: Annotated[int, Field(ge=0)] = 10
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
+    resume_hours: Annotated[float, Field(ge=0)] = 12.0
+    """A run reuses the revision lists a failed or killed run fetched within this many hours (0: never)."""
     warn_only_checks: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""
     nightly_cron: str = "0 2 * * *"

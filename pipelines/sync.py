@@ -38,7 +38,14 @@ from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinis
 from warehouse.files import keep_private
 from warehouse.locks import LockBusyError, held, tenant_lock_path
 from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
-from warehouse.staging import clean_leftovers, discard, leftover_progress, write_progress
+from warehouse.staging import (
+    clean_leftovers,
+    discard,
+    forget_resume,
+    leftover_progress,
+    resume_dir,
+    write_progress,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +197,8 @@ def _extract_check_commit(
                         reads.documents_never_pulled(warehouse, request.tenant_id)
                     ),
                     contract=contract,
+                    resume=_resume_dir(services, request.tenant_id),
+                    resume_max_age=timedelta(hours=policy.resume_hours),
                 )
             )
         finally:
@@ -221,6 +230,14 @@ def _extract_check_commit(
     outcome.commit = commit_run(
         warehouse, staged, record, services.policy.lock_wait_s, services.warehouse.publish_target
     )
+    forget_resume(Path(services.warehouse.staging_root), request.tenant_id)
+
+
+def _resume_dir(services: SyncServices, tenant_id: str) -> Path | None:
+    """Where the tenant's runs journal their revision lists, unless resuming is off."""
+    if services.policy.resume_hours <= 0:
+        return None
+    return resume_dir(Path(services.warehouse.staging_root), tenant_id)
 
 
 @contextmanager

@@ -242,7 +242,7 @@ class PageStream(Generic[T]):
             page = self._fetch(end.page + 1, size)
             yield from self._fresh(page, current)
             end.saw(end.page + 1, page)
-            if page.served and len(current.ids) == listed:
+            if page.data and len(current.ids) == listed:  # every record it listed was listed already
                 self.complete = False
                 return
         self.complete = True

@@ -75,6 +75,10 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     reject_max_share: float = Field(
         default=0.01, description="A list whose rejected records exceed this share of its total fails."
     )
+    resume_hours: float = Field(
+        default=12.0,
+        description="A run reuses the revision lists an uncommitted run fetched this recently (0: never).",
+    )
     warn_only_checks: str = Field(
         default="", description="Comma-separated blocking checks that only warn (an operator's override)."
     )

@@ -61,6 +61,8 @@ class Quirks:
     """The first N requests answer 429."""
     retry_after: Callable[[], str] = lambda: "1"
     """The Retry-After header of a 429."""
+    revisions_answered: int | None = None
+    """After this many revision-id answers, the token is refused (401): a run that fails part-way."""
     latency_s: float = 0.0
     """How long every answer takes (a slow service, or one far away)."""
     on_list_request: Callable[[str, int, Tenant], None] | None = None
@@ -74,7 +76,7 @@ class StandIn:
         self.tenant = tenant
         self.quirks = quirks or Quirks()
         self.requests: Counter[str] = Counter()
-        """Requests answered, by list name, ``E9``, ``E11``/``E12`` or ``429``."""
+        """Requests answered, by list name, ``E9``, ``revisions of delegations``/``documents`` or ``429``."""
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -117,7 +119,10 @@ class StandIn:
         for name, spec in SPEC["revisions"].items():
             prefix, suffix = spec["path"].split("{id}")
             if path.startswith(prefix) and path.endswith(suffix):
-                self.requests[name] += 1
+                answered = sum(self.requests[f"revisions of {kind}"] for kind in SPEC["revisions"])
+                if self.quirks.revisions_answered is not None and answered >= self.quirks.revisions_answered:
+                    return 401, _error(401, "Unauthorized"), {}
+                self.requests[f"revisions of {name}"] += 1
                 found = self.tenant.revisions[name].get(path[len(prefix) : -len(suffix)].lower())
                 return (404, _error(404, "Not Found"), {}) if found is None else (200, found, {})
         return 404, _error(404, f"no route {path}"), {}

@@ -18,12 +18,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
+import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from resources.errors import AuthenticationError
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import decision, delegation, tenant, uid, user
@@ -41,6 +44,7 @@ DIE_IN_COMMIT = """
 import os, signal, sys
 import dagster as dg
 import duckdb
+import pytest
 from typer.testing import CliRunner
 from warehouse.db import open_database
 from warehouse.migrate import migrate
@@ -305,3 +309,29 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path
     assert primaries == sorted((uid("user", n), groups[n % 3]["groupId"]) for n in range(1, 8))
     # The full refresh after the upgrade found nothing changed: no version of any record was added.
     assert again.record.row_counts["users"]["updated"] == 0
+
+
+def test_a_rerun_after_a_failure_late_in_the_extract_asks_only_for_what_is_missing(tmp_path: Path) -> None:
+    # Before: a failed or killed run threw away what it staged; the rerun read the whole tenant again.
+    warehouse = tmp_path / "warehouse.duckdb"
+    served = tenant(delegations=[delegation(n) for n in range(50)])
+    with StandIn(served, Quirks(revisions_answered=40)) as failing, pytest.raises(AuthenticationError):
+        sync_standin(failing, warehouse)
+    journal = tmp_path / "staging" / f"resume-{STANDIN_TENANT_ID}" / "delegation-revisions.jsonl"
+    fetched = len(journal.read_text(encoding="utf-8").splitlines())
+    assert 40 - 8 <= fetched <= 40  # answers still in flight when the run stopped were not kept
+
+    with StandIn(served) as healthy:
+        outcome = sync_standin(healthy, warehouse)
+
+    assert outcome.record.status == "succeeded"
+    assert healthy.requests["revisions of delegations"] == 50 - fetched
+    assert healthy.requests["delegations"] == failing.requests["delegations"]  # the list is read again
+    assert rows_of(warehouse, "SELECT count(DISTINCT delegation_id) FROM delegation_revisions") == 50
+    assert not journal.parent.exists()  # a commit forgets what was kept for resuming
+
+
+def rows_of(path: Path, sql: str) -> Any:
+    with duckdb.connect(str(path), read_only=True) as con:
+        found = con.execute(sql).fetchone()
+    return found[0] if found else None

@@ -200,8 +200,8 @@ def test_a_document_with_an_empty_revision_list_is_checked_not_missing(warehouse
     assert rows(warehouse, "SELECT parent_id, outcome, revisions FROM revision_checks") == [
         (document, "empty", 0)
     ]
-    assert standin.requests["documents"] == 1
-    assert standin_again.requests["documents"] == 0  # checked once: not asked again every night
+    assert standin.requests["revisions of documents"] == 1
+    assert standin_again.requests["revisions of documents"] == 0  # checked once: not asked again every night
 
 
 def test_a_decision_deleted_while_paged_converges_and_is_marked_deleted(warehouse: Path) -> None:
@@ -274,7 +274,7 @@ def test_a_document_cited_in_two_cases_is_one_document(warehouse: Path) -> None:
 
     _, standin = run(served, warehouse)
 
-    assert standin.requests["documents"] == 1
+    assert standin.requests["revisions of documents"] == 1
     assert rows(warehouse, "SELECT DISTINCT document_id FROM decision_documents") == [(document,)]
     assert rows(warehouse, "SELECT document_id, count(*) FROM document_revisions GROUP BY 1") == [
         (document, 2)

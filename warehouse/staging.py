@@ -12,7 +12,7 @@ import contextlib
 import json
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 
@@ -148,3 +148,69 @@ def clean_leftovers(root: Path, tenant_id: str) -> list[Path]:
     for path in leftovers:
         discard(path)
     return leftovers
+
+
+def resume_dir(root: Path, tenant_id: str) -> Path:
+    """Where a tenant's runs keep what the next run may reuse (beside the run folders, never among them:
+    `clean_leftovers` must not take it for a killed run's staging)."""
+    if not is_uuid(tenant_id):
+        raise ValueError(f"not a tenant id: {tenant_id!r}")
+    return root / f"resume-{tenant_id}"
+
+
+class RevisionJournal:
+    """The revision lists (E11 or E12) a tenant's runs fetched since its last commit, one JSON line each:
+    parent id, the stamp of the owner record that named it (its content hash), what the service answered
+    and when.
+
+    A run that fails or is killed leaves it; a later run reuses an answer fetched within ``max_age`` whose
+    owner still has the same stamp, instead of asking again, and a commit removes the journal
+    (`forget_resume`).
+    Lines are flushed one by one, so a kill loses at most the line being written (a torn last line is
+    skipped on reading)."""
+
+    def __init__(self, folder: Path, kind: str, max_age: timedelta) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{kind}-revisions.jsonl"
+        self._known = self._load(max_age)
+        self._file = self.path.open("a", encoding="utf-8")
+        self.reused = 0
+
+    def _load(self, max_age: timedelta) -> dict[str, tuple[str, list[str] | None]]:
+        """The answers fetched within ``max_age``, by parent id (the latest answer of a parent wins)."""
+        if not self.path.exists():
+            return {}
+        oldest = datetime.now(UTC) - max_age
+        known = {}
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                if datetime.fromisoformat(entry["at"]) >= oldest:
+                    known[str(entry["id"])] = (str(entry["stamp"]), entry["ids"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a kill
+        return known
+
+    def answer(self, parent_id: str, stamp: str) -> tuple[bool, list[str] | None]:
+        """``(True, ids)`` when an earlier attempt fetched this parent while its owner had this stamp
+        (``ids`` None for a 404), else ``(False, None)``."""
+        found = self._known.get(parent_id)
+        if found is None or found[0] != stamp:
+            return False, None
+        self.reused += 1
+        return True, found[1]
+
+    def note(self, parent_id: str, stamp: str, ids: list[str] | None) -> None:
+        """Keep one answer of the service (from the one thread that stages the revisions)."""
+        entry = {"id": parent_id, "stamp": stamp, "ids": ids, "at": datetime.now(UTC).isoformat()}
+        self._file.write(json.dumps(entry) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Stop writing (the journal stays for the next run until a commit removes it)."""
+        self._file.close()
+
+
+def forget_resume(root: Path, tenant_id: str) -> None:
+    """Remove what a tenant's runs kept for resuming: a run committed, so nothing of it is needed."""
+    shutil.rmtree(resume_dir(root, tenant_id), ignore_errors=True)
