@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.hr.csv_input import read_csv
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import SAMPLES, CsvOptions, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
+from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_rows
@@ -62,7 +62,7 @@ def with_csv(**options: str | None) -> Mapping:
 
 def check(path: Path, mapping: Mapping = MAPPING) -> Validation:
     """Validate one file against the seeded tenant, read as the mapping says."""
-    file = read_csv(path, mapping.csv.encoding, mapping.csv.delimiter)
+    file = read_upload(path, mapping.csv.encoding, mapping.csv.delimiter)
     return validate([file], mapping, seeded_snapshot(), TODAY)
 
 
@@ -216,10 +216,11 @@ def test_a_quote_never_closed_is_refused_at_a_physical_line(tmp_path: Path) -> N
     path = tmp_path / "users.csv"
     # The open quote swallows the rest of the file into one cell, past the csv module's field limit.
     tail = "".join(f"E1{number:05},Ann\n" for number in range(20_000))
-    path.write_text(f'{",".join(HEADER)}\nE100010,"Ann\n{tail}', encoding="utf-8")
+    path.write_text(f'{",".join(HEADER)}\nE100011,Bo\nE100010,"Ann\n{tail}', encoding="utf-8")
     problems = check(path).problems
     assert [p.rule for p in problems] == ["csv_syntax"]
-    assert problems[0].line > 2 and "field larger than field limit" in problems[0].message
+    # Reading stopped past the field limit, far below; the problem names where the quoted cell began.
+    assert problems[0].line == 3 and "field larger than field limit" in problems[0].message
 
 
 def test_a_utf8_bom_wins_over_another_encoding_setting(tmp_path: Path) -> None:

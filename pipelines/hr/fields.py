@@ -12,6 +12,7 @@ exports carry dates while the service stores timestamps; references compare as i
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import datetime
 from typing import Literal
 
@@ -76,8 +77,9 @@ def primary_first(ids: list[str]) -> list[str]:
 
 
 def same(left: Value, right: Value) -> bool:
-    """Whether two values are equal as JSON (lists compare in order)."""
-    return encode(left) == encode(right)
+    """Whether two values are equal as JSON (lists compare in order), text in Unicode's composed form
+    (NFC): ``José`` typed on a Mac (decomposed) is the same name, so it is never planned as a change."""
+    return unicodedata.normalize("NFC", encode(left)) == unicodedata.normalize("NFC", encode(right))
 
 
 def encode(value: Value) -> str:

@@ -22,7 +22,6 @@ from pathlib import Path
 import duckdb
 
 from pipelines.hr.apply import ApplyReport, apply_plan
-from pipelines.hr.csv_input import read_csv
 from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Plan, make_plan
@@ -35,6 +34,7 @@ from pipelines.hr.thresholds import (
     watched_entities,
     watched_kind,
 )
+from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
 from pipelines.runner import cli_instance, run_tenant
@@ -99,7 +99,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     moment = now or datetime.now(UTC)
     checked_allowances(request.allow)
     options = request.mapping.csv
-    files = [read_csv(path, options.encoding, options.delimiter) for path in request.files]
+    files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
     con = connect(warehouse)
     try:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
