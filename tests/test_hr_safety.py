@@ -315,3 +315,23 @@ def test_terminating_a_manager_with_active_reports_is_not_planned(
     assert [(p.line, p.column, p.rule) for p in outcome.validation.problems] == [
         (2, "Employment Status", "inactive_manager")
     ]
+
+
+def test_an_approved_mass_change_does_not_block_an_unrelated_plan_of_its_window(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    # 70 last names rewritten (a fifth of the tenant: total is over), lifted with a reason and applied.
+    rows = user_rows()
+    for row in rows[:70]:
+        row["last_name"] = f"{row['last_name']}-Hale"[:20]
+    first = planned(hr_store, write_users(tmp_path / "names.csv", rows[:70]))
+    assert first.blocked == ["total"]
+    allow(hr_store.file, first.plan_id, {"total": "surname fix, signed off"}, "hr.lead")
+    assert apply(hr_store, adm, first.plan_id).status == "applied"
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    # A single promotion in the same window is not blocked by what was approved.
+    later = user_rows()[200]
+    later["positions"] = "Buyer" if later["positions"] != "Buyer" else "Analyst"
+    made = planned(hr_store, write_users(tmp_path / "promotion.csv", [later]))
+    assert made.counts == {"position": 1}
+    assert (made.status, check_of(made, "total").earlier) == ("ready", 0)

@@ -341,19 +341,32 @@ def plan_changes(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[tuple[str
     return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
 
 
-def window_changes(
+@dataclass(frozen=True)
+class WindowPlan:
+    """A plan of the thresholds' window: the kinds it lifted, and (change kind, entity kind, entity id)
+    of every change it makes to a service record."""
+
+    lifted: frozenset[str]
+    changes: list[tuple[str, str, str]]
+
+
+def window_plans(
     con: duckdb.DuckDBPyConnection, tenant_id: str, since: datetime, other_than: str | None
-) -> list[tuple[str, str, str]]:
-    """(change kind, entity kind, entity id) of the changes of the tenant's plans that began applying at
-    or after ``since`` (applying, incomplete, scheduled or applied), other than plan ``other_than``."""
+) -> list[WindowPlan]:
+    """The tenant's plans that began applying at or after ``since`` (applying, incomplete, scheduled or
+    applied), other than plan ``other_than``, with their lifted kinds and changes."""
     rows = con.execute(
-        "SELECT DISTINCT i.change_kind, i.entity_kind, i.entity_id FROM hr_plan_items i "
+        "SELECT p.plan_id, any_value(p.allowed_kinds), "
+        "list(DISTINCT [i.change_kind, i.entity_kind, i.entity_id]) FROM hr_plan_items i "
         "JOIN hr_plans p USING (plan_id) WHERE p.tenant_id = ? AND p.apply_started_at >= ? "
         "AND p.status IN ('applying', 'incomplete', 'scheduled', 'applied') AND p.plan_id IS DISTINCT FROM ? "
-        "AND i.entity_id IS NOT NULL",
+        "AND i.entity_id IS NOT NULL GROUP BY p.plan_id ORDER BY p.plan_id",
         [tenant_id, since, other_than],
     ).fetchall()
-    return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
+    return [
+        WindowPlan(frozenset(json.loads(allowed)), [(str(a), str(b), str(c)) for a, b, c in changes])
+        for _, allowed, changes in rows
+    ]
 
 
 def set_plan_status(

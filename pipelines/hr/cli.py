@@ -315,6 +315,8 @@ def revert_command(
         raise typer.Exit(1) from None
     for left in revert.left:
         console.print(f"Left alone: {left.entity.kind} {escape(left.entity.hr_key)}: {left.reason}")
+    for part in revert.partial:
+        console.print(f"Restored in part: {part.entity.kind} {escape(part.entity.hr_key)}: {part.reason}")
     print_plan(console, revert.plan, limit)
     raise typer.Exit(BLOCKED if revert.plan.blocked else 0)
 

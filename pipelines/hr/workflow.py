@@ -52,7 +52,7 @@ from warehouse.hr_store import (
     record_allowances,
     record_blocked,
     save_plan,
-    window_changes,
+    window_plans,
 )
 
 
@@ -182,8 +182,17 @@ def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: dateti
 def window_entities(
     con: duckdb.DuckDBPyConnection, tenant_id: str, thresholds: Thresholds, now: datetime, plan_id: str | None
 ) -> dict[Watched, set[EntityKey]]:
-    """The entities per watched kind that the tenant's other plans applied within the window changed."""
-    return watched_entities(window_changes(con, tenant_id, now - thresholds.window, plan_id))
+    """The entities per watched kind that the tenant's other plans applied within the window changed.
+    What a plan lifted was approved and is accounted for: its changes of a lifted kind count in no later
+    check (of that kind, nor in ``total``), so one approved mass change does not block every unrelated
+    plan of the window. Its changes nobody approved still add up, so splitting a mass change still shows."""
+    found: dict[Watched, set[EntityKey]] = {kind: set() for kind in Watched}
+    for earlier in window_plans(con, tenant_id, now - thresholds.window, plan_id):
+        unapproved = [change for change in earlier.changes if change[0] not in earlier.lifted]
+        for kind, entities in watched_entities(unapproved).items():
+            if kind.value not in earlier.lifted:
+                found[kind] |= entities
+    return found
 
 
 def os_user() -> str:
