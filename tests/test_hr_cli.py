@@ -111,8 +111,14 @@ def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: War
     strict.write_text(
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict))
+    code, output = hr(
+        "plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "b.json"
+    )
     assert code == 3 and "Blocked by safety thresholds: manager" in output
+    # Applying it is blocked the same way, with the same exit code the docs give.
+    blocked = json.loads(Path("b.json").read_text(encoding="utf-8"))["plan_id"]
+    code, output = hr("apply", blocked, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 3 and "blocked by safety thresholds (manager)" in output
     allowed = ("--allow", "manager", "--reason", "reorg")
     code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), *allowed)
     assert code == 0 and "allowed: reorg" in output

@@ -19,7 +19,7 @@ from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_
 from pipelines.hr.mapping import SAMPLES
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import faults, user_rows, write_users, writes
+from tests.test_hr_support import faults, step_failure, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -134,8 +134,14 @@ def test_a_blocked_plan_waits_for_approval_by_id(
     strict.write_text(
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
-    first = run(adm, hr_store, HrSyncConfig(files=DEMO, mapping=str(strict), errors_dir=str(tmp_path)))
-    assert first.success and writes(server) == {}
+    config = HrSyncConfig(files=DEMO, mapping=str(strict), errors_dir=str(tmp_path))
+    first = run(adm, hr_store, config, raise_on_error=False)
+    # Red in one line, the same whichever way the plan came: blocked is not done.
+    assert (
+        step_failure(first)[0] == "hr_plan"
+        and "blocked by safety thresholds (manager)" in step_failure(first)[1]
+    )
+    assert writes(server) == {}
     plan_id = first.output_for_node("hr_plan", "plan_id")
     with pytest.raises(dg.Failure, match="needs a reason"):
         run(adm, hr_store, HrSyncConfig(approve_plan_id=plan_id))

@@ -159,7 +159,7 @@ def test_two_rows_resolving_to_one_user_are_a_named_problem_on_both(
     outcome = plan(hr_store, export(tmp_path / "users.csv", [row_of(rows, "E100011"), by_id, by_email]))
     found = {(p.line, p.column, p.rule) for p in outcome.validation.problems}
     assert found == {(3, "Employee ID", "duplicate_target"), (4, "Work Email", "duplicate_target")}
-    assert outcome.plan is not None and outcome.plan.entities == []
+    assert outcome.plan is None and "ADM_HR_MAX_INVALID_SHARE" in str(outcome.refusal)
 
 
 def test_an_email_differing_only_in_case_is_no_change(hr_store: WarehouseResource, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
+import dagster as dg
 import httpx
 import pytest
 
@@ -158,6 +159,14 @@ def writes(server: EmulatorServer) -> dict[str, int]:
     """The emulator's applied writes per entity (``user:<id>``, ``group:<id>``)."""
     counted: dict[str, int] = httpx.get(f"{server.base_url}/_admin/stats").json()["writes"]
     return counted
+
+
+def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, str]:
+    """(step, description) of a Dagster run's failed step: the one line the run shows."""
+    event = next(event for event in result.all_events if event.is_step_failure)
+    data = event.step_failure_data
+    description = data.user_failure_data.description if data.user_failure_data else None
+    return str(event.step_key), description or data.error.message if data.error else description or ""
 
 
 def faults(server: EmulatorServer, **config: object) -> None:

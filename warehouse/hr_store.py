@@ -27,8 +27,12 @@ from pipelines.hr.plan import Change, EntityPlan, Plan
 from warehouse.hr_status import EntityStatus, PlanStatus
 
 
-class PlanNotFoundError(KeyError):
-    """No plan has this id."""
+class PlanNotFoundError(LookupError):
+    """No plan has this id (or several start with the prefix given); the message says which."""
+
+
+MIN_PREFIX = 6
+"""The fewest characters of a plan id that name it (when no other plan's id starts with them)."""
 
 
 class JournalClosedError(RuntimeError):
@@ -238,8 +242,23 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
     """A stored plan; `PlanNotFoundError` when there is none."""
     row = con.execute(f"{_PLAN_COLUMNS} WHERE plan_id = ?", [plan_id]).fetchone()
     if row is None:
-        raise PlanNotFoundError(plan_id)
+        raise PlanNotFoundError(f"no plan {plan_id}")
     return _stored(row)
+
+
+def find_plan(con: duckdb.DuckDBPyConnection, text: str) -> StoredPlan:
+    """The plan whose id is ``text``, or the only one whose id starts with it (at least `MIN_PREFIX`
+    characters, as people copy a plan id's first part); `PlanNotFoundError` otherwise."""
+    wanted = text.strip().lower()
+    if len(wanted) < MIN_PREFIX:
+        raise PlanNotFoundError(f"no plan {text}: give at least {MIN_PREFIX} characters of its id")
+    rows = con.execute(
+        "SELECT plan_id FROM hr_plans WHERE starts_with(plan_id, ?) ORDER BY plan_id LIMIT 3", [wanted]
+    ).fetchall()
+    if len(rows) > 1 and wanted not in {row[0] for row in rows}:
+        shown = ", ".join(row[0] for row in rows[:2])
+        raise PlanNotFoundError(f"{text} starts several plan ids ({shown}, ...): give more of it")
+    return load_plan(con, rows[0][0] if rows else wanted)
 
 
 def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int) -> list[StoredPlan]:

@@ -83,6 +83,10 @@ class PlanNotApplicableError(Exception):
     """The plan cannot be applied: it was applied already, it expired, or a threshold blocks it."""
 
 
+class PlanBlockedError(PlanNotApplicableError):
+    """A safety threshold blocks the plan: a person lifts it (``--allow KIND --reason TEXT``) or not."""
+
+
 class Written(NamedTuple):
     """One write's outcome: status and message, whether the write was sent to the service, and until when
     its request may still be running there (None: an answer came back, or nothing was sent)."""
@@ -119,7 +123,7 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
         )
     if plan.blocked:
         kinds = ", ".join(plan.blocked)
-        raise PlanNotApplicableError(
+        raise PlanBlockedError(
             f"plan {plan.plan_id} is blocked by safety thresholds ({kinds}): lift a kind with "
             "--allow KIND --reason TEXT after checking the plan"
         )

@@ -25,7 +25,7 @@ from rich.markup import escape
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import client_resource, warehouse_resource
 from pipelines.cli_support import service_for, settings_or_exit
-from pipelines.hr.apply import PlanNotApplicableError, expired
+from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import (
@@ -62,9 +62,9 @@ from warehouse.hr_store import (
     PlanNotFoundError,
     StoredPlan,
     allowances,
+    find_plan,
     journal_entries,
     list_plans,
-    load_plan,
     pending_changes,
     plan_items,
 )
@@ -81,6 +81,13 @@ DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
 SETTLED = frozenset({EntityStatus.APPLIED, EntityStatus.SCHEDULED, EntityStatus.SUPERSEDED})
 """Entity outcomes of an apply that exits 0: applied, waiting for its effective date, or cancelled by a
 later upload."""
+
+
+def hr_console() -> Console:
+    """The console the commands print to: lines are not wrapped, so a plan id (or a message naming one)
+    is never cut or split and can be copied whole from any terminal width."""
+    return Console(soft_wrap=True)
+
 
 hr_app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -135,7 +142,7 @@ def plan_command(
     limit: Annotated[int, typer.Option(help="Changes and problems printed at most.")] = 200,
 ) -> None:
     """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant or settings.sync_tenants[0]
     request = PlanRequest(
@@ -173,10 +180,11 @@ def apply_command(
     ] = True,
 ) -> None:
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     store = warehouse_resource(settings)
     stored = _stored(store.file, plan_id)
+    plan_id = stored.plan_id
     if allow_kind:
         stored = _allow(
             console, store.file, plan_id, _allowances(allow_kind, reason), approved_by or os_user()
@@ -189,6 +197,9 @@ def apply_command(
             try:
                 max_age = timedelta(hours=settings.hr_plan_max_age_hours)
                 report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
+            except PlanBlockedError as error:
+                console.print(f"[red]{escape(str(error))}[/]")
+                raise typer.Exit(BLOCKED) from None
             except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
                 # Service errors carry method, path, status and message: never a header or a token.
                 console.print(f"[red]{escape(str(error))}[/]")
@@ -209,7 +220,7 @@ def apply_due_command(
 ) -> None:
     """Apply the changes of scheduled plans whose effective date has come (what Dagster's
     ``hr_apply_due`` schedule runs every night), then refresh the warehouse."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant or settings.sync_tenants[0]
     store = warehouse_resource(settings)
@@ -254,7 +265,7 @@ def status_command(
     ] = False,
 ) -> None:
     """List the latest plans, or show one plan's entities and their outcomes."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
     now = datetime.now(UTC)
@@ -268,6 +279,7 @@ def status_command(
             print_pending(console, pending_changes(con, tenant))
             return
         plan = _loaded(con, plan_id)
+        plan_id = plan.plan_id
         entries = journal_entries(con, plan_id)
         if problems:
             entries = [entry for entry in entries if entry.status != EntityStatus.APPLIED]
@@ -282,11 +294,11 @@ def show_command(
     limit: Annotated[int, typer.Option(help="Changes printed at most.")] = 200,
 ) -> None:
     """Print a stored plan as it was planned (or write its changes with --csv), at any time later."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     with _reading(console, settings.warehouse) as con:
         plan = _loaded(con, plan_id)
-        items = plan_items(con, plan_id)
+        items = plan_items(con, plan.plan_id)
     old = expired(plan, timedelta(hours=settings.hr_plan_max_age_hours), datetime.now(UTC))
     print_stored_plan(console, plan, items, limit, old)
     if csv:
@@ -304,12 +316,10 @@ def revert_command(
 ) -> None:
     """Plan the revert of an applied plan: its entities' values from before it, except for an entity
     changed since (listed, left alone). Apply the new plan with `hr apply`."""
-    console = Console()
+    console = hr_console()
     path = warehouse_resource(settings_or_exit(warehouse)).file
     try:
-        revert = revert_stored(path, plan_id, _mapping(mapping))
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+        revert = revert_stored(path, _stored(path, plan_id).plan_id, _mapping(mapping))
     except (NotRevertibleError, StaleWarehouseError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
@@ -401,19 +411,21 @@ def _reading(console: Console, path: Path) -> Iterator[duckdb.DuckDBPyConnection
 
 
 def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
+    """The plan of an id or a unique prefix of it; a usage error (exit 2) saying why when there is none."""
     try:
-        return load_plan(con, plan_id)
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+        return find_plan(con, plan_id)
+    except PlanNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
 
 
 def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
+    """`_loaded`, opening the warehouse for it."""
     try:
         return stored_plan(warehouse, plan_id)
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+    except PlanNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
     except LockBusyError as error:  # another apply or a sync holds the warehouse
-        Console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
+        hr_console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
         raise typer.Exit(1) from None
 
 

@@ -33,7 +33,7 @@ import dagster as dg
 from pydantic import Field, model_validator
 
 from pipelines.bindings import warehouse_resource
-from pipelines.hr.apply import UNFINISHED
+from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import load_mapping
 from pipelines.hr.plan import Plan
@@ -113,24 +113,47 @@ class HrSyncConfig(dg.Config):
 def hr_plan(
     context: dg.OpExecutionContext, config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
 ) -> Iterator[dg.Output[str]]:
-    """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if applicable."""
+    """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
+    be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
     if config.approve_plan_id:
         stored = _approve(config, warehouse)
         plan_id, blocked = stored.plan_id, stored.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
+        why = _blocked(plan_id, blocked)
     else:
         plan, metadata = _plan(config, adm, warehouse)
-        plan_id, blocked = plan.plan_id, plan.blocked
+        plan_id = plan.plan_id
         yield dg.Output(plan_id, "plan_id", metadata=metadata)
-        if config.unattended and not blocked:
-            # Nobody watches a sensor's run: a plan over any threshold waits for a person, lifted or not.
-            blocked = [check.kind.value for check in plan.checks if check.over]
-    if blocked:
-        context.log.warning(
-            f"plan {plan_id} is blocked by thresholds {blocked}: approve it by id to apply it"
-        )
-    else:
-        yield dg.Output(plan_id, "approved")
+        why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
+    if why:
+        context.log.warning(why)
+        raise dg.Failure(description=why, metadata={"plan_id": plan_id})
+    yield dg.Output(plan_id, "approved")
+
+
+def _blocked(plan_id: str, blocked: list[str]) -> str | None:
+    """Why a plan blocked by thresholds is not applied, and how a person applies it; None if it is not."""
+    if not blocked:
+        return None
+    return (
+        f"plan {plan_id} is blocked by safety thresholds ({', '.join(blocked)}): nothing was applied. "
+        f"After checking it (`authority-sync hr show {plan_id}`), run hr_sync with approve_plan_id and a "
+        "reason to lift them"
+    )
+
+
+def _unattended_refusal(config: HrSyncConfig, plan_id: str, metadata: dict[str, Any]) -> str | None:
+    """Why an unattended run does not apply its plan: rows of the file were rejected. Nobody watches such
+    a run, so a file applies only whole; the plan of its valid rows waits for a person."""
+    rejected = int(metadata["rejected_rows"])
+    if not config.unattended or not rejected:
+        return None
+    reports = ", ".join(metadata["error_reports"].value)
+    return (
+        f"{rejected} row(s) of the file were rejected (error report: {reports}); "
+        f"an unattended run applies a file only when every row is valid. Plan {plan_id} of the valid rows "
+        "was not applied: fix the rows and drop the file again, or apply it with approve_plan_id"
+    )
 
 
 def _plan(
@@ -203,7 +226,10 @@ def hr_apply(
     # Tagged before any write: from here on the warehouse needs a refresh, whatever happens next.
     context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
-        report = apply_stored(warehouse.file, plan_id, client, context.run_id)
+        try:
+            report = apply_stored(warehouse.file, plan_id, client, context.run_id)
+        except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
+            raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
         "plan_id": plan_id,
         "status": report.status.value,

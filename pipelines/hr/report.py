@@ -65,7 +65,7 @@ def _dated(after: str, effective_on: str) -> str:
 
 def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
     """The plan: header, counts per change kind against thresholds, the changes, rows needing creation."""
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    heading(console, plan.plan_id, plan.tenant_id, plan.status)
     console.print(
         f"Diffed against the warehouse's extract {plan.snapshot_run_id[:8]}, which started "
         f"{plan.snapshot_at:%Y-%m-%d %H:%M:%S} UTC."
@@ -97,6 +97,13 @@ def _verdict(plan: Plan) -> str:
     if not plan.entities:
         return "[green]Nothing to change.[/]"
     return f"[green]Ready.[/] Apply it with: authority-sync hr apply {plan.plan_id}"
+
+
+def heading(console: Console, plan_id: str, tenant_id: str, status: str) -> None:
+    """A plan's first lines: a rule, then its id, tenant and status in full (a rule's title is cut to the
+    terminal's width, and a plan id must be copied whole)."""
+    console.rule()
+    console.print(f"HR plan {plan_id} | tenant {tenant_id} | {status}", soft_wrap=True)
 
 
 def print_problems(console: Console, problems: list[Problem], limit: int = MAX_ROWS) -> None:
@@ -133,7 +140,10 @@ def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[s
         )
         for plan in plans
     ]
-    console.print(_table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows))
+    table = _table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows)
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max((len(plan.plan_id) for plan in plans), default=0)
+    console.print(table)
 
 
 def print_pending(console: Console, pending: list[PendingChange]) -> None:
@@ -151,7 +161,7 @@ def print_journal(
     console: Console, plan: StoredPlan, lifts: list[Allowance], entries: list[JournalEntry]
 ) -> None:
     """One plan's status: who lifted which threshold and why, and every entity's outcome."""
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    heading(console, plan.plan_id, plan.tenant_id, plan.status)
     for lift in lifts:
         when = f"{lift.approved_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         console.print(
@@ -180,7 +190,7 @@ def print_stored_plan(
 ) -> None:
     """A stored plan as planned: its sources, changes per kind and its first ``limit`` changes."""
     label = f"{plan.status} (expired)" if expired else plan.status
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {label}")
+    heading(console, plan.plan_id, plan.tenant_id, label)
     console.print(
         f"Made {plan.created_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC, against extract run "
         f"{plan.snapshot_run_id[:8]}"

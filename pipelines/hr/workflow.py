@@ -47,6 +47,7 @@ from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import (
     StoredPlan,
     due_plans,
+    find_plan,
     load_plan,
     plan_changes,
     record_allowances,
@@ -72,6 +73,8 @@ class PlanRequest:
     """Watched change kinds to lift for this plan -> the reason recorded with it."""
     approved_by: str = ""
     """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
+    max_invalid_share: float | None = None
+    """A larger share of invalid rows refuses the upload; None: ``ADM_HR_MAX_INVALID_SHARE``."""
 
 
 @dataclass
@@ -105,7 +108,10 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
         validation = validate(files, request.mapping, snapshot, moment.date())
-        refusal = _refusal(validation, request.strict)
+        share = request.max_invalid_share
+        refusal = _refusal(
+            validation, request.strict, load_settings().hr_max_invalid_share if share is None else share
+        )
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -124,14 +130,21 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
         con.close()
 
 
-def _refusal(validation: Validation, strict: bool) -> str | None:
+def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
+    """Why the upload is not planned at all, or None. A file mostly wrong (a shifted column, another
+    system's export) is a failure to report, not a plan of its few valid rows that looks like success."""
     if validation.file_problems:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
         return f"--strict: {len(validation.problems)} problem(s) in the upload; nothing was planned"
-    if validation.rows and not any(row.valid for row in validation.rows):
-        # An upload HR got entirely wrong is a failure to report, not an empty plan that looks like success.
-        return f"every row of the upload is invalid ({len(validation.rows)}); nothing was planned"
+    invalid, rows = sum(1 for row in validation.rows if not row.valid), len(validation.rows)
+    if rows and invalid == rows:
+        return f"every row of the upload is invalid ({rows}); nothing was planned"
+    if rows and invalid / rows > max_invalid_share:
+        return (
+            f"{invalid} of {rows} rows are invalid ({invalid / rows:.0%}), more than "
+            f"ADM_HR_MAX_INVALID_SHARE ({max_invalid_share:.0%}); nothing was planned: fix the file"
+        )
     return None
 
 
@@ -204,10 +217,11 @@ def os_user() -> str:
 
 
 def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
-    """A stored plan; `warehouse.hr_store.PlanNotFoundError` when there is none."""
+    """A stored plan by its id or a unique prefix of it; `warehouse.hr_store.PlanNotFoundError` when there
+    is none."""
     con = connect(warehouse)
     try:
-        return load_plan(con, plan_id)
+        return find_plan(con, plan_id)
     finally:
         con.close()
 
