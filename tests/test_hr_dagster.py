@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,9 +188,10 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
+    content = b"Employee ID\nE100010\n"
     drop = tmp_path / "users.csv"
-    drop.write_bytes(b"Employee ID\nE100010\n")
-    digest = hashlib.sha256(drop.read_bytes()).hexdigest()
+    drop.write_bytes(content)
+    digest = hashlib.sha256(content).hexdigest()
     instance = dg.DagsterInstance.ephemeral()
     cursor: list[str | None] = [None]
 
@@ -209,17 +211,23 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
         config = {"ops": {"hr_plan": {"config": {"files": [str(drop)]}}}}
         instance.create_run_for_job(hr_sync, run_config=config, tags=tags, status=status)
 
-    def dropped_again() -> None:
-        later = drop.stat().st_mtime + 5
+    def drop_again() -> None:
+        drop.write_bytes(content)
+        later = max(drop.stat().st_mtime, time.time()) + 5
         os.utime(drop, (later, later))
 
     assert settled_tick() == [digest]
     finished(digest, dg.DagsterRunStatus.FAILURE)
-    assert settled_tick() == []  # a failed run is not retried on its own
-    dropped_again()
+    assert settled_tick() == []  # a failed run is not retried on its own: its file goes to failed/
+    assert not drop.exists() and [
+        path.name.endswith("-users.csv") for path in (tmp_path / "failed").iterdir()
+    ]
+    drop_again()
     assert settled_tick() == [f"{digest}.2"]  # dropping the file again retries it
     finished(f"{digest}.2", dg.DagsterRunStatus.SUCCESS)
-    dropped_again()
+    assert settled_tick() == [] and not drop.exists()  # done: filed in processed/
+    assert len(list((tmp_path / "processed").iterdir())) == 1
+    drop_again()
     assert settled_tick() == []  # once a run of the content succeeded, the same content does nothing
 
 

@@ -34,10 +34,22 @@ from pydantic import Field, model_validator
 
 from pipelines.bindings import warehouse_resource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
+from pipelines.hr.drop_folder import (
+    FAILED,
+    ROOT,
+    DropFolder,
+    FolderSettingsError,
+    complete,
+    drop_folders,
+    file_away,
+    signature,
+    uploads,
+)
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.mapping import load_mapping
+from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
+from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
     PlanOutcome,
     PlanRequest,
@@ -62,6 +74,8 @@ REFRESH_TAG = "adm/hr_refresh_tenant"
 """Set on an ``hr_sync`` run once its apply began: the tenant whose warehouse the refresh sensor syncs."""
 FILE_TAG = "adm/hr_file_sha256"
 """The content hash of the dropped file a sensor's run plans."""
+FOLDER_TAG = "adm/hr_drop_folder"
+"""The drop folder (``.`` for ``ADM_HR_DROP_DIR`` itself) the file of a sensor's run was dropped in."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 DUE_CRON = "0 5 * * *"
 """When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
@@ -89,6 +103,11 @@ class HrSyncConfig(dg.Config):
     )
     approved_by: str | None = Field(
         default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
+    )
+    encoding: str | None = Field(default=None, description="The files' encoding; default the mapping's.")
+    delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
+    date_formats: list[str] = Field(
+        default_factory=list, description="Date formats of the files; default the mapping's."
     )
     unattended: bool = Field(
         default=False,
@@ -164,9 +183,17 @@ def _plan(
     tenant_id = config.tenant_id or load_settings().sync_tenants[0]
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
-    mapping = load_mapping(Path(config.mapping) if config.mapping else None)
-    request = PlanRequest(tuple(Path(name) for name in config.files), tenant_id, mapping, config.strict)
-    outcome = plan_upload(warehouse.file, request)
+    try:
+        mapping = with_file_options(
+            load_mapping(Path(config.mapping) if config.mapping else None),
+            config.encoding,
+            config.delimiter,
+            config.date_formats,
+        )
+        request = PlanRequest(tuple(Path(name) for name in config.files), tenant_id, mapping, config.strict)
+        outcome = plan_upload(warehouse.file, request)
+    except (MappingError, StaleWarehouseError) as error:  # one line on the run, not a traceback
+        raise dg.Failure(description=str(error)) from None
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
     metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
@@ -255,41 +282,73 @@ def hr_sync() -> None:
 
 # Targeted by name: a sensor given the job object is copied when Definitions binds resources, and that
 # copy trips a Dagster beta warning (an error under the tests' strict warning filter).
-@dg.sensor(job_name="hr_sync", minimum_interval_seconds=30, description="New HR files in ADM_HR_DROP_DIR.")
+@dg.sensor(
+    job_name="hr_sync",
+    minimum_interval_seconds=30,
+    description="New HR files in ADM_HR_DROP_DIR and its configured folders (unattended runs).",
+)
 def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-    """One ``hr_sync`` run per stable file content in the drop folder."""
-    folder = load_settings().hr_drop_dir
-    if not folder.is_dir():
-        return dg.SkipReason(f"no drop folder {folder}")
+    """One ``hr_sync`` run per complete, stable file content in each drop folder; files whose run ended
+    are moved to ``processed/`` or ``failed/``."""
+    root = load_settings().hr_drop_dir
+    if not root.is_dir():
+        return dg.SkipReason(f"no drop folder {root}")
+    try:
+        folders = drop_folders(root)
+    except FolderSettingsError as error:
+        raise dg.Failure(description=str(error)) from None  # a broken folder setting is loud, not skipped
     previous = json.loads(context.cursor) if context.cursor else {}
-    seen = {
-        path.name: _signature(path) for path in sorted(folder.glob("*.csv")) if not path.name.startswith(".")
-    }
-    stable = [name for name, signature in seen.items() if previous.get(name) == signature]
-    requests = [_run_request(context.instance, folder / name) for name in stable]
-    return dg.SensorResult(run_requests=[r for r in requests if r is not None], cursor=json.dumps(seen))
+    seen: dict[str, list[int]] = {}
+    requests = []
+    for folder in folders:
+        for path in uploads(folder):
+            key = path.name if folder.key == ROOT else f"{folder.key}/{path.name}"
+            seen[key] = signature(path)
+            if previous.get(key) == seen[key] and complete(path, folder.settings):
+                requests += _run_request(context.instance, folder, path)
+    return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
 
 
-def _signature(path: Path) -> list[int]:
-    stat = path.stat()
-    return [stat.st_size, stat.st_mtime_ns]
-
-
-def _run_request(instance: dg.DagsterInstance, path: Path) -> dg.RunRequest | None:
+def _run_request(instance: dg.DagsterInstance, folder: DropFolder, path: Path) -> list[dg.RunRequest]:
     """A run of the file's content: its first, or a new attempt when the last run of that content failed
-    and the file was dropped again since; None when its content was run (or is running) already."""
+    and the file was dropped again since. A file whose last run ended otherwise is filed away."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    earlier = instance.get_run_records(dg.RunsFilter(job_name="hr_sync", tags={FILE_TAG: digest}))
+    earlier = [
+        record
+        for record in instance.get_run_records(dg.RunsFilter(job_name="hr_sync", tags={FILE_TAG: digest}))
+        if record.dagster_run.tags.get(FOLDER_TAG, ROOT) == folder.key
+    ]
     if earlier:
         last = earlier[0]  # newest first
-        dropped_again = path.stat().st_mtime > last.create_timestamp.timestamp()
-        if last.dagster_run.status not in RETRIED_STATUSES or not dropped_again:
-            return None
-    config = HrSyncConfig(files=[str(path)], unattended=True)
-    return dg.RunRequest(
-        run_key=f"{digest}.{len(earlier) + 1}" if earlier else digest,
-        run_config=dg.RunConfig(ops={"hr_plan": config}),
-        tags={"hr_file": path.name, FILE_TAG: digest},
+        if not last.dagster_run.is_finished:
+            return []
+        failed = last.dagster_run.status in RETRIED_STATUSES
+        if not failed or path.stat().st_mtime <= last.create_timestamp.timestamp():
+            file_away(path, not failed, last.create_timestamp)
+            return []
+    key = digest if folder.key == ROOT else f"{folder.key}/{digest}"
+    return [
+        dg.RunRequest(
+            run_key=f"{key}.{len(earlier) + 1}" if earlier else key,
+            run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path)}),
+            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key},
+        )
+    ]
+
+
+def _folder_config(folder: DropFolder, path: Path) -> HrSyncConfig:
+    """The unattended run of one dropped file, with its folder's settings."""
+    settings = folder.settings
+    mapping = folder.mapping_path()
+    return HrSyncConfig(
+        files=[str(path)],
+        unattended=True,
+        tenant_id=settings.tenant_id,
+        mapping=str(mapping) if mapping else None,
+        encoding=settings.encoding,
+        delimiter=settings.delimiter,
+        date_formats=settings.date_formats,
+        errors_dir=str(folder.path / FAILED),
     )
 
 
