@@ -20,13 +20,13 @@ from pipelines.cli import app
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, faults, row_of, user_rows, write_users, writes
+from tests.test_hr_support import MAPPING, demo_files, faults, row_of, user_rows, write_users, writes
 from warehouse.commit import connect
 from warehouse.hr_store import allowances
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
+DEMO = [str(path) for path in demo_files()]
 
 
 @pytest.fixture

@@ -20,11 +20,11 @@ from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_
 from pipelines.hr.mapping import SAMPLES
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import faults, step_failure, user_rows, write_users, writes
+from tests.test_hr_support import demo_files, faults, step_failure, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
+DEMO = [str(path) for path in demo_files()]
 
 
 def run(

@@ -4,7 +4,9 @@ names in any case are picked up, and files end in processed/ or failed/."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,21 @@ from emulator.server import EmulatorServer
 from pipelines.hr.dagster import hr_drop_folder, hr_sync
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.workflow import PlanRequest, plan_upload, refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, row_of, user_id, user_rows, write_users, writes
+from tests.test_hr_safety import leaves
+from tests.test_hr_support import (
+    MAPPING,
+    apply,
+    plan,
+    row_of,
+    step_failure,
+    user_id,
+    user_rows,
+    write_users,
+    writes,
+)
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -147,3 +161,42 @@ def test_a_broken_folder_setting_is_a_sensor_error_not_a_silent_skip(tmp_path: P
         patch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
         hr_drop_folder(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()))
     shutil.rmtree(tmp_path / "acme")
+
+
+def test_an_export_older_than_the_services_changes_does_not_put_them_back_unattended(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    before = {row["employee_id"]: dict(row) for row in rows}
+    left = leaves(rows)[:14]
+    for row in left:  # 14 terminations, within the threshold of 25: applied
+        row["status"] = "Terminated"
+    made = plan(hr_store, write_users(tmp_path / "terminations.csv", left)).plan
+    assert made is not None and apply(hr_store, adm, made.plan_id).outcomes == {"applied": 14}
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    written = writes(server)
+    # Last week's export, taken before the terminations, dropped with its modification time kept.
+    old = write_users(tmp_path / "inbox" / "export.csv", [before[row["employee_id"]] for row in left])
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+
+    (result,) = Folder(tmp_path / "inbox", adm, hr_store).settle()
+    assert step_failure(result) == ("hr_plan", "every row of the upload is invalid (14); nothing was planned")
+    assert writes(server) == written  # nobody reactivated
+    report = (tmp_path / "inbox" / "failed" / "export.errors.csv").read_text(encoding="utf-8-sig")
+    assert report.count("[stale_row] exported") == 14
+
+
+def test_an_export_older_than_allowed_is_refused_unless_allowed(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    path = write_users(tmp_path / "users.csv", promotion())
+    month_ago = time.time() - 30 * 86_400
+    os.utime(path, (month_ago, month_ago))
+    refused = plan(hr_store, path)
+    (problem,) = refused.validation.problems
+    assert refused.plan is None and (problem.rule, problem.line) == ("stale_export", 0)
+    assert "the file's modification time), 30 days ago" in problem.message
+    request = PlanRequest((path,), DEMO_TENANT_ID, MAPPING, allow_old_export=True)
+    allowed = plan_upload(hr_store.file, request)
+    assert allowed.plan is not None and allowed.plan.counts == {"position": 1}

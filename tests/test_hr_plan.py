@@ -15,7 +15,7 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.kinds import Watched
-from pipelines.hr.mapping import SAMPLES, Mapping
+from pipelines.hr.mapping import Mapping
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import ThresholdLimit
 from pipelines.hr.upload import read_upload
@@ -25,6 +25,7 @@ from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import (
     MAPPING,
     apply,
+    demo_files,
     plan,
     row_of,
     user_rows,
@@ -33,7 +34,7 @@ from tests.test_hr_support import (
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+DEMO = demo_files()
 
 
 def test_the_demo_export_plans_every_kind_of_hr_event(hr_store: WarehouseResource) -> None:

@@ -9,6 +9,7 @@ exactly what an extract would give.
 from __future__ import annotations
 
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -40,7 +41,7 @@ from pipelines.hr.demo_export import (
     export_users,
     write_export,
 )
-from pipelines.hr.mapping import Mapping, load_mapping
+from pipelines.hr.mapping import SAMPLES, Mapping, load_mapping
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
 from resources.client import AdmClient
@@ -50,6 +51,17 @@ from tests.conftest import set_faults
 from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
+
+
+@cache
+def demo_files() -> tuple[Path, Path]:
+    """Fresh copies of the shipped demo exports (users, org units): as exports they are as old as their
+    modification time, and a checkout's may be older than an export may be."""
+    folder = Path(tempfile.mkdtemp(prefix="hr-demo-"))
+    users, groups = folder / "demo_users.csv", folder / "demo_groups.csv"
+    for path in (users, groups):
+        shutil.copy(SAMPLES / path.name, path)
+    return users, groups
 
 
 @cache
@@ -90,7 +102,9 @@ def seeded_snapshot() -> Snapshot:
     users = {key: User.model_validate(render.user(state, key)) for key in state.users}
     groups = {key: Group.model_validate(render.group(state, key)) for key in state.groups}
     positions = {key: str(record["positionName"]) for key, record in state.positions.items()}
-    return Snapshot(DEMO_TENANT_ID, SyncRun("seed", SEED_EPOCH, SEED_EPOCH), users, groups, positions)
+    return Snapshot.build(
+        DEMO_TENANT_ID, SyncRun("seed", SEED_EPOCH, SEED_EPOCH), users.values(), groups, positions
+    )
 
 
 def user_id(employee_id: str) -> str:

@@ -125,6 +125,21 @@ def plan_command(
     delimiter: Annotated[
         str | None, typer.Option(help="The cell delimiter (',', ';' or 'tab'); default detected.")
     ] = None,
+    date_format: Annotated[
+        list[str] | None,
+        typer.Option(help="A strptime format of the files' dates (repeatable); default the mapping's."),
+    ] = None,
+    as_of: Annotated[
+        datetime | None,
+        typer.Option(
+            help="When the files were exported (UTC unless an offset is given); default each file's "
+            "modification time.",
+            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"],
+        ),
+    ] = None,
+    allow_old_export: Annotated[
+        bool, typer.Option(help="Plan files older than the mapping's max_export_age_hours.")
+    ] = False,
     tenant: TenantOption = None,
     warehouse: WarehouseOption = None,
     strict: Annotated[bool, typer.Option(help="Refuse the whole upload if any row is invalid.")] = False,
@@ -148,10 +163,13 @@ def plan_command(
     request = PlanRequest(
         tuple(files),
         tenant_id,
-        _mapping(mapping, encoding, delimiter),
+        _mapping(mapping, encoding, delimiter, date_format),
         strict,
         _allowances(allow_kind, reason),
         approved_by or os_user(),
+        settings.hr_max_invalid_share,
+        as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
+        allow_old_export,
     )
     if refresh_first:
         with service_for(settings) as (settings, embedded):
@@ -353,20 +371,26 @@ def show_plan(
 def show_demo_plan(console: Console, warehouse: Path) -> None:
     """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
     console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
-    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping())
+    # The sample files describe the seeded tenant as of now, however long ago they were checked out.
+    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping(), as_of=datetime.now(UTC))
     show_plan(console, warehouse, request, warehouse.parent / "hr", limit=60)
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 
 
-def _mapping(path: Path | None, encoding: str | None = None, delimiter: str | None = None) -> Mapping:
+def _mapping(
+    path: Path | None,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+    date_formats: list[str] | None = None,
+) -> Mapping:
     try:
         loaded = load_mapping(path)
     except MappingError as error:
         raise typer.BadParameter(str(error), param_hint="--mapping") from None
     try:
-        return with_file_options(loaded, encoding, delimiter)
+        return with_file_options(loaded, encoding, delimiter, date_formats)
     except MappingError as error:
-        raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter") from None
+        raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter/--date-format") from None
 
 
 def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:

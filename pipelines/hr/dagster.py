@@ -109,6 +109,10 @@ class HrSyncConfig(dg.Config):
     date_formats: list[str] = Field(
         default_factory=list, description="Date formats of the files; default the mapping's."
     )
+    allow_old_export: bool = Field(
+        default=False,
+        description="Plan files older than the mapping's max_export_age_hours (never in unattended runs).",
+    )
     unattended: bool = Field(
         default=False,
         description="Set by the drop-folder sensor: apply only a plan no threshold was over; never approve.",
@@ -190,7 +194,14 @@ def _plan(
             config.delimiter,
             config.date_formats,
         )
-        request = PlanRequest(tuple(Path(name) for name in config.files), tenant_id, mapping, config.strict)
+        request = PlanRequest(
+            tuple(Path(name) for name in config.files),
+            tenant_id,
+            mapping,
+            config.strict,
+            # Unattended runs never plan an old export: nobody would see what it puts back.
+            allow_old_export=config.allow_old_export and not config.unattended,
+        )
         outcome = plan_upload(warehouse.file, request)
     except (MappingError, StaleWarehouseError) as error:  # one line on the run, not a traceback
         raise dg.Failure(description=str(error)) from None

@@ -185,6 +185,8 @@ class PlanOptions(_Table):
 
     max_warehouse_age_hours: float = Field(26.0, gt=0)
     """A plan is refused when the warehouse's last extract finished longer ago than this."""
+    max_export_age_hours: float = Field(72.0, gt=0)
+    """An HR file exported longer ago than this is refused unless allowed (``--allow-old-export``)."""
 
 
 class Mapping(_Table):
@@ -200,6 +202,11 @@ class Mapping(_Table):
     def max_warehouse_age(self) -> timedelta:
         """How old the warehouse may be when a plan is made."""
         return timedelta(hours=self.plan.max_warehouse_age_hours)
+
+    @property
+    def max_export_age(self) -> timedelta:
+        """How old an HR export may be when it is planned (unless allowed)."""
+        return timedelta(hours=self.plan.max_export_age_hours)
 
     def for_kind(self, kind: EntityKind) -> UserMapping | GroupMapping:
         """The mapping of one entity kind."""

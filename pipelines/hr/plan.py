@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
-from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, Values, same
+from pipelines.hr.fields import EntityKind, Value, Values, differs
 from pipelines.hr.graph import INACTIVE, depths
 from pipelines.hr.kinds import ChangeKind, Watched
 from pipelines.hr.mapping import Mapping as HrMapping
@@ -182,7 +182,7 @@ def make_plan(
         new=[
             NewEntity(row.kind, row.key, row.file, row.line, row.cells) for row in valid if not row.entity_id
         ],
-        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        population=snapshot.population,
         earlier=earlier,
         approved_by=approved_by if allowed else "",
         named={(row.kind, row.entity_id) for row in valid if row.entity_id},
@@ -210,7 +210,7 @@ def _entity(row: HrRow, snapshot: Snapshot, disable_option: str, today: date) ->
     changes = tuple(
         _dated(row, _change(row.kind, name, current[name], after, snapshot), current, today)
         for name, after in desired.items()
-        if _changes(row.kind, name, current[name], after)
+        if differs(row.kind, name, current[name], after)
     )
     return EntityPlan(row.kind, row.entity_id, row.key, row.file, row.line, changes)
 
@@ -225,17 +225,6 @@ def _dated(row: HrRow, change: Change, current: Values, today: date) -> Change:
         if isinstance(ends, str):
             day = max(day or date.min, date.fromisoformat(ends))
     return replace(change, effective_on=day if day is not None and day > today else None)
-
-
-def _changes(kind: EntityKind, name: str, before: Value, after: Value) -> bool:
-    if kind == "group" and name in READ_ONLY_GROUP_FIELDS:
-        return False
-    if name == "status" and before == "INVITED" and after == "ACTIVE":
-        return False
-    if name == "email" and isinstance(before, str) and isinstance(after, str):
-        # Rows match emails ignoring case, and mail delivery ignores it: a case-only difference is no change.
-        return before.casefold() != after.casefold()
-    return not same(before, after)
 
 
 def _change(kind: EntityKind, name: str, before: Value, after: Value, snapshot: Snapshot) -> Change:

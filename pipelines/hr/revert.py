@@ -125,7 +125,7 @@ def revert_plan(
         snapshot_at=snapshot.run.started_at,
         entities=entities,
         new=[],
-        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        population=snapshot.population,
         thresholds=mapping.thresholds,
         earlier=earlier,
     )

@@ -22,6 +22,7 @@ from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
 from pipelines.hr.rows import HrRow, parse_row
 from pipelines.hr.snapshot import Snapshot, fold
+from pipelines.hr.staleness import ExportTimes, old_exports, stale_rows
 
 _SHOWN_COLUMNS = 8
 """Header names an unknown_file_kind problem quotes at most."""
@@ -54,8 +55,11 @@ class Validation:
         return {line: problems for line, problems in lines.items() if problems}
 
 
-def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: date) -> Validation:
-    """Check every file and row of an upload against the mapping and the warehouse."""
+def validate(
+    files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: date, times: ExportTimes | None = None
+) -> Validation:
+    """Check every file and row of an upload against the mapping and the warehouse; with ``times``, also
+    whether each export (and row) is older than what the service holds (`pipelines.hr.staleness`)."""
     result = Validation(files)
     for file in files:
         kind = _kind(file, mapping, result.file_problems)
@@ -83,6 +87,10 @@ def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: 
         _termination_after_start(row, mapping.users, snapshot)
     for row in groups:
         references.resolve_group(row, mapping.groups)
+    if times is not None:
+        result.file_problems += old_exports(files, result.rows, times)
+        for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
+            stale_rows(rows, entity_mapping, snapshot, times)
     check_org_graph(users, groups, (mapping.users, mapping.groups), snapshot, today)
     return result
 

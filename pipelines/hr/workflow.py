@@ -26,6 +26,7 @@ from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Plan, make_plan
 from pipelines.hr.snapshot import fresh_run, load_snapshot
+from pipelines.hr.staleness import ExportTimes
 from pipelines.hr.thresholds import (
     EntityKey,
     Thresholds,
@@ -75,6 +76,10 @@ class PlanRequest:
     """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
     max_invalid_share: float | None = None
     """A larger share of invalid rows refuses the upload; None: ``ADM_HR_MAX_INVALID_SHARE``."""
+    as_of: datetime | None = None
+    """When the files were exported; None: each file's modification time (or its as-of column)."""
+    allow_old_export: bool = False
+    """Plan files older than ``[plan] max_export_age_hours`` (their stale rows are still refused)."""
 
 
 @dataclass
@@ -107,7 +112,9 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     try:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
-        validation = validate(files, request.mapping, snapshot, moment.date())
+        max_age = None if request.allow_old_export else request.mapping.max_export_age
+        times = ExportTimes.of(files, request.as_of, moment, max_age)
+        validation = validate(files, request.mapping, snapshot, moment.date(), times)
         share = request.max_invalid_share
         refusal = _refusal(
             validation, request.strict, load_settings().hr_max_invalid_share if share is None else share
