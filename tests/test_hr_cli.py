@@ -310,3 +310,29 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     assert code == 1 and "Traceback" not in output
     assert "is in use" in " ".join(output.split()) and "try again when it ends" in output
     assert applied[0] == 1 and "is in use" in " ".join(applied[1].split())
+
+
+def test_who_plans_lifts_and_applies_is_recorded_and_four_eyes_refuses_the_planner(
+    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADM_HR_FOUR_EYES", "true")
+    monkeypatch.setenv("LOGNAME", "hr.planner")  # the OS user, as getpass reads it
+    strict = Path("strict.toml")
+    mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
+    strict.write_text(mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"))
+    code, _ = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "p.json")
+    plan_id = json.loads(Path("p.json").read_text(encoding="utf-8"))["plan_id"]
+    lift = ("--allow", "manager", "--reason", "reorg", "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id[:8], *lift)  # a prefix of the id names the plan
+    assert code == 1 and "ADM_HR_FOUR_EYES: hr.planner made this plan" in output
+    code, output = hr("apply", plan_id[:8], *lift, "--approved-by", "hr.lead")
+    assert code == 2 and "cannot name another" in output
+    monkeypatch.setenv("LOGNAME", "hr.lead")
+    code, output = hr("apply", plan_id[:8], *lift)
+    assert code == 0, output
+    code, listed = hr("status", plan_id[:8], "--json", "--warehouse", hr_store.path)
+    shown = json.loads(listed)
+    assert (shown["plan_id"], shown["planned_by"], shown["applied_by"]) == (plan_id, "hr.planner", "hr.lead")
+    assert [(lift["kind"], lift["approved_by"]) for lift in shown["lifts"]] == [("manager", "hr.lead")]
+    code, listed = hr("status", "--json", "--warehouse", hr_store.path)
+    assert [plan["plan_id"] for plan in json.loads(listed)["plans"]] == [plan_id]

@@ -19,13 +19,12 @@ from emulator.server import EmulatorServer
 from pipelines.hr.dagster import hr_drop_folder, hr_sync
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
-from pipelines.hr.workflow import PlanRequest, plan_upload, refresh
+from pipelines.hr.workflow import PlanRequest, plan_upload
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_safety import leaves
+from tests.test_hr_safety import rows_before_leaving
 from tests.test_hr_support import (
     MAPPING,
-    apply,
     plan,
     row_of,
     step_failure,
@@ -166,17 +165,11 @@ def test_a_broken_folder_setting_is_a_sensor_error_not_a_silent_skip(tmp_path: P
 def test_an_export_older_than_the_services_changes_does_not_put_them_back_unattended(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    rows = user_rows()
-    before = {row["employee_id"]: dict(row) for row in rows}
-    left = leaves(rows)[:14]
-    for row in left:  # 14 terminations, within the threshold of 25: applied
-        row["status"] = "Terminated"
-    made = plan(hr_store, write_users(tmp_path / "terminations.csv", left)).plan
-    assert made is not None and apply(hr_store, adm, made.plan_id).outcomes == {"applied": 14}
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    # 14 terminations (within the threshold of 25), then last week's export taken before them, dropped
+    # with its modification time kept.
+    earlier = rows_before_leaving(hr_store, adm, tmp_path / "terminations.csv", 14)
     written = writes(server)
-    # Last week's export, taken before the terminations, dropped with its modification time kept.
-    old = write_users(tmp_path / "inbox" / "export.csv", [before[row["employee_id"]] for row in left])
+    old = write_users(tmp_path / "inbox" / "export.csv", earlier)
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
 

@@ -231,17 +231,26 @@ def run_unattended(adm: AdmClientResource, store: WarehouseResource, path: Path)
     )
 
 
+def rows_before_leaving(
+    store: WarehouseResource, adm: AdmClientResource, path: Path, count: int
+) -> list[Row]:
+    """Deactivate ``count`` employees (applied, the warehouse refreshed); their rows as an export taken
+    before that shows them."""
+    rows = user_rows()
+    before = {row["employee_id"]: dict(row) for row in rows}
+    left = leaves(rows)[:count]
+    deactivate(store, adm, path, left)
+    return [before[row["employee_id"]] for row in left]
+
+
 def test_the_sensor_does_not_apply_a_30_percent_reactivation(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    rows = user_rows()
-    before = {row["employee_id"]: dict(row) for row in rows}
-    left = leaves(rows)[:90]
-    deactivate(hr_store, adm, tmp_path / "terminations.csv", left)
+    old = rows_before_leaving(hr_store, adm, tmp_path / "terminations.csv", 90)
     written = writes(server)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    path = write_users(inbox / "last_month.csv", [before[row["employee_id"]] for row in left])
+    path = write_users(inbox / "last_month.csv", old)
     result = run_unattended(adm, hr_store, path)
     # Red, in one line saying why and how a person applies it: nobody watches an unattended run.
     step, why = step_failure(result)

@@ -73,6 +73,10 @@ class StoredPlan:
     """The limits, window and tenant size the plan was checked with (None: planned before migration 0010)."""
     apply_error: str | None = None
     """Why the latest apply stopped before settling every entity (None: it ran to its end)."""
+    planned_by: str | None = None
+    """Who made the plan (None: made before migration 0014)."""
+    applied_by: str | None = None
+    """Who ran its latest apply (None: not applied)."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +112,8 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     try:
         con.execute(
             "INSERT INTO hr_plans (plan_id, tenant_id, created_at, source_files, snapshot_run_id, "
-            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, thresholds) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, thresholds, planned_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 plan.plan_id,
                 plan.tenant_id,
@@ -122,6 +126,7 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
                 json.dumps(plan.blocked),
                 json.dumps(_counts(plan)),
                 json.dumps(_thresholds(plan)),
+                plan.planned_by,
             ],
         )
         _insert_allowances(con, plan.plan_id, plan.allowed, plan.approved_by, plan.created_at)
@@ -272,8 +277,8 @@ def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int
 
 _PLAN_COLUMNS = (
     "SELECT plan_id, tenant_id, created_at, status, snapshot_run_id, snapshot_at, source_files, "
-    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error "
-    "FROM hr_plans"
+    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error, planned_by, "
+    "applied_by FROM hr_plans"
 )
 
 
@@ -293,6 +298,8 @@ def _stored(row: tuple[Any, ...]) -> StoredPlan:
         applied_at=row[11],
         thresholds=json.loads(row[12]) if row[12] is not None else None,
         apply_error=row[13],
+        planned_by=row[14],
+        applied_by=row[15],
     )
 
 
@@ -395,14 +402,15 @@ def set_plan_status(
     run_id: str,
     now: datetime,
     error: str | None = None,
+    actor: str | None = None,
 ) -> None:
-    """Move a plan to ``applying`` (stamping the run), ``incomplete`` or ``applied`` (stamping the end and
-    ``error``: why the apply stopped, None when it ran to its end)."""
+    """Move a plan to ``applying`` (stamping the run and who runs it, ``actor``), ``incomplete`` or
+    ``applied`` (stamping the end and ``error``: why the apply stopped, None when it ran to its end)."""
     if status == PlanStatus.APPLYING:
         con.execute(
-            "UPDATE hr_plans SET status = ?, apply_run_id = ?, "
+            "UPDATE hr_plans SET status = ?, apply_run_id = ?, applied_by = ?, "
             "apply_started_at = coalesce(apply_started_at, ?) WHERE plan_id = ?",
-            [status, run_id, now, plan_id],
+            [status, run_id, actor, now, plan_id],
         )
     else:
         con.execute(

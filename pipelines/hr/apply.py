@@ -143,13 +143,14 @@ def apply_plan(
     run_id: str,
     max_age: timedelta = DEFAULT_MAX_AGE,
     now: datetime | None = None,
+    actor: str | None = None,
 ) -> ApplyReport:
-    """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day;
-    every entity's outcome is journaled in the warehouse. An error that stops the apply (a 401, a 403, ...)
-    leaves the plan ``incomplete`` with the error, and is raised."""
+    """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day,
+    recorded as run by ``actor``; every entity's outcome is journaled in the warehouse. An error that
+    stops the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
     moment = now or datetime.now(UTC)
     check_applicable(plan, max_age, moment)
-    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC))
+    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC), actor=actor)
     journal = Journal(con, plan.plan_id, run_id, moment.date())
     try:
         report = _passes(con, client, plan, journal)

@@ -10,6 +10,7 @@ blocked by safety thresholds. The service's token is never printed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,10 @@ from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import (
+    overdue,
+    pending_summary,
+    plan_detail,
+    plan_summary,
     print_apply,
     print_journal,
     print_pending,
@@ -41,6 +46,7 @@ from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.workflow import (
+    FourEyesError,
     PlanOutcome,
     PlanRequest,
     RefreshFailedError,
@@ -166,10 +172,11 @@ def plan_command(
         _mapping(mapping, encoding, delimiter, date_format),
         strict,
         _allowances(allow_kind, reason),
-        approved_by or os_user(),
-        settings.hr_max_invalid_share,
-        as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
-        allow_old_export,
+        approved_by=_approver(approved_by, settings),
+        planned_by=os_user(),
+        max_invalid_share=settings.hr_max_invalid_share,
+        as_of=as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
+        allow_old_export=allow_old_export,
     )
     if refresh_first:
         with service_for(settings) as (settings, embedded):
@@ -204,9 +211,8 @@ def apply_command(
     stored = _stored(store.file, plan_id)
     plan_id = stored.plan_id
     if allow_kind:
-        stored = _allow(
-            console, store.file, plan_id, _allowances(allow_kind, reason), approved_by or os_user()
-        )
+        approver = _approver(approved_by, settings)
+        stored = _allow(console, store.file, plan_id, _allowances(allow_kind, reason), approver)
     with service_for(settings) as (settings, embedded):
         _note(console, embedded)
         # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
@@ -277,12 +283,13 @@ def status_command(
         bool,
         typer.Option(
             "--problems",
-            help="Only what needs attention: plans blocked, applying, incomplete or expired; entities not "
-            "applied.",
+            help="Only what needs attention: plans blocked, applying, incomplete or expired; dated changes "
+            "overdue; entities not applied.",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the same as JSON (for scripts).")] = False,
 ) -> None:
-    """List the latest plans, or show one plan's entities and their outcomes."""
+    """List the latest plans and pending dated changes, or show one plan's entities and their outcomes."""
     console = hr_console()
     settings = settings_or_exit(warehouse)
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
@@ -291,17 +298,35 @@ def status_command(
         if plan_id is None:
             plans = list_plans(con, tenant, limit)
             old = {plan.plan_id for plan in plans if expired(plan, max_age, now)}
+            pending = pending_changes(con, tenant)
             if problems:
                 plans = [plan for plan in plans if plan.status in TROUBLED or plan.plan_id in old]
+                pending = [change for change in pending if overdue(change, now.date())]
+            if as_json:
+                _print_json(
+                    {
+                        "plans": [plan_summary(p, p.plan_id in old) for p in plans],
+                        "pending": [pending_summary(change, now.date()) for change in pending],
+                    }
+                )
+                return
             print_plans(console, plans, old)
-            print_pending(console, pending_changes(con, tenant))
+            print_pending(console, pending, now.date())
             return
         plan = _loaded(con, plan_id)
-        plan_id = plan.plan_id
-        entries = journal_entries(con, plan_id)
+        entries = journal_entries(con, plan.plan_id)
         if problems:
             entries = [entry for entry in entries if entry.status != EntityStatus.APPLIED]
-        print_journal(console, plan, allowances(con, plan_id), entries)
+        lifts = allowances(con, plan.plan_id)
+    if as_json:
+        _print_json(plan_detail(plan, expired(plan, max_age, now), lifts, entries))
+        return
+    print_journal(console, plan, lifts, entries)
+
+
+def _print_json(document: object) -> None:
+    """A JSON document on standard output, unstyled (for scripts)."""
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
 
 
 @hr_app.command("show")
@@ -337,7 +362,7 @@ def revert_command(
     console = hr_console()
     path = warehouse_resource(settings_or_exit(warehouse)).file
     try:
-        revert = revert_stored(path, _stored(path, plan_id).plan_id, _mapping(mapping))
+        revert = revert_stored(path, _stored(path, plan_id).plan_id, _mapping(mapping), planned_by=os_user())
     except (NotRevertibleError, StaleWarehouseError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
@@ -355,8 +380,8 @@ def show_plan(
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
         outcome = plan_upload(warehouse, request)
-    except StaleWarehouseError as error:
-        console.print(f"[red]{error}[/]")
+    except (StaleWarehouseError, FourEyesError) as error:
+        console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     print_problems(console, outcome.validation.problems, limit)
     for path in write_error_reports(outcome.validation, request.mapping, errors):
@@ -393,6 +418,15 @@ def _mapping(
         raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter/--date-format") from None
 
 
+def _approver(named: str | None, settings: SyncSettings) -> str:
+    """Who lifts thresholds: ``--approved-by``, else the OS user. Under ``ADM_HR_FOUR_EYES`` only the OS
+    user: a name typed for someone else would defeat the rule."""
+    if settings.hr_four_eyes and named and named.casefold() != os_user().casefold():
+        message = "ADM_HR_FOUR_EYES: the approver is who runs the command; --approved-by cannot name another"
+        raise typer.BadParameter(message, param_hint="--approved-by")
+    return named or os_user()
+
+
 def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
     if not kinds:
         return {}
@@ -412,7 +446,7 @@ def _allow(
     """Lift ``kinds`` for a plan; a plan that began applying keeps its lifts, and nothing is applied."""
     try:
         return allow(warehouse, plan_id, kinds, approved_by)
-    except AllowancesFinalError as error:
+    except (AllowancesFinalError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
 

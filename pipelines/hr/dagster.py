@@ -51,6 +51,7 @@ from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
+    FourEyesError,
     PlanOutcome,
     PlanRequest,
     allow,
@@ -66,7 +67,7 @@ from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.hr_status import PlanStatus
-from warehouse.hr_store import AllowancesFinalError, StoredPlan
+from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
 from warehouse.locks import LockBusyError
 
 DEFAULT_REPORTS = "data/hr/reports"
@@ -139,12 +140,12 @@ def hr_plan(
     """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
     be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
     if config.approve_plan_id:
-        stored = _approve(config, warehouse)
+        stored = _approve(config, warehouse, run_actor(context))
         plan_id, blocked = stored.plan_id, stored.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
         why = _blocked(plan_id, blocked)
     else:
-        plan, metadata = _plan(config, adm, warehouse)
+        plan, metadata = _plan(config, adm, warehouse, run_actor(context))
         plan_id = plan.plan_id
         yield dg.Output(plan_id, "plan_id", metadata=metadata)
         why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
@@ -152,6 +153,19 @@ def hr_plan(
         context.log.warning(why)
         raise dg.Failure(description=why, metadata={"plan_id": plan_id})
     yield dg.Output(plan_id, "approved")
+
+
+def run_actor(context: dg.OpExecutionContext) -> str:
+    """Who a run acts for, as the audit names them: the user who launched it (Dagster+ tags runs with
+    ``user``), else its sensor or schedule, else the code location's OS user (open-source Dagster knows
+    no users: a run launched from its UI can only be told apart by the run id, kept apart)."""
+    tags = context.run.tags
+    if tags.get("user"):
+        return tags["user"]
+    for tag, what in (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule")):
+        if tags.get(tag):
+            return f"{what} {tags[tag]}"
+    return os_user()
 
 
 def _blocked(plan_id: str, blocked: list[str]) -> str | None:
@@ -180,10 +194,10 @@ def _unattended_refusal(config: HrSyncConfig, plan_id: str, metadata: dict[str, 
 
 
 def _plan(
-    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
+    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource, actor: str
 ) -> tuple[Plan, dict[str, Any]]:
-    """Plan the configured files, writing error reports; returns the plan and the run's metadata about
-    it. A refused upload fails the op (with the same metadata but the plan)."""
+    """Plan the configured files as ``actor``, writing error reports; returns the plan and the run's
+    metadata about it. A refused upload fails the op (with the same metadata but the plan)."""
     tenant_id = config.tenant_id or load_settings().sync_tenants[0]
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
@@ -199,6 +213,7 @@ def _plan(
             tenant_id,
             mapping,
             config.strict,
+            planned_by=actor,
             # Unattended runs never plan an old export: nobody would see what it puts back.
             allow_old_export=config.allow_old_export and not config.unattended,
         )
@@ -235,22 +250,25 @@ def _plan_metadata(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
-    """Lift the configured kinds (default: every blocked kind) of a stored plan, with the reason."""
+def _approve(config: HrSyncConfig, warehouse: WarehouseResource, actor: str) -> StoredPlan:
+    """Lift the configured kinds (default: every blocked kind) of a stored plan (its id or a unique
+    prefix), with the reason, as ``config.approved_by`` or else ``actor``."""
     if config.unattended:
         raise dg.Failure(
             description="an unattended run never approves a plan: run hr_sync with approve_plan_id"
         )
-    plan_id = str(config.approve_plan_id)
-    kinds = config.allow or stored_plan(warehouse.file, plan_id).blocked
-    if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
-        return stored_plan(warehouse.file, plan_id)
-    if kinds and not (config.reason or "").strip():
-        raise dg.Failure(description="approving a blocked plan needs a reason")
-    approver = config.approved_by or os_user()
     try:
-        return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
-    except AllowancesFinalError as error:
+        stored = stored_plan(warehouse.file, str(config.approve_plan_id))
+        kinds = config.allow or stored.blocked
+        if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
+            return stored
+        if not (config.reason or "").strip():
+            raise dg.Failure(description="approving a blocked plan needs a reason")
+        if load_settings().hr_four_eyes and config.approved_by:
+            raise dg.Failure(description="ADM_HR_FOUR_EYES: the approver is who launches the run")
+        approver = config.approved_by or actor
+        return allow(warehouse.file, stored.plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
+    except (AllowancesFinalError, FourEyesError, PlanNotFoundError) as error:
         raise dg.Failure(description=str(error)) from None
 
 
@@ -265,7 +283,7 @@ def hr_apply(
     context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
         try:
-            report = apply_stored(warehouse.file, plan_id, client, context.run_id)
+            report = apply_stored(warehouse.file, plan_id, client, context.run_id, actor=run_actor(context))
         except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
             raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
@@ -363,9 +381,12 @@ def _folder_config(folder: DropFolder, path: Path) -> HrSyncConfig:
     )
 
 
+# Running from the start: it only refreshes the warehouse after applies (a stopped one leaves the next plan
+# refused as stale). The drop-folder sensor starts stopped: a folder nobody set up applies nothing.
 @dg.sensor(
     job_name=NIGHTLY_JOB,
     minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="After each hr_sync run that applied (green or red), the tenant's incremental sync.",
 )
 def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResult:
@@ -390,9 +411,12 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
 
 
 # Targeted by name, like the sensors (see above).
+# Running from the start: it applies only changes a person approved when their plan was applied, on their
+# day; stopped, dated terminations would silently never happen.
 @dg.schedule(
     job_name="hr_sync",
     cron_schedule=DUE_CRON,
+    default_status=dg.DefaultScheduleStatus.RUNNING,
     execution_timezone="UTC",
     description="Applies the HR plans whose dated changes (effective dates) have come due.",
 )

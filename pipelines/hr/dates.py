@@ -133,7 +133,7 @@ def _evidence(file: CsvFile, column: str, formats: Sequence[str]) -> _Evidence:
         return found
     key = column_key(column)
     for row in file.rows:
-        value = row.values.get(key, "").strip()
+        value = (row.value(column) or "").strip()
         if not value or key in row.dates or excel_serial(value):
             continue
         own, other = _formatted(value, formats), _formatted(value, others)

@@ -121,6 +121,8 @@ class Plan:
     allowed: dict[str, str] = field(default_factory=dict)
     approved_by: str = ""
     """Who lifted the ``allowed`` kinds (when any are)."""
+    planned_by: str = ""
+    """Who made the plan (an OS user, or a Dagster run's launcher, sensor or schedule)."""
     status: str = "ready"
     named: set[tuple[EntityKind, str]] = field(default_factory=set)
     """Every service record a valid row names, changed or not: the latest upload decides its future, so
@@ -161,6 +163,7 @@ def make_plan(
     *,
     earlier: Mapping[Watched, set[EntityKey]],
     approved_by: str = "",
+    planned_by: str = "",
 ) -> Plan:
     """Plan the valid rows of ``validation`` against ``snapshot``; thresholds, counted with the ``earlier``
     plans of their window, decide the status. ``allowed`` (kind -> reason) are lifted by ``approved_by``."""
@@ -185,6 +188,7 @@ def make_plan(
         population=snapshot.population,
         earlier=earlier,
         approved_by=approved_by if allowed else "",
+        planned_by=planned_by,
         named={(row.kind, row.entity_id) for row in valid if row.entity_id},
     )
     apply_allowances(plan, mapping, allowed)
@@ -204,6 +208,16 @@ def _entity(row: HrRow, snapshot: Snapshot, disable_option: str, today: date) ->
     assert row.entity_id is not None
     current = (snapshot.user_values if row.kind == "user" else snapshot.group_values)[row.entity_id]
     desired = dict(row.desired)
+    ends = desired.get("termination_date")
+    if (
+        row.kind == "user"
+        and desired.get("status") == "ACTIVE"
+        and isinstance(ends, str)
+        and ends > str(today)
+    ):
+        # A pending leaver (Workday's "Active" with a termination date to come): active until that day,
+        # then inactive; the status change is dated on it (`_dated`).
+        desired["status"] = "INACTIVE"
     if row.kind == "group" and desired.get("status") in INACTIVE:
         # E3 takes the fate of the group's associations with a deactivation; the mapping decides it.
         desired["disable_option"] = disable_option

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable
-from datetime import UTC
+from dataclasses import asdict
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any
 
@@ -146,15 +147,78 @@ def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[s
     console.print(table)
 
 
-def print_pending(console: Console, pending: list[PendingChange]) -> None:
-    """The changes waiting for their effective date, soonest first (nothing when none wait)."""
+def overdue(change: PendingChange, today: date) -> bool:
+    """Whether a dated change should have been applied already: its day is past and it still waits
+    (``hr_apply_due`` stopped, or no ``hr apply-due`` ran)."""
+    return change.effective_on < today
+
+
+def print_pending(console: Console, pending: list[PendingChange], today: date) -> None:
+    """The changes waiting for their effective date, soonest first, overdue ones marked (nothing when
+    none wait)."""
     if not pending:
         return
     rows = [
-        (f"{p.effective_on}", p.entity_kind, p.hr_key, p.field, p.after_label, p.plan_id) for p in pending
+        (
+            f"{p.effective_on}" + (" OVERDUE" if overdue(p, today) else ""),
+            p.entity_kind,
+            p.hr_key,
+            p.field,
+            p.after_label,
+            p.plan_id,
+        )
+        for p in pending
     ]
     header = ("effective", "entity", "HR key", "field", "after", "plan")
     console.print(_table("Pending changes (applied on their day by `hr apply-due`)", header, rows))
+
+
+def plan_summary(plan: StoredPlan, is_expired: bool) -> dict[str, Any]:
+    """A stored plan as `hr status --json` lists it."""
+    return {
+        "plan_id": plan.plan_id,
+        "tenant_id": plan.tenant_id,
+        "created_at": plan.created_at.isoformat(),
+        "status": plan.status.value,
+        "expired": is_expired,
+        "planned_by": plan.planned_by,
+        "applied_by": plan.applied_by,
+        "applied_at": plan.applied_at.isoformat() if plan.applied_at else None,
+        "blocked": plan.blocked,
+        "allowed": plan.allowed,
+        "counts": plan.counts,
+        "sources": plan.sources,
+        "apply_error": plan.apply_error,
+    }
+
+
+def pending_summary(change: PendingChange, today: date) -> dict[str, Any]:
+    """A change waiting for its day, as `hr status --json` lists it."""
+    return asdict(change) | {
+        "effective_on": change.effective_on.isoformat(),
+        "overdue": overdue(change, today),
+    }
+
+
+def plan_detail(
+    plan: StoredPlan, is_expired: bool, lifts: list[Allowance], entries: list[JournalEntry]
+) -> dict[str, Any]:
+    """One plan as `hr status PLAN_ID --json` shows it: its summary, lifts and every entity's outcome."""
+    return plan_summary(plan, is_expired) | {
+        "lifts": [asdict(lift) for lift in lifts],
+        "entities": [
+            {
+                "entity_kind": entry.entity.kind,
+                "entity_id": entry.entity.entity_id,
+                "hr_key": entry.entity.hr_key,
+                "status": entry.status.value,
+                "writes": entry.write_count,
+                "updated_at": entry.updated_at.isoformat(),
+                "message": entry.message,
+            }
+            for entry in entries
+        ],
+    }
 
 
 def print_journal(
@@ -162,6 +226,9 @@ def print_journal(
 ) -> None:
     """One plan's status: who lifted which threshold and why, and every entity's outcome."""
     heading(console, plan.plan_id, plan.tenant_id, plan.status)
+    console.print(
+        f"Planned by {escape(plan.planned_by or 'unknown')}; applied by {escape(plan.applied_by or '-')}"
+    )
     for lift in lifts:
         when = f"{lift.approved_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         console.print(

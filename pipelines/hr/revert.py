@@ -66,8 +66,11 @@ class Revert:
     partial: list[Left] = field(default_factory=list)
 
 
-def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None) -> Revert:
-    """Build, check and store the revert of an applied plan against a fresh enough warehouse. Raises
+def revert_stored(
+    warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None, planned_by: str = ""
+) -> Revert:
+    """Build, check and store the revert of an applied plan against a fresh enough warehouse, as planned
+    by ``planned_by``. Raises
     `NotRevertibleError`, `warehouse.hr_store.PlanNotFoundError` or
     `pipelines.hr.snapshot.StaleWarehouseError`."""
     moment = now or datetime.now(UTC)
@@ -83,6 +86,7 @@ def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: dateti
         # Counted with the window like any plan: reverting in small plans evades no threshold either.
         earlier = window_entities(con, applied.tenant_id, mapping.thresholds, moment, None)
         revert = revert_plan(applied, journal_entries(con, plan_id), snapshot, mapping, moment, earlier)
+        revert.plan.planned_by = planned_by
         save_plan(con, revert.plan)
         return revert
     finally:

@@ -11,6 +11,7 @@ resolved to ids against the warehouse in `pipelines.hr.resolve`.
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -44,7 +45,7 @@ _RULES = {
 value check the email's)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class HrRow:
     """One row of an HR file: where it is, its key, what it asks for, and what it matches."""
 
@@ -58,7 +59,7 @@ class HrRow:
     desired: Values = field(default_factory=dict)
     """Field -> value the row asks for; references hold ids once resolved. Blank cells are absent."""
     references: dict[str, list[str]] = field(default_factory=dict)
-    """Reference field -> HR keys or names as written."""
+    """Reference field -> HR keys or names as written, until resolved (`pipelines.hr.resolve`)."""
     entity_id: str | None = None
     """The service record the row matches; None when it needs creation."""
     effective_on: date | None = None
@@ -114,7 +115,7 @@ def _check_cell(row: HrRow, mapping: EntityMapping, name: str, value: str) -> No
     elif formula_prefixed(value, phone=name == "mobile_phone"):
         row.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
     else:
-        row.cells[name] = unicodedata.normalize("NFC", value)
+        row.cells[name] = sys.intern(unicodedata.normalize("NFC", value))
 
 
 def _check_tenant(row: HrRow, mapping: EntityMapping, tenant_id: str) -> None:
@@ -204,11 +205,12 @@ def _validated(row: HrRow, mapping: EntityMapping, scalars: dict[str, str], tena
 
 
 def _plain(value: object) -> str:
+    """A validated value as the plan holds it, interned (most repeat from row to row)."""
     if isinstance(value, Enum):
-        return str(value.value)
+        return sys.intern(str(value.value))
     if isinstance(value, datetime):
-        return value.date().isoformat()
-    return str(value)
+        return sys.intern(value.date().isoformat())
+    return sys.intern(str(value))
 
 
 def _split(value: str, name: str, separator: str) -> list[str]:

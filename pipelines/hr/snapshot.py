@@ -7,6 +7,7 @@ case-insensitively with runs of spaces collapsed; a name shared by two records i
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class Snapshot:
         """A snapshot of records read one at a time (``users`` may stream from the warehouse)."""
         snapshot = cls(tenant_id, run, {}, groups, positions)
         for user in users:
-            snapshot.user_values[user.id] = user_values(user)
+            snapshot.user_values[user.id] = compact(user_values(user))
             snapshot.user_names[user.id] = user.name
             snapshot.updated_on[("user", user.id)] = user.updated_on
             snapshot.roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
@@ -127,6 +128,19 @@ class Snapshot:
     def population(self) -> dict[EntityKind, int]:
         """How many users and groups the tenant has (thresholds' shares are of these)."""
         return {"user": len(self.user_values), "group": len(self.groups)}
+
+
+def compact(values: Values) -> Values:
+    """``values`` with their text interned: a tenant's users share most of it (statuses, types, dates,
+    the ids of managers, positions, groups and roles), which a 50,000-user snapshot then holds once."""
+    return {
+        name: [sys.intern(item) for item in value] if isinstance(value, list) else _interned(value)
+        for name, value in values.items()
+    }
+
+
+def _interned(value: str | None) -> str | None:
+    return sys.intern(value) if value is not None else None
 
 
 def _text(value: Value) -> str | None:

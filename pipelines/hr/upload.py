@@ -24,7 +24,15 @@ from pathlib import Path
 from openpyxl import load_workbook
 from openpyxl.utils.exceptions import InvalidFileException
 
-from pipelines.hr.csv_input import CsvFile, CsvRow, column_key, header_names, parse_csv, read_bytes
+from pipelines.hr.csv_input import (
+    CsvFile,
+    CsvRow,
+    column_key,
+    column_positions,
+    header_names,
+    parse_csv,
+    read_bytes,
+)
 from pipelines.hr.problems import Problem
 
 XLSX_MAGIC = b"PK\x03\x04"
@@ -72,6 +80,7 @@ def _sheet(path: Path, digest: str, rows: Iterable[tuple[Cell, ...]]) -> CsvFile
     if not any(header):
         return CsvFile(path, digest, problems=[Problem(str(path), 0, "", "empty_file", "no header row")])
     keys = [column_key(name) for name in header]
+    positions = column_positions(header)
     found: list[CsvRow] = []
     problems: list[Problem] = []
     for line, values in numbered:
@@ -83,7 +92,7 @@ def _sheet(path: Path, digest: str, rows: Iterable[tuple[Cell, ...]]) -> CsvFile
             problems.append(Problem(str(path), line, "", "field_count", message))
         cells = (cells + [""] * len(header))[: max(len(header), len(cells))]
         dates = {key: day for key, cell in zip(keys, values, strict=False) if (day := _day(cell))}
-        found.append(CsvRow(line, cells, dict(zip(keys, cells, strict=False)), dates))
+        found.append(CsvRow(line, cells, positions, dates))
     return CsvFile(path, digest, header, found, problems)
 
 

@@ -57,9 +57,16 @@ from warehouse.hr_store import (
     window_plans,
 )
 
+PLAN_MEMORY_LIMIT = "32MB"
+"""DuckDB's memory limit while planning (see `plan_upload`)."""
+
 
 class RefreshFailedError(Exception):
     """The extract run before planning failed; the warehouse is unchanged."""
+
+
+class FourEyesError(ValueError):
+    """``ADM_HR_FOUR_EYES``: a plan's thresholds are lifted by someone other than its planner."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class PlanRequest:
     """Watched change kinds to lift for this plan -> the reason recorded with it."""
     approved_by: str = ""
     """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
+    planned_by: str = ""
+    """Who makes the plan (the CLI: the OS user; Dagster: the run's launcher, sensor or schedule)."""
     max_invalid_share: float | None = None
     """A larger share of invalid rows refuses the upload; None: ``ADM_HR_MAX_INVALID_SHARE``."""
     as_of: datetime | None = None
@@ -106,9 +115,13 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
     moment = now or datetime.now(UTC)
     checked_allowances(request.allow)
+    if request.allow:
+        four_eyes(request.planned_by, request.approved_by)
     options = request.mapping.csv
     files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
-    con = connect(warehouse)
+    # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
+    # users are scanned in batches; a large buffer would only hold pages never read again).
+    con = connect(warehouse, memory_limit=PLAN_MEMORY_LIMIT)
     try:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
@@ -130,6 +143,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
             moment,
             earlier=earlier,
             approved_by=request.approved_by,
+            planned_by=request.planned_by,
         )
         save_plan(con, plan)
         return PlanOutcome(validation, plan)
@@ -173,10 +187,19 @@ def allow(
     moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
+        four_eyes(load_plan(con, plan_id).planned_by, approved_by)
         record_allowances(con, plan_id, lifted, approved_by, moment)
         return recheck_thresholds(con, plan_id, moment)
     finally:
         con.close()
+
+
+def four_eyes(planned_by: str | None, approved_by: str) -> None:
+    """Under ``ADM_HR_FOUR_EYES``, refuse a lift by the plan's own planner (`FourEyesError`)."""
+    if load_settings().hr_four_eyes and (planned_by or "").casefold() == approved_by.casefold():
+        raise FourEyesError(
+            f"ADM_HR_FOUR_EYES: {approved_by} made this plan, so another person must lift its thresholds"
+        )
 
 
 def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: datetime) -> StoredPlan:
@@ -240,14 +263,17 @@ def apply_stored(
     run_id: str,
     max_age: timedelta | None = None,
     now: datetime | None = None,
+    actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
-    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled."""
+    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled. The apply
+    is recorded as run by ``actor`` (default: the OS user)."""
     age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
     moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
-        return apply_plan(con, client, recheck_thresholds(con, plan_id, moment), run_id, age, moment)
+        plan = recheck_thresholds(con, plan_id, moment)
+        return apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
     finally:
         con.close()
 
