@@ -18,7 +18,7 @@ from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.users import UpdateUserEntities
 from pipelines.hr.apply import ApplyReport, PlanNotApplicableError
-from pipelines.hr.dagster import hr_apply_due
+from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
 from pipelines.hr.plan import Plan
@@ -246,3 +246,6 @@ def test_a_dated_change_past_its_day_is_flagged_overdue(
     [late] = json.loads(output)["pending"]
     assert (late["hr_key"], late["field"], late["overdue"]) == (leaver(), "status", True)
     assert "OVERDUE" in hr("status", "--problems", "--warehouse", hr_store.path)[1]
+    check = hr_dated_changes_on_time(warehouse=hr_store)  # the Dagster check says so too
+    assert isinstance(check, dg.AssetCheckResult) and not check.passed
+    assert check.description and check.description.startswith("1 dated HR change(s) overdue")

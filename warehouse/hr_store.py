@@ -105,6 +105,11 @@ class PendingChange:
     after_label: str
     effective_on: date
 
+    def overdue(self, today: date) -> bool:
+        """Whether the change should have been applied already: its day is past and it still waits
+        (``hr_apply_due`` stopped, or no ``hr apply-due`` ran)."""
+        return self.effective_on < today
+
 
 def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     """Store a plan, its items and its entities (all ``planned``) in one transaction."""

@@ -30,7 +30,6 @@ from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import (
-    overdue,
     pending_summary,
     plan_detail,
     plan_summary,
@@ -301,7 +300,7 @@ def status_command(
             pending = pending_changes(con, tenant)
             if problems:
                 plans = [plan for plan in plans if plan.status in TROUBLED or plan.plan_id in old]
-                pending = [change for change in pending if overdue(change, now.date())]
+                pending = [change for change in pending if change.overdue(now.date())]
             if as_json:
                 _print_json(
                     {

@@ -32,6 +32,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, model_validator
 
+from pipelines.assets import table_key
 from pipelines.bindings import warehouse_resource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
@@ -57,6 +58,7 @@ from pipelines.hr.workflow import (
     allow,
     apply_stored,
     os_user,
+    overdue_changes,
     plan_upload,
     plans_due,
     refresh,
@@ -78,6 +80,8 @@ FILE_TAG = "adm/hr_file_sha256"
 FOLDER_TAG = "adm/hr_drop_folder"
 """The drop folder (``.`` for ``ADM_HR_DROP_DIR`` itself) the file of a sensor's run was dropped in."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+CHECK_CRON = "0 6 * * *"
+"""When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
 DUE_CRON = "0 5 * * *"
 """When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
 weekly full refresh (03:00), so an apply does not wait for their commits."""
@@ -440,6 +444,48 @@ def hr_apply_due(context: dg.ScheduleEvaluationContext) -> dg.SkipReason | list[
     ]
 
 
-HR_JOBS = [hr_sync]
+@dg.asset_check(
+    asset=table_key("users"),
+    name="hr_dated_changes_on_time",
+    description="No dated HR change (a termination on its day) waits past its day: hr_apply_due applies "
+    "them each morning; a change still waiting after its day means it stopped or failed.",
+)
+def hr_dated_changes_on_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """Fails while any dated change's day has passed and it still waits, naming each."""
+    late = overdue_changes(warehouse.file, datetime.now(UTC).date())
+    shown = [
+        f"{c.entity_kind} {c.hr_key} {c.field} -> {c.after_label} on {c.effective_on} (plan {c.plan_id})"
+        for c in late
+    ]
+    advice = "run hr_sync with approve_plan_id, or authority-sync hr apply-due"
+    return dg.AssetCheckResult(
+        passed=not late,
+        description=f"{len(late)} dated HR change(s) overdue: {advice}" if late else "none overdue",
+        metadata={"overdue": len(late), "changes": dg.MetadataValue.json(shown[:50])},
+    )
+
+
+hr_dated_changes_check = dg.define_asset_job(
+    "hr_dated_changes_check",
+    selection=dg.AssetSelection.checks(hr_dated_changes_on_time),
+    description="Evaluates hr_dated_changes_on_time; launched each morning by its schedule.",
+)
+
+
+# An hour after hr_apply_due, running from the start: what that schedule left waiting turns red.
+@dg.schedule(
+    job=hr_dated_changes_check,
+    cron_schedule=CHECK_CRON,
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Checks that no dated HR change waits past its day.",
+)
+def hr_dated_changes_check_schedule() -> dg.RunRequest:
+    """One evaluation of the overdue check a day."""
+    return dg.RunRequest()
+
+
+HR_JOBS: "list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition]" = [hr_sync, hr_dated_changes_check]
 HR_SENSORS = [hr_drop_folder, hr_refresh_after_apply]
-HR_SCHEDULES = [hr_apply_due]
+HR_SCHEDULES = [hr_apply_due, hr_dated_changes_check_schedule]
+HR_CHECKS = [hr_dated_changes_on_time]

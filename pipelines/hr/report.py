@@ -147,12 +147,6 @@ def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[s
     console.print(table)
 
 
-def overdue(change: PendingChange, today: date) -> bool:
-    """Whether a dated change should have been applied already: its day is past and it still waits
-    (``hr_apply_due`` stopped, or no ``hr apply-due`` ran)."""
-    return change.effective_on < today
-
-
 def print_pending(console: Console, pending: list[PendingChange], today: date) -> None:
     """The changes waiting for their effective date, soonest first, overdue ones marked (nothing when
     none wait)."""
@@ -160,7 +154,7 @@ def print_pending(console: Console, pending: list[PendingChange], today: date) -
         return
     rows = [
         (
-            f"{p.effective_on}" + (" OVERDUE" if overdue(p, today) else ""),
+            f"{p.effective_on}" + (" OVERDUE" if p.overdue(today) else ""),
             p.entity_kind,
             p.hr_key,
             p.field,
@@ -196,7 +190,7 @@ def pending_summary(change: PendingChange, today: date) -> dict[str, Any]:
     """A change waiting for its day, as `hr status --json` lists it."""
     return asdict(change) | {
         "effective_on": change.effective_on.isoformat(),
-        "overdue": overdue(change, today),
+        "overdue": change.overdue(today),
     }
 
 

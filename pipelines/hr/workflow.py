@@ -16,7 +16,7 @@ import getpass
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -46,10 +46,12 @@ from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
 from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import (
+    PendingChange,
     StoredPlan,
     due_plans,
     find_plan,
     load_plan,
+    pending_changes,
     plan_changes,
     record_allowances,
     record_blocked,
@@ -274,6 +276,15 @@ def apply_stored(
     try:
         plan = recheck_thresholds(con, plan_id, moment)
         return apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
+    finally:
+        con.close()
+
+
+def overdue_changes(warehouse: Path, today: date) -> list[PendingChange]:
+    """The dated changes (of every tenant) whose day is past while they still wait."""
+    con = connect(warehouse)
+    try:
+        return [change for change in pending_changes(con, None) if change.overdue(today)]
     finally:
         con.close()
 
