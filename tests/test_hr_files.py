@@ -6,11 +6,15 @@ the real extract."""
 from __future__ import annotations
 
 import csv
+import unicodedata
 from datetime import date
 from pathlib import Path
 
+import httpx
 import pytest
 
+from emulator.scale import DEMO_TENANT_ID
+from emulator.server import EmulatorServer
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import SAMPLES, CsvOptions, Mapping, MappingError, load_mapping, with_file_options
@@ -18,8 +22,11 @@ from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
+from pipelines.hr.workflow import refresh
+from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_rows
+from tests.test_hr_apply import adm_headers
+from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_id, user_rows
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -230,3 +237,33 @@ def test_a_utf8_bom_wins_over_another_encoding_setting(tmp_path: Path) -> None:
     (report,) = write_error_reports(check(export(tmp_path / "users.csv", rows)), MAPPING, tmp_path / "out")
     result = check(report, with_csv(encoding="cp1252"))
     assert [row.cells.get("first_name") for row in result.rows] == ["Zoë"]
+
+
+def test_a_name_in_another_unicode_form_is_no_change_and_is_written_composed(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    # The service holds "José" decomposed (typed on a Mac); HR's export has it composed, and back.
+    decomposed, composed = unicodedata.normalize("NFD", "José"), unicodedata.normalize("NFC", "José")
+    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+        body = {"tenantId": DEMO_TENANT_ID, "firstName": decomposed}
+        http.patch(f"/auth/v1/user/update-entities/{user_id('E100010')}", json=body).raise_for_status()
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    rows = renamed_rows()[:1]
+    for form in (composed, decomposed):
+        rows[0].update(first_name=form, last_name=row_of(user_rows(), "E100010")["last_name"])
+        made = plan(hr_store, export(tmp_path / "users.csv", rows)).plan
+        assert made is not None and made.entities == [], form  # the same name: nothing to write
+    rows[0]["first_name"] = unicodedata.normalize("NFD", "Zoë")
+    made = plan(hr_store, export(tmp_path / "users.csv", rows)).plan
+    assert made is not None
+    assert [(c.field, c.after) for c in made.entities[0].changes] == [("first_name", "Zoë")]
+    assert made.entities[0].changes[0].after == unicodedata.normalize("NFC", "Zoë")
+
+
+def test_the_error_report_uses_the_uploads_delimiter(tmp_path: Path) -> None:
+    rows = renamed_rows()
+    rows[0]["email"] = "broken"
+    first = check(export(tmp_path / "users.csv", rows, delimiter=";"))
+    (report,) = write_error_reports(first, MAPPING, tmp_path / "reports")
+    header = report.read_text(encoding="utf-8-sig").splitlines()[0]
+    assert header.split(";")[:2] == HEADER[:2] and "," not in header
