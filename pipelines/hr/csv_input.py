@@ -37,6 +37,7 @@ from typing import TextIO
 
 from models.base import PHONE_PATTERN
 from pipelines.hr.problems import Problem
+from warehouse.files import PRIVATE_UMASK
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 """Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection")."""
@@ -286,12 +287,17 @@ def safe_cell(value: str, phone: bool = False) -> str:
     return f"{ESCAPE}{value}" if formula_prefixed(value.strip(), phone) else value
 
 
+PRIVATE_FILE = 0o666 & ~PRIVATE_UMASK
+"""0600: what `warehouse.files` makes every new file; `private_file` makes an existing one so too."""
+
+
 def private_file(path: Path, encoding: str = "utf-8", newline: str | None = None) -> TextIO:
-    """``path`` opened to write text, readable and writable by its owner only (0600): plans and error
-    reports hold personal data. An existing file is truncated and made private too."""
+    """``path`` opened to write text, readable and writable by its owner only: plans and error reports
+    hold personal data. An existing file (an error report written before, under another umask) is
+    truncated and made private too, which the process's umask alone would not do."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)  # O_CREAT's mode applies only to a file it creates
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    os.fchmod(descriptor, PRIVATE_FILE)  # O_CREAT's mode applies only to a file it creates
     return open(descriptor, "w", encoding=encoding, newline=newline)  # noqa: PTH123 - a descriptor
 
 
