@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.hr.dagster import HR_JOBS, HR_SCHEDULES, HR_SENSORS
+from pipelines.hr.dagster import HR_CHECKS, HR_JOBS, HR_SCHEDULES, HR_SENSORS
 from pipelines.location import sync_definitions
 from pipelines.settings import load_settings
 
 defs = dg.Definitions.merge(
     sync_definitions(load_settings()),
-    dg.Definitions(jobs=HR_JOBS, sensors=HR_SENSORS, schedules=HR_SCHEDULES),
+    dg.Definitions(jobs=HR_JOBS, sensors=HR_SENSORS, schedules=HR_SCHEDULES, asset_checks=HR_CHECKS),
 )

@@ -83,6 +83,8 @@ ACCEPTS: dict[str, str] = {
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
     "hr_plan_max_age_hours": "a number of hours above 0",
+    "hr_max_invalid_share": "a share from 0 to 1 (e.g. 0.1)",
+    "hr_four_eyes": "true or false",
 }
 """What each setting accepts, as the one-line error says it."""
 
@@ -161,6 +163,10 @@ class SyncSettings(BaseSettings):
     hr_drop_dir: Path = Path("data/hr/inbox")
     hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = 72.0
     """An HR plan older than this is not applied (plan the files again)."""
+    hr_max_invalid_share: Annotated[float, Field(ge=0, le=1)] = 0.10
+    """An HR upload with a larger share of invalid rows is refused (nothing planned): a wrong file."""
+    hr_four_eyes: bool = False
+    """Refuse a threshold lift by the person who made the plan (approver and planner must differ)."""
     tenant_tokens: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)

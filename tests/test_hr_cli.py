@@ -20,13 +20,13 @@ from pipelines.cli import app
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, faults, row_of, user_rows, write_users, writes
+from tests.test_hr_support import MAPPING, demo_files, faults, row_of, user_rows, write_users, writes
 from warehouse.commit import connect
 from warehouse.hr_store import allowances
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
+DEMO = [str(path) for path in demo_files()]
 
 
 @pytest.fixture
@@ -111,8 +111,14 @@ def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: War
     strict.write_text(
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict))
+    code, output = hr(
+        "plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "b.json"
+    )
     assert code == 3 and "Blocked by safety thresholds: manager" in output
+    # Applying it is blocked the same way, with the same exit code the docs give.
+    blocked = json.loads(Path("b.json").read_text(encoding="utf-8"))["plan_id"]
+    code, output = hr("apply", blocked, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 3 and "blocked by safety thresholds (manager)" in output
     allowed = ("--allow", "manager", "--reason", "reorg")
     code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), *allowed)
     assert code == 0 and "allowed: reorg" in output
@@ -304,3 +310,29 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     assert code == 1 and "Traceback" not in output
     assert "is in use" in " ".join(output.split()) and "try again when it ends" in output
     assert applied[0] == 1 and "is in use" in " ".join(applied[1].split())
+
+
+def test_who_plans_lifts_and_applies_is_recorded_and_four_eyes_refuses_the_planner(
+    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADM_HR_FOUR_EYES", "true")
+    monkeypatch.setenv("LOGNAME", "hr.planner")  # the OS user, as getpass reads it
+    strict = Path("strict.toml")
+    mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
+    strict.write_text(mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"))
+    code, _ = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "p.json")
+    plan_id = json.loads(Path("p.json").read_text(encoding="utf-8"))["plan_id"]
+    lift = ("--allow", "manager", "--reason", "reorg", "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id[:8], *lift)  # a prefix of the id names the plan
+    assert code == 1 and "ADM_HR_FOUR_EYES: hr.planner made this plan" in output
+    code, output = hr("apply", plan_id[:8], *lift, "--approved-by", "hr.lead")
+    assert code == 2 and "cannot name another" in output
+    monkeypatch.setenv("LOGNAME", "hr.lead")
+    code, output = hr("apply", plan_id[:8], *lift)
+    assert code == 0, output
+    code, listed = hr("status", plan_id[:8], "--json", "--warehouse", hr_store.path)
+    shown = json.loads(listed)
+    assert (shown["plan_id"], shown["planned_by"], shown["applied_by"]) == (plan_id, "hr.planner", "hr.lead")
+    assert [(lift["kind"], lift["approved_by"]) for lift in shown["lifts"]] == [("manager", "hr.lead")]
+    code, listed = hr("status", "--json", "--warehouse", hr_store.path)
+    assert [plan["plan_id"] for plan in json.loads(listed)["plans"]] == [plan_id]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,11 @@ from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_
 from pipelines.hr.mapping import SAMPLES
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import faults, user_rows, write_users, writes
+from tests.test_hr_support import demo_files, faults, step_failure, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = [str(SAMPLES / "demo_users.csv"), str(SAMPLES / "demo_groups.csv")]
+DEMO = [str(path) for path in demo_files()]
 
 
 def run(
@@ -134,8 +135,14 @@ def test_a_blocked_plan_waits_for_approval_by_id(
     strict.write_text(
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
-    first = run(adm, hr_store, HrSyncConfig(files=DEMO, mapping=str(strict), errors_dir=str(tmp_path)))
-    assert first.success and writes(server) == {}
+    config = HrSyncConfig(files=DEMO, mapping=str(strict), errors_dir=str(tmp_path))
+    first = run(adm, hr_store, config, raise_on_error=False)
+    # Red in one line, the same whichever way the plan came: blocked is not done.
+    assert (
+        step_failure(first)[0] == "hr_plan"
+        and "blocked by safety thresholds (manager)" in step_failure(first)[1]
+    )
+    assert writes(server) == {}
     plan_id = first.output_for_node("hr_plan", "plan_id")
     with pytest.raises(dg.Failure, match="needs a reason"):
         run(adm, hr_store, HrSyncConfig(approve_plan_id=plan_id))
@@ -181,9 +188,10 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
+    content = b"Employee ID\nE100010\n"
     drop = tmp_path / "users.csv"
-    drop.write_bytes(b"Employee ID\nE100010\n")
-    digest = hashlib.sha256(drop.read_bytes()).hexdigest()
+    drop.write_bytes(content)
+    digest = hashlib.sha256(content).hexdigest()
     instance = dg.DagsterInstance.ephemeral()
     cursor: list[str | None] = [None]
 
@@ -203,17 +211,23 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
         config = {"ops": {"hr_plan": {"config": {"files": [str(drop)]}}}}
         instance.create_run_for_job(hr_sync, run_config=config, tags=tags, status=status)
 
-    def dropped_again() -> None:
-        later = drop.stat().st_mtime + 5
+    def drop_again() -> None:
+        drop.write_bytes(content)
+        later = max(drop.stat().st_mtime, time.time()) + 5
         os.utime(drop, (later, later))
 
     assert settled_tick() == [digest]
     finished(digest, dg.DagsterRunStatus.FAILURE)
-    assert settled_tick() == []  # a failed run is not retried on its own
-    dropped_again()
+    assert settled_tick() == []  # a failed run is not retried on its own: its file goes to failed/
+    assert not drop.exists() and [
+        path.name.endswith("-users.csv") for path in (tmp_path / "failed").iterdir()
+    ]
+    drop_again()
     assert settled_tick() == [f"{digest}.2"]  # dropping the file again retries it
     finished(f"{digest}.2", dg.DagsterRunStatus.SUCCESS)
-    dropped_again()
+    assert settled_tick() == [] and not drop.exists()  # done: filed in processed/
+    assert len(list((tmp_path / "processed").iterdir())) == 1
+    drop_again()
     assert settled_tick() == []  # once a run of the content succeeded, the same content does nothing
 
 

@@ -5,18 +5,20 @@ lists what waits. Real HTTP against the emulator, a real warehouse; time moves t
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.users import UpdateUserEntities
 from pipelines.hr.apply import ApplyReport, PlanNotApplicableError
-from pipelines.hr.dagster import hr_apply_due
+from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
 from pipelines.hr.plan import Plan
@@ -203,3 +205,47 @@ def test_the_nightly_schedule_requests_a_run_for_each_plan_come_due(
     [request] = on_the_day
     assert request.run_key == f"hr_due:{made.plan_id}:{LEAVING}"
     assert request.run_config["ops"]["hr_plan"]["config"]["approve_plan_id"] == made.plan_id
+
+
+def test_an_active_row_with_a_termination_date_to_come_schedules_the_deactivation(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    # Workday's pending leaver: still "Active" today, with the day they leave.
+    rows = user_rows()
+    row_of(rows, leaver()).update(status="Active", termination_date=LEAVING.isoformat())
+    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
+    assert made is not None
+    [entity] = made.entities
+    assert {(c.field, c.after, c.effective_on) for c in entity.changes} == {
+        ("status", "INACTIVE", LEAVING),
+        ("termination_date", LEAVING.isoformat(), None),
+    }
+    assert apply_on(hr_store, adm, made.plan_id, NOW.date()).status == PlanStatus.SCHEDULED
+    assert apply_on(hr_store, adm, made.plan_id, LEAVING).status == PlanStatus.APPLIED
+    assert current(server, "user", user_id(leaver()))["status"] == "INACTIVE"
+
+
+def test_a_dated_change_past_its_day_is_flagged_overdue(
+    service_env: Path,  # noqa: F811 - the fixture imported above
+    hr_store: WarehouseResource,
+    tmp_path: Path,
+) -> None:
+    made = termination_plan(hr_store, tmp_path)
+    code, output = hr("apply", made.plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 0 and "scheduled 1" in output, output
+    code, output = hr("status", "--problems", "--json", "--warehouse", hr_store.path)
+    assert code == 0 and json.loads(output)["pending"] == []  # waiting for its day is no problem
+    # As if applied three days ago for a day two days ago, with no apply since (the schedule stopped).
+    past = NOW.date() - timedelta(days=2)
+    with duckdb.connect(hr_store.path) as con:
+        dated = "UPDATE hr_plan_items SET effective_on = ? WHERE plan_id = ? AND field = 'status'"
+        con.execute(dated, [past, made.plan_id])
+        earlier = [past - timedelta(days=1), made.plan_id]
+        con.execute("UPDATE hr_plan_entities SET written_through = ? WHERE plan_id = ?", earlier)
+    code, output = hr("status", "--problems", "--json", "--warehouse", hr_store.path)
+    [late] = json.loads(output)["pending"]
+    assert (late["hr_key"], late["field"], late["overdue"]) == (leaver(), "status", True)
+    assert "OVERDUE" in hr("status", "--problems", "--warehouse", hr_store.path)[1]
+    check = hr_dated_changes_on_time(warehouse=hr_store)  # the Dagster check says so too
+    assert isinstance(check, dg.AssetCheckResult) and not check.passed
+    assert check.description and check.description.startswith("1 dated HR change(s) overdue")

@@ -6,20 +6,27 @@ the real extract."""
 from __future__ import annotations
 
 import csv
+import unicodedata
 from datetime import date
 from pathlib import Path
 
+import httpx
 import pytest
 
-from pipelines.hr.csv_input import read_csv
+from emulator.scale import DEMO_TENANT_ID
+from emulator.server import EmulatorServer
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import SAMPLES, CsvOptions, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
+from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
+from pipelines.hr.workflow import refresh
+from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_rows
+from tests.test_hr_apply import adm_headers
+from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_id, user_rows
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -62,7 +69,7 @@ def with_csv(**options: str | None) -> Mapping:
 
 def check(path: Path, mapping: Mapping = MAPPING) -> Validation:
     """Validate one file against the seeded tenant, read as the mapping says."""
-    file = read_csv(path, mapping.csv.encoding, mapping.csv.delimiter)
+    file = read_upload(path, mapping.csv.encoding, mapping.csv.delimiter)
     return validate([file], mapping, seeded_snapshot(), TODAY)
 
 
@@ -159,7 +166,7 @@ def test_two_rows_resolving_to_one_user_are_a_named_problem_on_both(
     outcome = plan(hr_store, export(tmp_path / "users.csv", [row_of(rows, "E100011"), by_id, by_email]))
     found = {(p.line, p.column, p.rule) for p in outcome.validation.problems}
     assert found == {(3, "Employee ID", "duplicate_target"), (4, "Work Email", "duplicate_target")}
-    assert outcome.plan is not None and outcome.plan.entities == []
+    assert outcome.plan is None and "ADM_HR_MAX_INVALID_SHARE" in str(outcome.refusal)
 
 
 def test_an_email_differing_only_in_case_is_no_change(hr_store: WarehouseResource, tmp_path: Path) -> None:
@@ -216,10 +223,11 @@ def test_a_quote_never_closed_is_refused_at_a_physical_line(tmp_path: Path) -> N
     path = tmp_path / "users.csv"
     # The open quote swallows the rest of the file into one cell, past the csv module's field limit.
     tail = "".join(f"E1{number:05},Ann\n" for number in range(20_000))
-    path.write_text(f'{",".join(HEADER)}\nE100010,"Ann\n{tail}', encoding="utf-8")
+    path.write_text(f'{",".join(HEADER)}\nE100011,Bo\nE100010,"Ann\n{tail}', encoding="utf-8")
     problems = check(path).problems
     assert [p.rule for p in problems] == ["csv_syntax"]
-    assert problems[0].line > 2 and "field larger than field limit" in problems[0].message
+    # Reading stopped past the field limit, far below; the problem names where the quoted cell began.
+    assert problems[0].line == 3 and "field larger than field limit" in problems[0].message
 
 
 def test_a_utf8_bom_wins_over_another_encoding_setting(tmp_path: Path) -> None:
@@ -229,3 +237,33 @@ def test_a_utf8_bom_wins_over_another_encoding_setting(tmp_path: Path) -> None:
     (report,) = write_error_reports(check(export(tmp_path / "users.csv", rows)), MAPPING, tmp_path / "out")
     result = check(report, with_csv(encoding="cp1252"))
     assert [row.cells.get("first_name") for row in result.rows] == ["Zoë"]
+
+
+def test_a_name_in_another_unicode_form_is_no_change_and_is_written_composed(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    # The service holds "José" decomposed (typed on a Mac); HR's export has it composed, and back.
+    decomposed, composed = unicodedata.normalize("NFD", "José"), unicodedata.normalize("NFC", "José")
+    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+        body = {"tenantId": DEMO_TENANT_ID, "firstName": decomposed}
+        http.patch(f"/auth/v1/user/update-entities/{user_id('E100010')}", json=body).raise_for_status()
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    rows = renamed_rows()[:1]
+    for form in (composed, decomposed):
+        rows[0].update(first_name=form, last_name=row_of(user_rows(), "E100010")["last_name"])
+        made = plan(hr_store, export(tmp_path / "users.csv", rows)).plan
+        assert made is not None and made.entities == [], form  # the same name: nothing to write
+    rows[0]["first_name"] = unicodedata.normalize("NFD", "Zoë")
+    made = plan(hr_store, export(tmp_path / "users.csv", rows)).plan
+    assert made is not None
+    assert [(c.field, c.after) for c in made.entities[0].changes] == [("first_name", "Zoë")]
+    assert made.entities[0].changes[0].after == unicodedata.normalize("NFC", "Zoë")
+
+
+def test_the_error_report_uses_the_uploads_delimiter(tmp_path: Path) -> None:
+    rows = renamed_rows()
+    rows[0]["email"] = "broken"
+    first = check(export(tmp_path / "users.csv", rows, delimiter=";"))
+    (report,) = write_error_reports(first, MAPPING, tmp_path / "reports")
+    header = report.read_text(encoding="utf-8-sig").splitlines()[0]
+    assert header.split(";")[:2] == HEADER[:2] and "," not in header

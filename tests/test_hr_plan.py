@@ -13,18 +13,19 @@ import pytest
 
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.hr.apply import PlanNotApplicableError
-from pipelines.hr.csv_input import read_csv
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.kinds import Watched
-from pipelines.hr.mapping import SAMPLES, Mapping
+from pipelines.hr.mapping import Mapping
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import ThresholdLimit
+from pipelines.hr.upload import read_upload
 from pipelines.hr.workflow import PlanRequest, allow, plan_upload, refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import (
     MAPPING,
     apply,
+    demo_files,
     plan,
     row_of,
     user_rows,
@@ -33,7 +34,7 @@ from tests.test_hr_support import (
 
 pytest_plugins = ["tests.test_hr_support"]
 
-DEMO = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+DEMO = demo_files()
 
 
 def test_the_demo_export_plans_every_kind_of_hr_event(hr_store: WarehouseResource) -> None:
@@ -73,7 +74,7 @@ def test_a_plan_is_stored_with_its_sources_and_every_before_and_after(hr_store: 
         ).fetchall()
     assert row is not None
     sources = {Path(source["file"]).name: source["sha256"] for source in json.loads(row[1])}
-    assert sources == {path.name: read_csv(path).sha256 for path in DEMO}
+    assert sources == {path.name: read_upload(path).sha256 for path in DEMO}
     assert (row[0], row[2], json.loads(row[3])["invalid_rows"]) == (DEMO_TENANT_ID, "ready", 8)
     email = next(item for item in items if item[2] == "email")
     assert json.loads(email[3]).endswith("@acme.example.com")
@@ -120,7 +121,7 @@ def test_the_error_report_holds_the_original_columns_and_is_safe(
     assert set(reports) == {"demo_users.errors.csv", "demo_groups.errors.csv"}
     with reports["demo_users.errors.csv"].open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    header = read_csv(DEMO[0]).header
+    header = read_upload(DEMO[0]).header
     assert list(rows[0]) == [*header, "hr_sync_line", "hr_sync_errors"]
     assert len(rows) == 7
     injected = next(row for row in rows if "formula_injection" in row["hr_sync_errors"])

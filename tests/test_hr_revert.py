@@ -89,3 +89,28 @@ def test_only_an_applied_plan_can_be_reverted(
 
     with pytest.raises(NotRevertibleError, match="only an applied or incomplete plan"):
         revert_stored(hr_store.file, made.plan_id, MAPPING)
+
+
+def test_the_revert_of_a_termination_with_a_date_restores_the_status_and_says_what_it_keeps(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    row_of(rows, leaver()).update(status="Terminated", termination_date="2026-01-15")
+    made = plan(hr_store, write_users(tmp_path / "u.csv", [row_of(rows, leaver())])).plan
+    assert made is not None and apply(hr_store, adm, made.plan_id).outcomes == {"applied": 1}
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+
+    revert = revert_stored(hr_store.file, made.plan_id, MAPPING)
+
+    # Said before anything is applied: the date cannot be emptied (E1 refuses null); the status is restored.
+    assert [(part.entity.hr_key, part.reason) for part in revert.partial] == [
+        (leaver(), "termination_date stays 2026-01-15 (the service cannot empty a field)")
+    ]
+    (entity,) = revert.plan.entities
+    assert [(c.field, c.after, c.kind) for c in entity.changes] == [
+        ("status", "ACTIVE", ChangeKind.REACTIVATION)
+    ]
+    assert revert.plan.counts == {"reactivation": 1}
+    assert apply(hr_store, adm, revert.plan.plan_id).outcomes == {"applied": 1}
+    after = current(server, "user", user_id(leaver()))
+    assert (after["status"], after["termination_date"]) == ("ACTIVE", "2026-01-15")

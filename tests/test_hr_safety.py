@@ -22,7 +22,16 @@ from pipelines.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, Threshol
 from pipelines.hr.workflow import allow, refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, apply, plan, seeded_state, user_rows, write_users, writes
+from tests.test_hr_support import (
+    MAPPING,
+    apply,
+    plan,
+    seeded_state,
+    step_failure,
+    user_rows,
+    write_users,
+    writes,
+)
 from warehouse.commit import connect
 from warehouse.hr_store import AllowancesFinalError, allowances, load_plan
 
@@ -218,25 +227,36 @@ def run_unattended(adm: AdmClientResource, store: WarehouseResource, path: Path)
         run_config=stable.run_requests[0].run_config,
         resources={"adm": adm, "warehouse": store},
         instance=instance,
+        raise_on_error=False,
     )
+
+
+def rows_before_leaving(
+    store: WarehouseResource, adm: AdmClientResource, path: Path, count: int
+) -> list[Row]:
+    """Deactivate ``count`` employees (applied, the warehouse refreshed); their rows as an export taken
+    before that shows them."""
+    rows = user_rows()
+    before = {row["employee_id"]: dict(row) for row in rows}
+    left = leaves(rows)[:count]
+    deactivate(store, adm, path, left)
+    return [before[row["employee_id"]] for row in left]
 
 
 def test_the_sensor_does_not_apply_a_30_percent_reactivation(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
-    rows = user_rows()
-    before = {row["employee_id"]: dict(row) for row in rows}
-    left = leaves(rows)[:90]
-    deactivate(hr_store, adm, tmp_path / "terminations.csv", left)
+    old = rows_before_leaving(hr_store, adm, tmp_path / "terminations.csv", 90)
     written = writes(server)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    path = write_users(inbox / "last_month.csv", [before[row["employee_id"]] for row in left])
+    path = write_users(inbox / "last_month.csv", old)
     result = run_unattended(adm, hr_store, path)
-    assert result.success
+    # Red, in one line saying why and how a person applies it: nobody watches an unattended run.
+    step, why = step_failure(result)
+    assert (step, "blocked by safety thresholds (reactivation" in why) == ("hr_plan", True)
     assert writes(server) == written
-    applying = [event.event_type_value for event in result.all_node_events if event.step_key == "hr_apply"]
-    assert applying == ["STEP_SKIPPED"]
+    assert not any(event.step_key == "hr_apply" for event in result.all_node_events)
     con = connect(hr_store.file)
     try:
         stored = load_plan(con, result.output_for_node("hr_plan", "plan_id"))
@@ -249,7 +269,7 @@ def test_an_unattended_run_never_applies_a_plan_over_a_threshold_nor_approves(
     hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
     result = drop_deactivations(adm, hr_store, tmp_path)
-    assert result.success and writes(server) == {}
+    assert not result.success and writes(server) == {}
     plan_id = result.output_for_node("hr_plan", "plan_id")
     approve = HrSyncConfig(approve_plan_id=plan_id, reason="sensor", unattended=True)
     with pytest.raises(dg.Failure, match="never approves"):
@@ -269,13 +289,14 @@ def drop_deactivations(
 
 
 def run_attended(
-    adm: AdmClientResource, store: WarehouseResource, config: HrSyncConfig
+    adm: AdmClientResource, store: WarehouseResource, config: HrSyncConfig, raise_on_error: bool = True
 ) -> dg.ExecuteInProcessResult:
     """``hr_sync`` run by a person with ``config``."""
     return hr_sync.execute_in_process(
         run_config=dg.RunConfig(ops={"hr_plan": config}),
         resources={"adm": adm, "warehouse": store},
         instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=raise_on_error,
     )
 
 
@@ -315,3 +336,52 @@ def test_terminating_a_manager_with_active_reports_is_not_planned(
     assert [(p.line, p.column, p.rule) for p in outcome.validation.problems] == [
         (2, "Employment Status", "inactive_manager")
     ]
+
+
+def test_an_approved_mass_change_does_not_block_an_unrelated_plan_of_its_window(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    # 70 last names rewritten (a fifth of the tenant: total is over), lifted with a reason and applied.
+    rows = user_rows()
+    for row in rows[:70]:
+        row["last_name"] = f"{row['last_name']}-Hale"[:20]
+    first = planned(hr_store, write_users(tmp_path / "names.csv", rows[:70]))
+    assert first.blocked == ["total"]
+    allow(hr_store.file, first.plan_id, {"total": "surname fix, signed off"}, "hr.lead")
+    assert apply(hr_store, adm, first.plan_id).status == "applied"
+    refresh(DEMO_TENANT_ID, adm, hr_store)
+    # A single promotion in the same window is not blocked by what was approved.
+    later = user_rows()[200]
+    later["positions"] = "Buyer" if later["positions"] != "Buyer" else "Analyst"
+    made = planned(hr_store, write_users(tmp_path / "promotion.csv", [later]))
+    assert made.counts == {"position": 1}
+    assert (made.status, check_of(made, "total").earlier) == ("ready", 0)
+
+
+def test_a_dropped_file_with_rejected_rows_is_a_red_run_that_applies_nothing(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    rows = leaves(user_rows())[:40]
+    for row in rows[:3]:  # three terminations HR dated before the hire: rejected
+        row.update(status="Terminated", termination_date="2001-01-01")
+    for row in rows[3:5]:  # two promotions: valid
+        row["positions"] = "Buyer" if row["positions"] != "Buyer" else "Controller"
+    (tmp_path / "inbox").mkdir()
+    result = run_unattended(adm, hr_store, write_users(tmp_path / "inbox" / "u.csv", rows))
+    step, why = step_failure(result)
+    assert step == "hr_plan" and why.startswith("3 row(s) of the file were rejected")
+    assert writes(server) == {}  # not the two valid changes either: a file applies whole, or waits
+
+
+def test_a_mostly_invalid_upload_is_refused_not_planned(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    rows = user_rows()[:40]
+    for row in rows[4:]:  # 90% of the rows: another system's export, emails in the wrong column
+        row["email"] = row["first_name"]
+    path = write_users(tmp_path / "u.csv", rows)
+    outcome = plan(hr_store, path)
+    assert outcome.plan is None
+    assert "36 of 40 rows are invalid (90%), more than ADM_HR_MAX_INVALID_SHARE (10%)" in str(outcome.refusal)
+    result = run_attended(adm, hr_store, HrSyncConfig(files=[str(path)], errors_dir=str(tmp_path)), False)
+    assert step_failure(result) == ("hr_plan", outcome.refusal)

@@ -9,12 +9,14 @@ exactly what an extract would give.
 from __future__ import annotations
 
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
+import dagster as dg
 import httpx
 import pytest
 
@@ -39,7 +41,7 @@ from pipelines.hr.demo_export import (
     export_users,
     write_export,
 )
-from pipelines.hr.mapping import Mapping, load_mapping
+from pipelines.hr.mapping import SAMPLES, Mapping, load_mapping
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
 from resources.client import AdmClient
@@ -49,6 +51,17 @@ from tests.conftest import set_faults
 from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
+
+
+@cache
+def demo_files() -> tuple[Path, Path]:
+    """Fresh copies of the shipped demo exports (users, org units): as exports they are as old as their
+    modification time, and a checkout's may be older than an export may be."""
+    folder = Path(tempfile.mkdtemp(prefix="hr-demo-"))
+    users, groups = folder / "demo_users.csv", folder / "demo_groups.csv"
+    for path in (users, groups):
+        shutil.copy(SAMPLES / path.name, path)
+    return users, groups
 
 
 @cache
@@ -89,7 +102,9 @@ def seeded_snapshot() -> Snapshot:
     users = {key: User.model_validate(render.user(state, key)) for key in state.users}
     groups = {key: Group.model_validate(render.group(state, key)) for key in state.groups}
     positions = {key: str(record["positionName"]) for key, record in state.positions.items()}
-    return Snapshot(DEMO_TENANT_ID, SyncRun("seed", SEED_EPOCH, SEED_EPOCH), users, groups, positions)
+    return Snapshot.build(
+        DEMO_TENANT_ID, SyncRun("seed", SEED_EPOCH, SEED_EPOCH), users.values(), groups, positions
+    )
 
 
 def user_id(employee_id: str) -> str:
@@ -158,6 +173,14 @@ def writes(server: EmulatorServer) -> dict[str, int]:
     """The emulator's applied writes per entity (``user:<id>``, ``group:<id>``)."""
     counted: dict[str, int] = httpx.get(f"{server.base_url}/_admin/stats").json()["writes"]
     return counted
+
+
+def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, str]:
+    """(step, description) of a Dagster run's failed step: the one line the run shows."""
+    event = next(event for event in result.all_events if event.is_step_failure)
+    data = event.step_failure_data
+    description = data.user_failure_data.description if data.user_failure_data else None
+    return str(event.step_key), description or data.error.message if data.error else description or ""
 
 
 def faults(server: EmulatorServer, **config: object) -> None:

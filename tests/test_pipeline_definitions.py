@@ -27,6 +27,7 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "nightly_sync_schedule",
         "weekly_full_refresh_schedule",
         "hr_apply_due",
+        "hr_dated_changes_check_schedule",
     }
     assert {sensor.name for sensor in repository.sensor_defs} == {
         "tenant_freshness_sensor",

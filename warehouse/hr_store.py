@@ -27,8 +27,12 @@ from pipelines.hr.plan import Change, EntityPlan, Plan
 from warehouse.hr_status import EntityStatus, PlanStatus
 
 
-class PlanNotFoundError(KeyError):
-    """No plan has this id."""
+class PlanNotFoundError(LookupError):
+    """No plan has this id (or several start with the prefix given); the message says which."""
+
+
+MIN_PREFIX = 6
+"""The fewest characters of a plan id that name it (when no other plan's id starts with them)."""
 
 
 class JournalClosedError(RuntimeError):
@@ -69,6 +73,10 @@ class StoredPlan:
     """The limits, window and tenant size the plan was checked with (None: planned before migration 0010)."""
     apply_error: str | None = None
     """Why the latest apply stopped before settling every entity (None: it ran to its end)."""
+    planned_by: str | None = None
+    """Who made the plan (None: made before migration 0014)."""
+    applied_by: str | None = None
+    """Who ran its latest apply (None: not applied)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,11 @@ class PendingChange:
     after_label: str
     effective_on: date
 
+    def overdue(self, today: date) -> bool:
+        """Whether the change should have been applied already: its day is past and it still waits
+        (``hr_apply_due`` stopped, or no ``hr apply-due`` ran)."""
+        return self.effective_on < today
+
 
 def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     """Store a plan, its items and its entities (all ``planned``) in one transaction."""
@@ -104,8 +117,8 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     try:
         con.execute(
             "INSERT INTO hr_plans (plan_id, tenant_id, created_at, source_files, snapshot_run_id, "
-            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, thresholds) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, thresholds, planned_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 plan.plan_id,
                 plan.tenant_id,
@@ -118,6 +131,7 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
                 json.dumps(plan.blocked),
                 json.dumps(_counts(plan)),
                 json.dumps(_thresholds(plan)),
+                plan.planned_by,
             ],
         )
         _insert_allowances(con, plan.plan_id, plan.allowed, plan.approved_by, plan.created_at)
@@ -238,8 +252,23 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
     """A stored plan; `PlanNotFoundError` when there is none."""
     row = con.execute(f"{_PLAN_COLUMNS} WHERE plan_id = ?", [plan_id]).fetchone()
     if row is None:
-        raise PlanNotFoundError(plan_id)
+        raise PlanNotFoundError(f"no plan {plan_id}")
     return _stored(row)
+
+
+def find_plan(con: duckdb.DuckDBPyConnection, text: str) -> StoredPlan:
+    """The plan whose id is ``text``, or the only one whose id starts with it (at least `MIN_PREFIX`
+    characters, as people copy a plan id's first part); `PlanNotFoundError` otherwise."""
+    wanted = text.strip().lower()
+    if len(wanted) < MIN_PREFIX:
+        raise PlanNotFoundError(f"no plan {text}: give at least {MIN_PREFIX} characters of its id")
+    rows = con.execute(
+        "SELECT plan_id FROM hr_plans WHERE starts_with(plan_id, ?) ORDER BY plan_id LIMIT 3", [wanted]
+    ).fetchall()
+    if len(rows) > 1 and wanted not in {row[0] for row in rows}:
+        shown = ", ".join(row[0] for row in rows[:2])
+        raise PlanNotFoundError(f"{text} starts several plan ids ({shown}, ...): give more of it")
+    return load_plan(con, rows[0][0] if rows else wanted)
 
 
 def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int) -> list[StoredPlan]:
@@ -253,8 +282,8 @@ def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int
 
 _PLAN_COLUMNS = (
     "SELECT plan_id, tenant_id, created_at, status, snapshot_run_id, snapshot_at, source_files, "
-    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error "
-    "FROM hr_plans"
+    "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error, planned_by, "
+    "applied_by FROM hr_plans"
 )
 
 
@@ -274,6 +303,8 @@ def _stored(row: tuple[Any, ...]) -> StoredPlan:
         applied_at=row[11],
         thresholds=json.loads(row[12]) if row[12] is not None else None,
         apply_error=row[13],
+        planned_by=row[14],
+        applied_by=row[15],
     )
 
 
@@ -341,19 +372,32 @@ def plan_changes(con: duckdb.DuckDBPyConnection, plan_id: str) -> list[tuple[str
     return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
 
 
-def window_changes(
+@dataclass(frozen=True)
+class WindowPlan:
+    """A plan of the thresholds' window: the kinds it lifted, and (change kind, entity kind, entity id)
+    of every change it makes to a service record."""
+
+    lifted: frozenset[str]
+    changes: list[tuple[str, str, str]]
+
+
+def window_plans(
     con: duckdb.DuckDBPyConnection, tenant_id: str, since: datetime, other_than: str | None
-) -> list[tuple[str, str, str]]:
-    """(change kind, entity kind, entity id) of the changes of the tenant's plans that began applying at
-    or after ``since`` (applying, incomplete, scheduled or applied), other than plan ``other_than``."""
+) -> list[WindowPlan]:
+    """The tenant's plans that began applying at or after ``since`` (applying, incomplete, scheduled or
+    applied), other than plan ``other_than``, with their lifted kinds and changes."""
     rows = con.execute(
-        "SELECT DISTINCT i.change_kind, i.entity_kind, i.entity_id FROM hr_plan_items i "
+        "SELECT p.plan_id, any_value(p.allowed_kinds), "
+        "list(DISTINCT [i.change_kind, i.entity_kind, i.entity_id]) FROM hr_plan_items i "
         "JOIN hr_plans p USING (plan_id) WHERE p.tenant_id = ? AND p.apply_started_at >= ? "
         "AND p.status IN ('applying', 'incomplete', 'scheduled', 'applied') AND p.plan_id IS DISTINCT FROM ? "
-        "AND i.entity_id IS NOT NULL",
+        "AND i.entity_id IS NOT NULL GROUP BY p.plan_id ORDER BY p.plan_id",
         [tenant_id, since, other_than],
     ).fetchall()
-    return [(str(kind), str(entity), str(key)) for kind, entity, key in rows]
+    return [
+        WindowPlan(frozenset(json.loads(allowed)), [(str(a), str(b), str(c)) for a, b, c in changes])
+        for _, allowed, changes in rows
+    ]
 
 
 def set_plan_status(
@@ -363,14 +407,15 @@ def set_plan_status(
     run_id: str,
     now: datetime,
     error: str | None = None,
+    actor: str | None = None,
 ) -> None:
-    """Move a plan to ``applying`` (stamping the run), ``incomplete`` or ``applied`` (stamping the end and
-    ``error``: why the apply stopped, None when it ran to its end)."""
+    """Move a plan to ``applying`` (stamping the run and who runs it, ``actor``), ``incomplete`` or
+    ``applied`` (stamping the end and ``error``: why the apply stopped, None when it ran to its end)."""
     if status == PlanStatus.APPLYING:
         con.execute(
-            "UPDATE hr_plans SET status = ?, apply_run_id = ?, "
+            "UPDATE hr_plans SET status = ?, apply_run_id = ?, applied_by = ?, "
             "apply_started_at = coalesce(apply_started_at, ?) WHERE plan_id = ?",
-            [status, run_id, now, plan_id],
+            [status, run_id, actor, now, plan_id],
         )
     else:
         con.execute(

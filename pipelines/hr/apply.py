@@ -83,6 +83,10 @@ class PlanNotApplicableError(Exception):
     """The plan cannot be applied: it was applied already, it expired, or a threshold blocks it."""
 
 
+class PlanBlockedError(PlanNotApplicableError):
+    """A safety threshold blocks the plan: a person lifts it (``--allow KIND --reason TEXT``) or not."""
+
+
 class Written(NamedTuple):
     """One write's outcome: status and message, whether the write was sent to the service, and until when
     its request may still be running there (None: an answer came back, or nothing was sent)."""
@@ -119,7 +123,7 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
         )
     if plan.blocked:
         kinds = ", ".join(plan.blocked)
-        raise PlanNotApplicableError(
+        raise PlanBlockedError(
             f"plan {plan.plan_id} is blocked by safety thresholds ({kinds}): lift a kind with "
             "--allow KIND --reason TEXT after checking the plan"
         )
@@ -139,13 +143,14 @@ def apply_plan(
     run_id: str,
     max_age: timedelta = DEFAULT_MAX_AGE,
     now: datetime | None = None,
+    actor: str | None = None,
 ) -> ApplyReport:
-    """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day;
-    every entity's outcome is journaled in the warehouse. An error that stops the apply (a 401, a 403, ...)
-    leaves the plan ``incomplete`` with the error, and is raised."""
+    """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day,
+    recorded as run by ``actor``; every entity's outcome is journaled in the warehouse. An error that
+    stops the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
     moment = now or datetime.now(UTC)
     check_applicable(plan, max_age, moment)
-    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC))
+    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC), actor=actor)
     journal = Journal(con, plan.plan_id, run_id, moment.date())
     try:
         report = _passes(con, client, plan, journal)

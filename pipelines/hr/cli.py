@@ -10,6 +10,7 @@ blocked by safety thresholds. The service's token is never printed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +26,13 @@ from rich.markup import escape
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import client_resource, warehouse_resource
 from pipelines.cli_support import service_for, settings_or_exit
-from pipelines.hr.apply import PlanNotApplicableError, expired
+from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
 from pipelines.hr.report import (
+    pending_summary,
+    plan_detail,
+    plan_summary,
     print_apply,
     print_journal,
     print_pending,
@@ -41,6 +45,7 @@ from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.workflow import (
+    FourEyesError,
     PlanOutcome,
     PlanRequest,
     RefreshFailedError,
@@ -62,9 +67,9 @@ from warehouse.hr_store import (
     PlanNotFoundError,
     StoredPlan,
     allowances,
+    find_plan,
     journal_entries,
     list_plans,
-    load_plan,
     pending_changes,
     plan_items,
 )
@@ -81,6 +86,13 @@ DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
 SETTLED = frozenset({EntityStatus.APPLIED, EntityStatus.SCHEDULED, EntityStatus.SUPERSEDED})
 """Entity outcomes of an apply that exits 0: applied, waiting for its effective date, or cancelled by a
 later upload."""
+
+
+def hr_console() -> Console:
+    """The console the commands print to: lines are not wrapped, so a plan id (or a message naming one)
+    is never cut or split and can be copied whole from any terminal width."""
+    return Console(soft_wrap=True)
+
 
 hr_app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -118,6 +130,21 @@ def plan_command(
     delimiter: Annotated[
         str | None, typer.Option(help="The cell delimiter (',', ';' or 'tab'); default detected.")
     ] = None,
+    date_format: Annotated[
+        list[str] | None,
+        typer.Option(help="A strptime format of the files' dates (repeatable); default the mapping's."),
+    ] = None,
+    as_of: Annotated[
+        datetime | None,
+        typer.Option(
+            help="When the files were exported (UTC unless an offset is given); default each file's "
+            "modification time.",
+            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"],
+        ),
+    ] = None,
+    allow_old_export: Annotated[
+        bool, typer.Option(help="Plan files older than the mapping's max_export_age_hours.")
+    ] = False,
     tenant: TenantOption = None,
     warehouse: WarehouseOption = None,
     strict: Annotated[bool, typer.Option(help="Refuse the whole upload if any row is invalid.")] = False,
@@ -135,16 +162,20 @@ def plan_command(
     limit: Annotated[int, typer.Option(help="Changes and problems printed at most.")] = 200,
 ) -> None:
     """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant or settings.sync_tenants[0]
     request = PlanRequest(
         tuple(files),
         tenant_id,
-        _mapping(mapping, encoding, delimiter),
+        _mapping(mapping, encoding, delimiter, date_format),
         strict,
         _allowances(allow_kind, reason),
-        approved_by or os_user(),
+        approved_by=_approver(approved_by, settings),
+        planned_by=os_user(),
+        max_invalid_share=settings.hr_max_invalid_share,
+        as_of=as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
+        allow_old_export=allow_old_export,
     )
     if refresh_first:
         with service_for(settings) as (settings, embedded):
@@ -173,14 +204,14 @@ def apply_command(
     ] = True,
 ) -> None:
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     store = warehouse_resource(settings)
     stored = _stored(store.file, plan_id)
+    plan_id = stored.plan_id
     if allow_kind:
-        stored = _allow(
-            console, store.file, plan_id, _allowances(allow_kind, reason), approved_by or os_user()
-        )
+        approver = _approver(approved_by, settings)
+        stored = _allow(console, store.file, plan_id, _allowances(allow_kind, reason), approver)
     with service_for(settings) as (settings, embedded):
         _note(console, embedded)
         # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
@@ -189,6 +220,9 @@ def apply_command(
             try:
                 max_age = timedelta(hours=settings.hr_plan_max_age_hours)
                 report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
+            except PlanBlockedError as error:
+                console.print(f"[red]{escape(str(error))}[/]")
+                raise typer.Exit(BLOCKED) from None
             except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
                 # Service errors carry method, path, status and message: never a header or a token.
                 console.print(f"[red]{escape(str(error))}[/]")
@@ -209,7 +243,7 @@ def apply_due_command(
 ) -> None:
     """Apply the changes of scheduled plans whose effective date has come (what Dagster's
     ``hr_apply_due`` schedule runs every night), then refresh the warehouse."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant or settings.sync_tenants[0]
     store = warehouse_resource(settings)
@@ -248,13 +282,14 @@ def status_command(
         bool,
         typer.Option(
             "--problems",
-            help="Only what needs attention: plans blocked, applying, incomplete or expired; entities not "
-            "applied.",
+            help="Only what needs attention: plans blocked, applying, incomplete or expired; dated changes "
+            "overdue; entities not applied.",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the same as JSON (for scripts).")] = False,
 ) -> None:
-    """List the latest plans, or show one plan's entities and their outcomes."""
-    console = Console()
+    """List the latest plans and pending dated changes, or show one plan's entities and their outcomes."""
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
     now = datetime.now(UTC)
@@ -262,16 +297,35 @@ def status_command(
         if plan_id is None:
             plans = list_plans(con, tenant, limit)
             old = {plan.plan_id for plan in plans if expired(plan, max_age, now)}
+            pending = pending_changes(con, tenant)
             if problems:
                 plans = [plan for plan in plans if plan.status in TROUBLED or plan.plan_id in old]
+                pending = [change for change in pending if change.overdue(now.date())]
+            if as_json:
+                _print_json(
+                    {
+                        "plans": [plan_summary(p, p.plan_id in old) for p in plans],
+                        "pending": [pending_summary(change, now.date()) for change in pending],
+                    }
+                )
+                return
             print_plans(console, plans, old)
-            print_pending(console, pending_changes(con, tenant))
+            print_pending(console, pending, now.date())
             return
         plan = _loaded(con, plan_id)
-        entries = journal_entries(con, plan_id)
+        entries = journal_entries(con, plan.plan_id)
         if problems:
             entries = [entry for entry in entries if entry.status != EntityStatus.APPLIED]
-        print_journal(console, plan, allowances(con, plan_id), entries)
+        lifts = allowances(con, plan.plan_id)
+    if as_json:
+        _print_json(plan_detail(plan, expired(plan, max_age, now), lifts, entries))
+        return
+    print_journal(console, plan, lifts, entries)
+
+
+def _print_json(document: object) -> None:
+    """A JSON document on standard output, unstyled (for scripts)."""
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
 
 
 @hr_app.command("show")
@@ -282,11 +336,11 @@ def show_command(
     limit: Annotated[int, typer.Option(help="Changes printed at most.")] = 200,
 ) -> None:
     """Print a stored plan as it was planned (or write its changes with --csv), at any time later."""
-    console = Console()
+    console = hr_console()
     settings = settings_or_exit(warehouse)
     with _reading(console, settings.warehouse) as con:
         plan = _loaded(con, plan_id)
-        items = plan_items(con, plan_id)
+        items = plan_items(con, plan.plan_id)
     old = expired(plan, timedelta(hours=settings.hr_plan_max_age_hours), datetime.now(UTC))
     print_stored_plan(console, plan, items, limit, old)
     if csv:
@@ -304,17 +358,17 @@ def revert_command(
 ) -> None:
     """Plan the revert of an applied plan: its entities' values from before it, except for an entity
     changed since (listed, left alone). Apply the new plan with `hr apply`."""
-    console = Console()
+    console = hr_console()
     path = warehouse_resource(settings_or_exit(warehouse)).file
     try:
-        revert = revert_stored(path, plan_id, _mapping(mapping))
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+        revert = revert_stored(path, _stored(path, plan_id).plan_id, _mapping(mapping), planned_by=os_user())
     except (NotRevertibleError, StaleWarehouseError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     for left in revert.left:
         console.print(f"Left alone: {left.entity.kind} {escape(left.entity.hr_key)}: {left.reason}")
+    for part in revert.partial:
+        console.print(f"Restored in part: {part.entity.kind} {escape(part.entity.hr_key)}: {part.reason}")
     print_plan(console, revert.plan, limit)
     raise typer.Exit(BLOCKED if revert.plan.blocked else 0)
 
@@ -325,8 +379,8 @@ def show_plan(
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
         outcome = plan_upload(warehouse, request)
-    except StaleWarehouseError as error:
-        console.print(f"[red]{error}[/]")
+    except (StaleWarehouseError, FourEyesError) as error:
+        console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     print_problems(console, outcome.validation.problems, limit)
     for path in write_error_reports(outcome.validation, request.mapping, errors):
@@ -341,20 +395,35 @@ def show_plan(
 def show_demo_plan(console: Console, warehouse: Path) -> None:
     """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
     console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
-    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping())
+    # The sample files describe the seeded tenant as of now, however long ago they were checked out.
+    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping(), as_of=datetime.now(UTC))
     show_plan(console, warehouse, request, warehouse.parent / "hr", limit=60)
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 
 
-def _mapping(path: Path | None, encoding: str | None = None, delimiter: str | None = None) -> Mapping:
+def _mapping(
+    path: Path | None,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+    date_formats: list[str] | None = None,
+) -> Mapping:
     try:
         loaded = load_mapping(path)
     except MappingError as error:
         raise typer.BadParameter(str(error), param_hint="--mapping") from None
     try:
-        return with_file_options(loaded, encoding, delimiter)
+        return with_file_options(loaded, encoding, delimiter, date_formats)
     except MappingError as error:
-        raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter") from None
+        raise typer.BadParameter(str(error), param_hint="--encoding/--delimiter/--date-format") from None
+
+
+def _approver(named: str | None, settings: SyncSettings) -> str:
+    """Who lifts thresholds: ``--approved-by``, else the OS user. Under ``ADM_HR_FOUR_EYES`` only the OS
+    user: a name typed for someone else would defeat the rule."""
+    if settings.hr_four_eyes and named and named.casefold() != os_user().casefold():
+        message = "ADM_HR_FOUR_EYES: the approver is who runs the command; --approved-by cannot name another"
+        raise typer.BadParameter(message, param_hint="--approved-by")
+    return named or os_user()
 
 
 def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
@@ -376,7 +445,7 @@ def _allow(
     """Lift ``kinds`` for a plan; a plan that began applying keeps its lifts, and nothing is applied."""
     try:
         return allow(warehouse, plan_id, kinds, approved_by)
-    except AllowancesFinalError as error:
+    except (AllowancesFinalError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
 
@@ -399,19 +468,21 @@ def _reading(console: Console, path: Path) -> Iterator[duckdb.DuckDBPyConnection
 
 
 def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
+    """The plan of an id or a unique prefix of it; a usage error (exit 2) saying why when there is none."""
     try:
-        return load_plan(con, plan_id)
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+        return find_plan(con, plan_id)
+    except PlanNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
 
 
 def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
+    """`_loaded`, opening the warehouse for it."""
     try:
         return stored_plan(warehouse, plan_id)
-    except PlanNotFoundError:
-        raise typer.BadParameter(f"no plan {plan_id}", param_hint="PLAN_ID") from None
+    except PlanNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
     except LockBusyError as error:  # another apply or a sync holds the warehouse
-        Console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
+        hr_console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
         raise typer.Exit(1) from None
 
 

@@ -1,5 +1,7 @@
-"""Reading HR exports: a header row, quoted fields (which may span lines), the encoding and delimiter HR's
-system writes.
+"""Reading HR CSV exports: a header row, quoted fields (which may span lines), the encoding, delimiter and
+line ends HR's system writes (CRLF, LF, or CR alone as old Mac exports do). Parsing is strict: a quoted
+cell that never closes refuses the file, naming the line where that cell began (leniently read, it would
+swallow the rest of the file into one cell and drop every later row without a word).
 
 The encoding is a setting (``[csv] encoding`` or ``--encoding``): UTF-8 with or without BOM by default,
 ``cp1252`` or ``latin-1`` (or any Python codec name) for exports of older HR systems. The delimiter is
@@ -9,8 +11,8 @@ and surrounding spaces.
 
 The standard library's reader is used rather than pandas: it reports the physical line a record starts on
 (``line_num``), and every problem must name the line HR's editor shows; pandas numbers records, so after a
-quoted cell spanning lines every later line would be off. pandas would add a second parser and its type
-guessing (an employee id ``00123`` read as a number) for nothing this needs, so it is not a dependency.
+quoted cell spanning lines every later line would be off, and it guesses types (an employee id ``00123``
+read as a number). Workbooks are read in `pipelines.hr.upload`.
 
 Each row keeps the physical line it starts on. Cells are kept exactly as read; trimming and checks happen
 in `pipelines.hr.rows`. Writing CSV back (error reports, plans) goes through `safe_cell`, so nothing this
@@ -24,13 +26,18 @@ import codecs
 import csv
 import hashlib
 import io
+import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
+from typing import TextIO
 
 from models.base import PHONE_PATTERN
 from pipelines.hr.problems import Problem
+from warehouse.files import PRIVATE_UMASK
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 """Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection")."""
@@ -38,8 +45,13 @@ ESCAPE = "'"
 """What `safe_cell` puts before a cell that could run as a formula."""
 DELIMITERS = (",", ";", "\t")
 """The delimiters detected, in order of preference on a tie."""
-FILE_RULES = frozenset({"unreadable", "encoding", "csv_syntax", "empty_file", "duplicate_column"})
+FILE_RULES = frozenset(
+    {"unreadable", "encoding", "csv_syntax", "empty_file", "duplicate_column", "date_order", "stale_export"}
+)
 """Problems that refuse a whole file (the others are of one row)."""
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""What ends a physical line, as the csv module reads a file: CRLF (Windows), LF, or CR alone (old Mac
+exports)."""
 _PHONE = re.compile(PHONE_PATTERN)
 _PHONE_WITH_EXTENSION = re.compile(r"\+[0-9+().\s-]+(?:ext\.?|extension|x|#)\s*[0-9]+", re.IGNORECASE)
 """An international number with an extension (``+1 555 0100 ext 12``, ``+1 555 0100 x12``): letters, but
@@ -51,29 +63,36 @@ def column_key(name: str) -> str:
     return name.strip().casefold()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CsvRow:
-    """One record: the physical line it starts on, its cells, and its cells by `column_key` of the header."""
+    """One record: the physical line it starts on (a workbook's row number), its cells, and where each
+    `column_key` of the header is among them (one dict shared by every row of a file: a 50,000-row file
+    holds one, not 50,000). ``dates`` holds the cells a workbook typed as dates, by `column_key`: they are
+    read as such, whatever the date formats say."""
 
     line: int
     cells: list[str]
-    values: dict[str, str]
+    positions: dict[str, int]
+    dates: dict[str, date] = field(default_factory=dict)
 
     def value(self, column: str) -> str | None:
         """The cell of ``column`` (matched as `column_key` does); None when the row has no such cell."""
-        return self.values.get(column_key(column))
+        position = self.positions.get(column_key(column))
+        return self.cells[position] if position is not None and position < len(self.cells) else None
 
 
 @dataclass(frozen=True)
 class CsvFile:
-    """An HR file as read: its hash, header, rows and the problems of the file as a whole or of a row's
-    shape (a row with too few or too many cells)."""
+    """An HR file (CSV or workbook) as read: its hash, header, rows and the problems of the file as a
+    whole or of a row's shape (a row with too few or too many cells). ``delimiter`` is the CSV's (None for
+    a workbook): error reports are written with it, so they open as the upload did."""
 
     path: Path
     sha256: str
     header: list[str] = field(default_factory=list)
     rows: list[CsvRow] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    delimiter: str | None = None
 
     @property
     def name(self) -> str:
@@ -82,7 +101,11 @@ class CsvFile:
 
     def has(self, column: str) -> bool:
         """Whether the header names ``column`` (ignoring case and surrounding spaces)."""
-        return column_key(column) in {column_key(name) for name in self.header}
+        return self.count(column) > 0
+
+    def count(self, column: str) -> int:
+        """How many header cells name ``column`` (ignoring case and surrounding spaces)."""
+        return sum(1 for name in self.header if column_key(name) == column_key(column))
 
     @property
     def refused(self) -> list[Problem]:
@@ -90,30 +113,37 @@ class CsvFile:
         return [problem for problem in self.problems if problem.rule in FILE_RULES]
 
 
-def read_csv(path: Path, encoding: str = "utf-8", delimiter: str | None = None) -> CsvFile:
-    """Read and hash one HR file (``delimiter`` None: detected). A file that cannot be read or decoded
-    comes back with one problem of the whole file and no rows."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        return CsvFile(path, "", problems=[Problem(str(path), 0, "", "unreadable", _os_reason(error))])
+def parse_csv(path: Path, data: bytes, encoding: str = "utf-8", delimiter: str | None = None) -> CsvFile:
+    """The CSV file ``path`` whose content is ``data``, hashed (``delimiter`` None: detected). A file that
+    cannot be decoded or parsed comes back with one problem of the whole file and no rows."""
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = _decode(data, encoding)
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
+        line = len(LINE_BREAK.findall(data[: error.start].decode("latin-1"))) + 1
         message = (
             f"line {line} is not {encoding} ({error.reason} at byte {error.start}); "
             "name the file's encoding with --encoding (e.g. cp1252, latin-1) or [csv] encoding"
         )
         return CsvFile(path, digest, problems=[Problem(str(path), line, "", "encoding", message)])
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter or detect_delimiter(text))
+    if "\0" in text:
+        # A binary file (an old .xls workbook, a PDF) decodes as latin-1 or cp1252 all the same.
+        message = "holds NUL characters: not a text file (save a workbook as .xlsx or as CSV)"
+        return CsvFile(path, digest, problems=[Problem(str(path), 0, "", "unreadable", message)])
+    separator = delimiter or detect_delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True)
     try:
-        return _parse(path, digest, reader)
+        return replace(_parse(path, digest, reader), delimiter=separator)
     except csv.Error as error:
-        # Typically a quote never closed: the line is where reading stopped, the message says why.
-        problem = Problem(str(path), reader.line_num, "", "csv_syntax", f"cannot be read as CSV: {error}")
-        return CsvFile(path, digest, problems=[problem])
+        return CsvFile(path, digest, problems=[_syntax_problem(path, text, separator, reader, error)])
+
+
+def read_bytes(path: Path) -> tuple[bytes, Problem | None]:
+    """The file's bytes, or a problem of the whole file when it cannot be read."""
+    try:
+        return path.read_bytes(), None
+    except OSError as error:
+        return b"", Problem(str(path), 0, "", "unreadable", _os_reason(error))
 
 
 def _os_reason(error: OSError) -> str:
@@ -136,15 +166,15 @@ def _decode(data: bytes, encoding: str) -> str:
 def detect_delimiter(text: str) -> str:
     """The delimiter of `DELIMITERS` that splits the header line into the most columns (the first on a
     tie, so a one-column file reads as comma-separated)."""
-    first = text.partition("\n")[0]
+    first = LINE_BREAK.split(text, maxsplit=1)[0]
     widths = {candidate: len(next(csv.reader([first], delimiter=candidate), [])) for candidate in DELIMITERS}
     return max(DELIMITERS, key=lambda candidate: widths[candidate])
 
 
 def _parse(path: Path, digest: str, reader: _csv.Reader) -> CsvFile:
-    header = [name.strip() for name in next(reader, [])]
-    keys = [column_key(name) for name in header]
-    problems = _header_problems(str(path), header)
+    header = header_names(next(reader, []))
+    positions = column_positions(header)
+    problems = [] if any(header) else [Problem(str(path), 0, "", "empty_file", "no header row")]
     rows: list[CsvRow] = []
     while True:
         start = reader.line_num + 1
@@ -153,23 +183,83 @@ def _parse(path: Path, digest: str, reader: _csv.Reader) -> CsvFile:
             break
         if not any(cell.strip() for cell in cells):
             continue
-        if len(cells) != len(header):
+        # Empty cells past the header are what a trailing ";;" in every line leaves: no shape problem.
+        if len(cells) < len(header) or any(cell.strip() for cell in cells[len(header) :]):
             message = f"{len(cells)} cells, the header has {len(header)}"
             problems.append(Problem(str(path), start, "", "field_count", message))
-        rows.append(CsvRow(start, cells, dict(zip(keys, cells, strict=False))))
+        # Interned: an export repeats most of its cells (tenant, status, titles, departments, dates), and a
+        # 50,000-row file then holds each once.
+        rows.append(CsvRow(start, [sys.intern(cell) for cell in cells], positions))
     return CsvFile(path, digest, header, rows, problems)
 
 
-def _header_problems(name: str, header: list[str]) -> list[Problem]:
-    if not any(header):
-        return [Problem(name, 0, "", "empty_file", "no header row")]
-    seen: set[str] = set()
-    problems = []
-    for column in header:
-        if column_key(column) in seen:
-            problems.append(Problem(name, 1, column, "duplicate_column", "the header names this twice"))
-        seen.add(column_key(column))
-    return problems
+def column_positions(header: Sequence[str]) -> dict[str, int]:
+    """Where each header name (as `column_key` makes it) is; a repeated name is found at its last place,
+    as only unmapped columns may repeat."""
+    return {column_key(name): position for position, name in enumerate(header)}
+
+
+def header_names(cells: Sequence[str]) -> list[str]:
+    """A header row's names, trimmed, without the empty cells that end it (``Name;Email;;``: a
+    spreadsheet's save of a sheet with formatted empty columns)."""
+    names = [name.strip() for name in cells]
+    while names and not names[-1]:
+        names.pop()
+    return names
+
+
+def _syntax_problem(path: Path, text: str, delimiter: str, reader: _csv.Reader, error: csv.Error) -> Problem:
+    """The problem of a file the csv module refused. A quoted cell never closed would swallow the rest of
+    the file; the problem names the line where that cell began, not where reading stopped."""
+    record = reader.line_num
+    opened = open_quote_line(text, delimiter)
+    if opened is not None:
+        message = (
+            f"the quoted cell that begins on line {opened} is never closed as CSV requires "
+            f'(a stray " or a cell cut short; reading stopped at line {record}: {error})'
+        )
+        return Problem(str(path), opened, "", "csv_syntax", message)
+    return Problem(str(path), record, "", "csv_syntax", f"cannot be read as CSV: {error}")
+
+
+def open_quote_line(text: str, delimiter: str) -> int | None:
+    """The physical line of the first quoted cell that is not closed as RFC 4180 asks (its closing quote
+    missing, or followed by something other than a delimiter or a line break); None when every quoted cell
+    closes. Physical lines end as `LINE_BREAK` says."""
+    line, index, size = 1, 0, len(text)
+    at_start = True
+    while index < size:
+        char = text[index]
+        if at_start and char == '"':
+            closed, index, lines = _quoted_cell(text, index + 1, delimiter)
+            if not closed:
+                return line
+            line += lines
+            at_start = False
+            continue
+        at_start = char in (delimiter, "\r", "\n")
+        if char == "\n" or (char == "\r" and text[index + 1 : index + 2] != "\n"):
+            line += 1
+        index += 1
+    return None
+
+
+def _quoted_cell(text: str, index: int, delimiter: str) -> tuple[bool, int, int]:
+    """Scan a quoted cell from just after its opening quote: whether it closes properly, where scanning
+    goes on, and how many line breaks the cell holds."""
+    lines = 0
+    while index < len(text):
+        char = text[index]
+        if char == '"':
+            if text[index + 1 : index + 2] == '"':
+                index += 2
+                continue
+            following = text[index + 1 : index + 2]
+            return following in ("", delimiter, "\r", "\n"), index + 1, lines
+        if char == "\n" or (char == "\r" and text[index + 1 : index + 2] != "\n"):
+            lines += 1
+        index += 1
+    return False, index, lines
 
 
 def formula_prefixed(value: str, phone: bool = False) -> bool:
@@ -197,12 +287,25 @@ def safe_cell(value: str, phone: bool = False) -> str:
     return f"{ESCAPE}{value}" if formula_prefixed(value.strip(), phone) else value
 
 
-def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]]) -> Path:
-    """Write a UTF-8 CSV (with BOM, so spreadsheets detect the encoding); cells must already have been
-    through `safe_cell`. Returns ``path``."""
+PRIVATE_FILE = 0o666 & ~PRIVATE_UMASK
+"""0600: what `warehouse.files` makes every new file; `private_file` makes an existing one so too."""
+
+
+def private_file(path: Path, encoding: str = "utf-8", newline: str | None = None) -> TextIO:
+    """``path`` opened to write text, readable and writable by its owner only: plans and error reports
+    hold personal data. An existing file (an error report written before, under another umask) is
+    truncated and made private too, which the process's umask alone would not do."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = csv.writer(handle)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    os.fchmod(descriptor, PRIVATE_FILE)  # O_CREAT's mode applies only to a file it creates
+    return open(descriptor, "w", encoding=encoding, newline=newline)  # noqa: PTH123 - a descriptor
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]], delimiter: str = ",") -> Path:
+    """Write a UTF-8 CSV (with BOM, so spreadsheets detect the encoding) readable by the owner only (it
+    holds personal data); cells must already have been through `safe_cell`. Returns ``path``."""
+    with private_file(path, encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
         writer.writerow(header)
         writer.writerows(rows)
     return path

@@ -32,18 +32,33 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, model_validator
 
+from pipelines.assets import table_key
 from pipelines.bindings import warehouse_resource
-from pipelines.hr.apply import UNFINISHED
+from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
+from pipelines.hr.drop_folder import (
+    FAILED,
+    ROOT,
+    DropFolder,
+    FolderSettingsError,
+    complete,
+    drop_folders,
+    file_away,
+    signature,
+    uploads,
+)
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.mapping import load_mapping
+from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
 from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
+from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
+    FourEyesError,
     PlanOutcome,
     PlanRequest,
     allow,
     apply_stored,
     os_user,
+    overdue_changes,
     plan_upload,
     plans_due,
     refresh,
@@ -54,7 +69,7 @@ from pipelines.settings import load_settings
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
 from warehouse.hr_status import PlanStatus
-from warehouse.hr_store import AllowancesFinalError, StoredPlan
+from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
 from warehouse.locks import LockBusyError
 
 DEFAULT_REPORTS = "data/hr/reports"
@@ -62,7 +77,11 @@ REFRESH_TAG = "adm/hr_refresh_tenant"
 """Set on an ``hr_sync`` run once its apply began: the tenant whose warehouse the refresh sensor syncs."""
 FILE_TAG = "adm/hr_file_sha256"
 """The content hash of the dropped file a sensor's run plans."""
+FOLDER_TAG = "adm/hr_drop_folder"
+"""The drop folder (``.`` for ``ADM_HR_DROP_DIR`` itself) the file of a sensor's run was dropped in."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+CHECK_CRON = "0 6 * * *"
+"""When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
 DUE_CRON = "0 5 * * *"
 """When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
 weekly full refresh (03:00), so an apply does not wait for their commits."""
@@ -90,6 +109,15 @@ class HrSyncConfig(dg.Config):
     approved_by: str | None = Field(
         default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
     )
+    encoding: str | None = Field(default=None, description="The files' encoding; default the mapping's.")
+    delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
+    date_formats: list[str] = Field(
+        default_factory=list, description="Date formats of the files; default the mapping's."
+    )
+    allow_old_export: bool = Field(
+        default=False,
+        description="Plan files older than the mapping's max_export_age_hours (never in unattended runs).",
+    )
     unattended: bool = Field(
         default=False,
         description="Set by the drop-folder sensor: apply only a plan no threshold was over; never approve.",
@@ -113,37 +141,89 @@ class HrSyncConfig(dg.Config):
 def hr_plan(
     context: dg.OpExecutionContext, config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
 ) -> Iterator[dg.Output[str]]:
-    """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if applicable."""
+    """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
+    be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
     if config.approve_plan_id:
-        stored = _approve(config, warehouse)
+        stored = _approve(config, warehouse, run_actor(context))
         plan_id, blocked = stored.plan_id, stored.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
+        why = _blocked(plan_id, blocked)
     else:
-        plan, metadata = _plan(config, adm, warehouse)
-        plan_id, blocked = plan.plan_id, plan.blocked
+        plan, metadata = _plan(config, adm, warehouse, run_actor(context))
+        plan_id = plan.plan_id
         yield dg.Output(plan_id, "plan_id", metadata=metadata)
-        if config.unattended and not blocked:
-            # Nobody watches a sensor's run: a plan over any threshold waits for a person, lifted or not.
-            blocked = [check.kind.value for check in plan.checks if check.over]
-    if blocked:
-        context.log.warning(
-            f"plan {plan_id} is blocked by thresholds {blocked}: approve it by id to apply it"
-        )
-    else:
-        yield dg.Output(plan_id, "approved")
+        why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
+    if why:
+        context.log.warning(why)
+        raise dg.Failure(description=why, metadata={"plan_id": plan_id})
+    yield dg.Output(plan_id, "approved")
+
+
+def run_actor(context: dg.OpExecutionContext) -> str:
+    """Who a run acts for, as the audit names them: the user who launched it (Dagster+ tags runs with
+    ``user``), else its sensor or schedule, else the code location's OS user (open-source Dagster knows
+    no users: a run launched from its UI can only be told apart by the run id, kept apart)."""
+    tags = context.run.tags
+    if tags.get("user"):
+        return tags["user"]
+    for tag, what in (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule")):
+        if tags.get(tag):
+            return f"{what} {tags[tag]}"
+    return os_user()
+
+
+def _blocked(plan_id: str, blocked: list[str]) -> str | None:
+    """Why a plan blocked by thresholds is not applied, and how a person applies it; None if it is not."""
+    if not blocked:
+        return None
+    return (
+        f"plan {plan_id} is blocked by safety thresholds ({', '.join(blocked)}): nothing was applied. "
+        f"After checking it (`authority-sync hr show {plan_id}`), run hr_sync with approve_plan_id and a "
+        "reason to lift them"
+    )
+
+
+def _unattended_refusal(config: HrSyncConfig, plan_id: str, metadata: dict[str, Any]) -> str | None:
+    """Why an unattended run does not apply its plan: rows of the file were rejected. Nobody watches such
+    a run, so a file applies only whole; the plan of its valid rows waits for a person."""
+    rejected = int(metadata["rejected_rows"])
+    if not config.unattended or not rejected:
+        return None
+    reports = ", ".join(metadata["error_reports"].value)
+    return (
+        f"{rejected} row(s) of the file were rejected (error report: {reports}); "
+        f"an unattended run applies a file only when every row is valid. Plan {plan_id} of the valid rows "
+        "was not applied: fix the rows and drop the file again, or apply it with approve_plan_id"
+    )
 
 
 def _plan(
-    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
+    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource, actor: str
 ) -> tuple[Plan, dict[str, Any]]:
-    """Plan the configured files, writing error reports; returns the plan and the run's metadata about
-    it. A refused upload fails the op (with the same metadata but the plan)."""
+    """Plan the configured files as ``actor``, writing error reports; returns the plan and the run's
+    metadata about it. A refused upload fails the op (with the same metadata but the plan)."""
     tenant_id = config.tenant_id or load_settings().sync_tenants[0]
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
-    mapping = load_mapping(Path(config.mapping) if config.mapping else None)
-    request = PlanRequest(tuple(Path(name) for name in config.files), tenant_id, mapping, config.strict)
-    outcome = plan_upload(warehouse.file, request)
+    try:
+        mapping = with_file_options(
+            load_mapping(Path(config.mapping) if config.mapping else None),
+            config.encoding,
+            config.delimiter,
+            config.date_formats,
+        )
+        request = PlanRequest(
+            tuple(Path(name) for name in config.files),
+            tenant_id,
+            mapping,
+            config.strict,
+            planned_by=actor,
+            # Unattended runs never plan an old export: nobody would see what it puts back.
+            allow_old_export=config.allow_old_export and not config.unattended,
+        )
+        outcome = plan_upload(warehouse.file, request)
+    except (MappingError, StaleWarehouseError) as error:  # one line on the run, not a traceback
+        raise dg.Failure(description=str(error)) from None
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
     metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
@@ -174,22 +254,25 @@ def _plan_metadata(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _approve(config: HrSyncConfig, warehouse: WarehouseResource) -> StoredPlan:
-    """Lift the configured kinds (default: every blocked kind) of a stored plan, with the reason."""
+def _approve(config: HrSyncConfig, warehouse: WarehouseResource, actor: str) -> StoredPlan:
+    """Lift the configured kinds (default: every blocked kind) of a stored plan (its id or a unique
+    prefix), with the reason, as ``config.approved_by`` or else ``actor``."""
     if config.unattended:
         raise dg.Failure(
             description="an unattended run never approves a plan: run hr_sync with approve_plan_id"
         )
-    plan_id = str(config.approve_plan_id)
-    kinds = config.allow or stored_plan(warehouse.file, plan_id).blocked
-    if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
-        return stored_plan(warehouse.file, plan_id)
-    if kinds and not (config.reason or "").strip():
-        raise dg.Failure(description="approving a blocked plan needs a reason")
-    approver = config.approved_by or os_user()
     try:
-        return allow(warehouse.file, plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
-    except AllowancesFinalError as error:
+        stored = stored_plan(warehouse.file, str(config.approve_plan_id))
+        kinds = config.allow or stored.blocked
+        if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
+            return stored
+        if not (config.reason or "").strip():
+            raise dg.Failure(description="approving a blocked plan needs a reason")
+        if load_settings().hr_four_eyes and config.approved_by:
+            raise dg.Failure(description="ADM_HR_FOUR_EYES: the approver is who launches the run")
+        approver = config.approved_by or actor
+        return allow(warehouse.file, stored.plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
+    except (AllowancesFinalError, FourEyesError, PlanNotFoundError) as error:
         raise dg.Failure(description=str(error)) from None
 
 
@@ -203,7 +286,10 @@ def hr_apply(
     # Tagged before any write: from here on the warehouse needs a refresh, whatever happens next.
     context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
-        report = apply_stored(warehouse.file, plan_id, client, context.run_id)
+        try:
+            report = apply_stored(warehouse.file, plan_id, client, context.run_id, actor=run_actor(context))
+        except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
+            raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
         "plan_id": plan_id,
         "status": report.status.value,
@@ -229,47 +315,82 @@ def hr_sync() -> None:
 
 # Targeted by name: a sensor given the job object is copied when Definitions binds resources, and that
 # copy trips a Dagster beta warning (an error under the tests' strict warning filter).
-@dg.sensor(job_name="hr_sync", minimum_interval_seconds=30, description="New HR files in ADM_HR_DROP_DIR.")
+@dg.sensor(
+    job_name="hr_sync",
+    minimum_interval_seconds=30,
+    description="New HR files in ADM_HR_DROP_DIR and its configured folders (unattended runs).",
+)
 def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-    """One ``hr_sync`` run per stable file content in the drop folder."""
-    folder = load_settings().hr_drop_dir
-    if not folder.is_dir():
-        return dg.SkipReason(f"no drop folder {folder}")
+    """One ``hr_sync`` run per complete, stable file content in each drop folder; files whose run ended
+    are moved to ``processed/`` or ``failed/``."""
+    root = load_settings().hr_drop_dir
+    if not root.is_dir():
+        return dg.SkipReason(f"no drop folder {root}")
+    try:
+        folders = drop_folders(root)
+    except FolderSettingsError as error:
+        raise dg.Failure(description=str(error)) from None  # a broken folder setting is loud, not skipped
     previous = json.loads(context.cursor) if context.cursor else {}
-    seen = {
-        path.name: _signature(path) for path in sorted(folder.glob("*.csv")) if not path.name.startswith(".")
-    }
-    stable = [name for name, signature in seen.items() if previous.get(name) == signature]
-    requests = [_run_request(context.instance, folder / name) for name in stable]
-    return dg.SensorResult(run_requests=[r for r in requests if r is not None], cursor=json.dumps(seen))
+    seen: dict[str, list[int]] = {}
+    requests = []
+    for folder in folders:
+        for path in uploads(folder):
+            key = path.name if folder.key == ROOT else f"{folder.key}/{path.name}"
+            seen[key] = signature(path)
+            if previous.get(key) == seen[key] and complete(path, folder.settings):
+                requests += _run_request(context.instance, folder, path)
+    return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
 
 
-def _signature(path: Path) -> list[int]:
-    stat = path.stat()
-    return [stat.st_size, stat.st_mtime_ns]
-
-
-def _run_request(instance: dg.DagsterInstance, path: Path) -> dg.RunRequest | None:
+def _run_request(instance: dg.DagsterInstance, folder: DropFolder, path: Path) -> list[dg.RunRequest]:
     """A run of the file's content: its first, or a new attempt when the last run of that content failed
-    and the file was dropped again since; None when its content was run (or is running) already."""
+    and the file was dropped again since. A file whose last run ended otherwise is filed away."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    earlier = instance.get_run_records(dg.RunsFilter(job_name="hr_sync", tags={FILE_TAG: digest}))
+    earlier = [
+        record
+        for record in instance.get_run_records(dg.RunsFilter(job_name="hr_sync", tags={FILE_TAG: digest}))
+        if record.dagster_run.tags.get(FOLDER_TAG, ROOT) == folder.key
+    ]
     if earlier:
         last = earlier[0]  # newest first
-        dropped_again = path.stat().st_mtime > last.create_timestamp.timestamp()
-        if last.dagster_run.status not in RETRIED_STATUSES or not dropped_again:
-            return None
-    config = HrSyncConfig(files=[str(path)], unattended=True)
-    return dg.RunRequest(
-        run_key=f"{digest}.{len(earlier) + 1}" if earlier else digest,
-        run_config=dg.RunConfig(ops={"hr_plan": config}),
-        tags={"hr_file": path.name, FILE_TAG: digest},
+        if not last.dagster_run.is_finished:
+            return []
+        failed = last.dagster_run.status in RETRIED_STATUSES
+        if not failed or path.stat().st_mtime <= last.create_timestamp.timestamp():
+            file_away(path, not failed, last.create_timestamp)
+            return []
+    key = digest if folder.key == ROOT else f"{folder.key}/{digest}"
+    return [
+        dg.RunRequest(
+            run_key=f"{key}.{len(earlier) + 1}" if earlier else key,
+            run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path)}),
+            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key},
+        )
+    ]
+
+
+def _folder_config(folder: DropFolder, path: Path) -> HrSyncConfig:
+    """The unattended run of one dropped file, with its folder's settings."""
+    settings = folder.settings
+    mapping = folder.mapping_path()
+    return HrSyncConfig(
+        files=[str(path)],
+        unattended=True,
+        tenant_id=settings.tenant_id,
+        mapping=str(mapping) if mapping else None,
+        encoding=settings.encoding,
+        delimiter=settings.delimiter,
+        date_formats=settings.date_formats,
+        errors_dir=str(folder.path / FAILED),
     )
 
 
+# Running from the start: it only refreshes the warehouse after applies (a stopped one leaves the next plan
+# refused as stale). The drop-folder sensor starts stopped: a folder nobody set up applies nothing.
 @dg.sensor(
     job_name=NIGHTLY_JOB,
     minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="After each hr_sync run that applied (green or red), the tenant's incremental sync.",
 )
 def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResult:
@@ -294,9 +415,12 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
 
 
 # Targeted by name, like the sensors (see above).
+# Running from the start: it applies only changes a person approved when their plan was applied, on their
+# day; stopped, dated terminations would silently never happen.
 @dg.schedule(
     job_name="hr_sync",
     cron_schedule=DUE_CRON,
+    default_status=dg.DefaultScheduleStatus.RUNNING,
     execution_timezone="UTC",
     description="Applies the HR plans whose dated changes (effective dates) have come due.",
 )
@@ -320,6 +444,48 @@ def hr_apply_due(context: dg.ScheduleEvaluationContext) -> dg.SkipReason | list[
     ]
 
 
-HR_JOBS = [hr_sync]
+@dg.asset_check(
+    asset=table_key("users"),
+    name="hr_dated_changes_on_time",
+    description="No dated HR change (a termination on its day) waits past its day: hr_apply_due applies "
+    "them each morning; a change still waiting after its day means it stopped or failed.",
+)
+def hr_dated_changes_on_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """Fails while any dated change's day has passed and it still waits, naming each."""
+    late = overdue_changes(warehouse.file, datetime.now(UTC).date())
+    shown = [
+        f"{c.entity_kind} {c.hr_key} {c.field} -> {c.after_label} on {c.effective_on} (plan {c.plan_id})"
+        for c in late
+    ]
+    advice = "run hr_sync with approve_plan_id, or authority-sync hr apply-due"
+    return dg.AssetCheckResult(
+        passed=not late,
+        description=f"{len(late)} dated HR change(s) overdue: {advice}" if late else "none overdue",
+        metadata={"overdue": len(late), "changes": dg.MetadataValue.json(shown[:50])},
+    )
+
+
+hr_dated_changes_check = dg.define_asset_job(
+    "hr_dated_changes_check",
+    selection=dg.AssetSelection.checks(hr_dated_changes_on_time),
+    description="Evaluates hr_dated_changes_on_time; launched each morning by its schedule.",
+)
+
+
+# An hour after hr_apply_due, running from the start: what that schedule left waiting turns red.
+@dg.schedule(
+    job=hr_dated_changes_check,
+    cron_schedule=CHECK_CRON,
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Checks that no dated HR change waits past its day.",
+)
+def hr_dated_changes_check_schedule() -> dg.RunRequest:
+    """One evaluation of the overdue check a day."""
+    return dg.RunRequest()
+
+
+HR_JOBS: "list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition]" = [hr_sync, hr_dated_changes_check]
 HR_SENSORS = [hr_drop_folder, hr_refresh_after_apply]
-HR_SCHEDULES = [hr_apply_due]
+HR_SCHEDULES = [hr_apply_due, hr_dated_changes_check_schedule]
+HR_CHECKS = [hr_dated_changes_on_time]

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pipelines.hr.csv_input import CsvFile, column_key, safe_cell, write_csv
+from pipelines.hr.csv_input import CsvFile, column_key, private_file, safe_cell, write_csv
 from pipelines.hr.fields import encode
 from pipelines.hr.mapping import Mapping
 from pipelines.hr.plan import Change, Plan
@@ -114,8 +114,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
 def write_plan_json(path: Path, plan: Plan) -> Path:
     """The plan as JSON."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan_document(plan), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with private_file(path) as handle:
+        handle.write(json.dumps(plan_document(plan), indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -145,7 +145,9 @@ def _error_report(file: CsvFile, invalid: dict[int, list[Problem]], phones: set[
         for row in file.rows
         if row.line in invalid
     ]
-    return write_csv(folder / f"{file.path.stem}.errors.csv", [*file.header, *ERROR_COLUMNS], rows)
+    # In the upload's delimiter (a workbook's report is comma-separated), so it opens as the upload did.
+    header = [*file.header, *ERROR_COLUMNS]
+    return write_csv(folder / f"{file.path.stem}.errors.csv", header, rows, file.delimiter or ",")
 
 
 def _phone_columns(mapping: Mapping) -> set[str]:

@@ -12,11 +12,16 @@ exports carry dates while the service stores timestamps; references compare as i
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import datetime
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from models.base import Timestamp
 from models.groups import Group
-from models.users import User
+from models.users import User, UserStatus
 
 EntityKind = Literal["user", "group"]
 Value = str | list[str] | None
@@ -45,7 +50,59 @@ READ_ONLY_GROUP_FIELDS = frozenset({"external_id"})
 """Group fields used to match rows but never written (E3 has no such body field)."""
 
 
-def user_values(user: User) -> Values:
+class _Lean(BaseModel):
+    """A record as the HR sync reads it: camelCase on the wire, every other field ignored (a user record
+    carries dashboards, settings and custom attributes the sync never compares)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore", frozen=True
+    )
+
+
+class _ManagerRef(_Lean):
+    id: str
+
+
+class _PositionLink(_Lean):
+    positions_id: str
+    is_deleted: bool
+
+
+class _GroupLink(_Lean):
+    group_id: str
+
+
+class _RoleLink(_Lean):
+    tenant_role_id: str
+    role_name: str
+    deleted_on: Timestamp | None
+
+
+class UserFields(_Lean):
+    """The fields of a user (spec 2.1) the HR sync plans with, read with `User`'s own types: the planner
+    loads a whole tenant of these, a fraction of the memory of whole `User` records."""
+
+    id: str
+    name: str | None
+    employee_id: str | None
+    email: str | None
+    first_name: str | None
+    last_name: str | None
+    display_name: str | None
+    mobile_phone: str | None
+    employee_type: str | None
+    employment_type: str | None
+    status: UserStatus | None = None
+    start_date: Timestamp | None
+    termination_date: Timestamp | None
+    manager: _ManagerRef
+    user_positions: list[_PositionLink]
+    user_groups: list[_GroupLink]
+    user_roles: list[_RoleLink]
+    updated_on: Timestamp
+
+
+def user_values(user: User | UserFields) -> Values:
     """The comparable values of a user, one per field of `USER_FIELDS`."""
     return {
         **{name: getattr(user, name) for name in USER_TEXT_FIELDS},
@@ -75,9 +132,24 @@ def primary_first(ids: list[str]) -> list[str]:
     return ids[:1] + sorted(ids[1:])
 
 
+def differs(kind: EntityKind, name: str, before: Value, after: Value) -> bool:
+    """Whether setting field ``name`` from ``before`` to ``after`` is a change to plan. A group's
+    external id is never written; an invited user stays invited when HR says active (the service
+    activates them at first sign-in); an email differing only in case is the same mailbox (rows match
+    emails ignoring case, and mail delivery ignores it)."""
+    if kind == "group" and name in READ_ONLY_GROUP_FIELDS:
+        return False
+    if name == "status" and before == "INVITED" and after == "ACTIVE":
+        return False
+    if name == "email" and isinstance(before, str) and isinstance(after, str):
+        return before.casefold() != after.casefold()
+    return not same(before, after)
+
+
 def same(left: Value, right: Value) -> bool:
-    """Whether two values are equal as JSON (lists compare in order)."""
-    return encode(left) == encode(right)
+    """Whether two values are equal as JSON (lists compare in order), text in Unicode's composed form
+    (NFC): ``José`` typed on a Mac (decomposed) is the same name, so it is never planned as a change."""
+    return unicodedata.normalize("NFC", encode(left)) == unicodedata.normalize("NFC", encode(right))
 
 
 def encode(value: Value) -> str:

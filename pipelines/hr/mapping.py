@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import codecs
 import tomllib
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from models.groups import DisableOption, GroupStatus
 from models.users import UserStatus
-from pipelines.hr.fields import GROUP_FIELDS, USER_FIELDS, EntityKind
+from pipelines.hr.dates import both_orders
+from pipelines.hr.fields import GROUP_FIELDS, USER_DATE_FIELDS, USER_FIELDS, EntityKind
 from pipelines.hr.thresholds import Thresholds
 
 SAMPLES = Path(__file__).with_name("samples")
@@ -29,8 +31,13 @@ TENANT_FIELD = "tenant"
 """A mappable field of both kinds: the tenant a row belongs to, checked, never written."""
 EFFECTIVE_FIELD = "effective_date"
 """A mappable field of both kinds: the day the row's changes take effect (blank, past or today: now)."""
-OPTIONAL_FIELDS = frozenset({TENANT_FIELD, EFFECTIVE_FIELD})
+AS_OF_FIELD = "as_of"
+"""A mappable field of both kinds: when the row was exported (compared with the service's last change)."""
+OPTIONAL_FIELDS = frozenset({TENANT_FIELD, EFFECTIVE_FIELD, AS_OF_FIELD})
 """Mapped fields whose column a file may lack (every other mapped column must be in the header)."""
+DATE_FIELDS = frozenset({*USER_DATE_FIELDS, EFFECTIVE_FIELD, AS_OF_FIELD})
+"""Fields read as dates, each by its column's date formats."""
+DEFAULT_DATE_FORMATS = ("%Y-%m-%d",)
 
 
 class MappingError(ValueError):
@@ -53,12 +60,19 @@ class EntityMapping(_Table):
     columns: dict[str, str]
     match_keys: tuple[str, ...]
     status_values: dict[str, str] = Field(default_factory=dict)
+    date_formats: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Date field -> the formats its column is read with, where not ``[csv] date_formats``."""
 
     @model_validator(mode="after")
     def _known(self) -> EntityMapping:
         unknown = set(self.columns) - {*self.known_fields, *OPTIONAL_FIELDS}
         if unknown:
             raise ValueError(f"unknown {self.kind} fields {sorted(unknown)}; known: {self.known_fields}")
+        not_dates = sorted(set(self.date_formats) - DATE_FIELDS)
+        if not_dates:
+            raise ValueError(f"date_formats names fields that are no dates: {not_dates}")
+        for formats in self.date_formats.values():
+            _one_order(formats)
         bad_keys = [key for key in self.match_keys if key not in self.key_fields or key not in self.columns]
         if not self.match_keys or bad_keys:
             raise ValueError(f"match_keys must be mapped fields among {self.key_fields}, got {bad_keys}")
@@ -76,13 +90,23 @@ class EntityMapping(_Table):
         """The column of the first match key: it identifies a row in messages and marks the file's kind."""
         return self.columns[self.match_keys[0]]
 
-    def status(self, value: str) -> str:
-        """The service status of an HR status word (exact, then case-insensitive); unknown words pass
-        through unchanged for the spec's enum check to report."""
+    def status(self, value: str) -> str | None:
+        """The service status of an HR status word (exact, then ignoring case); None for a word
+        ``status_values`` does not list: the mapping decides every word (a service status spelled by HR,
+        ``deleted``, is no exception)."""
         if value in self.status_values:
             return self.status_values[value]
         folded = {word.casefold(): status for word, status in self.status_values.items()}
-        return folded.get(value.casefold(), value.upper() if value.upper() in self.statuses else value)
+        return folded.get(value.casefold())
+
+    def formats(self, field: str, options: CsvOptions) -> tuple[str, ...]:
+        """The date formats of a date field's column."""
+        return self.date_formats.get(field, options.date_formats)
+
+    def date_columns(self, options: CsvOptions) -> dict[str, tuple[str, ...]]:
+        """HR column -> date formats, of every mapped date field."""
+        dated = {name: column for name, column in self.columns.items() if name in DATE_FIELDS}
+        return {column: self.formats(name, options) for name, column in dated.items()}
 
 
 class UserMapping(EntityMapping):
@@ -114,13 +138,28 @@ class CsvOptions(_Table):
 
     list_separator: str = Field(";", min_length=1, max_length=1)
     """Separates several positions, groups or roles in one cell."""
-    date_format: str = "%Y-%m-%d"
-    """``strptime`` format of the date columns. A time part after the date (``2026-03-31 00:00:00``,
-    ``2026-03-31T00:00:00``) is accepted and ignored: HR systems export dates as midnight timestamps."""
+    date_formats: tuple[str, ...] = Field(
+        DEFAULT_DATE_FORMATS, validation_alias=AliasChoices("date_formats", "date_format"), min_length=1
+    )
+    """``strptime`` formats of the date columns, the first that fits wins (``date_format``, one format, is
+    read too). A time part after the date (``2026-03-31 00:00:00``) is accepted and ignored: HR systems
+    export dates as midnight timestamps. Excel serial numbers are read as dates too."""
+    trust_date_order: bool = False
+    """Accept a file whose day/month dates all read either way (see `pipelines.hr.dates`)."""
     encoding: str = "utf-8"
     """The file's encoding, a Python codec name: ``utf-8`` (a BOM is optional), ``cp1252``, ``latin-1``."""
     delimiter: str | None = None
     """Separates cells: one character, or ``tab``; None detects comma, semicolon or tab from the header."""
+
+    @field_validator("date_formats", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("date_formats")
+    @classmethod
+    def _one_order(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _one_order(value)
 
     @field_validator("encoding")
     @classmethod
@@ -146,6 +185,8 @@ class PlanOptions(_Table):
 
     max_warehouse_age_hours: float = Field(26.0, gt=0)
     """A plan is refused when the warehouse's last extract finished longer ago than this."""
+    max_export_age_hours: float = Field(72.0, gt=0)
+    """An HR file exported longer ago than this is refused unless allowed (``--allow-old-export``)."""
 
 
 class Mapping(_Table):
@@ -162,15 +203,35 @@ class Mapping(_Table):
         """How old the warehouse may be when a plan is made."""
         return timedelta(hours=self.plan.max_warehouse_age_hours)
 
+    @property
+    def max_export_age(self) -> timedelta:
+        """How old an HR export may be when it is planned (unless allowed)."""
+        return timedelta(hours=self.plan.max_export_age_hours)
+
     def for_kind(self, kind: EntityKind) -> UserMapping | GroupMapping:
         """The mapping of one entity kind."""
         return self.users if kind == "user" else self.groups
 
 
-def with_file_options(mapping: Mapping, encoding: str | None, delimiter: str | None) -> Mapping:
-    """``mapping`` with the file's encoding and delimiter set where given (command-line options win over
-    the mapping file: one odd export should not need a mapping of its own)."""
-    given = {name: value for name, value in (("encoding", encoding), ("delimiter", delimiter)) if value}
+def _one_order(formats: tuple[str, ...]) -> tuple[str, ...]:
+    """``formats``, unless they hold one pattern in both day/month orders (01/02 would read either way)."""
+    twice = both_orders(formats)
+    if twice:
+        raise ValueError(f"{twice} read day and month in both orders: list one of them")
+    return formats
+
+
+def with_file_options(
+    mapping: Mapping,
+    encoding: str | None,
+    delimiter: str | None,
+    date_formats: Sequence[str] | None = None,
+) -> Mapping:
+    """``mapping`` with the file's encoding, delimiter and date formats set where given (command-line
+    options and a drop folder's settings win over the mapping file: one odd export should not need a
+    mapping of its own)."""
+    pairs = (("encoding", encoding), ("delimiter", delimiter), ("date_formats", date_formats))
+    given = {name: value for name, value in pairs if value}
     if not given:
         return mapping
     try:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
-from pipelines.hr.fields import READ_ONLY_GROUP_FIELDS, EntityKind, Value, Values, same
+from pipelines.hr.fields import EntityKind, Value, Values, differs
 from pipelines.hr.graph import INACTIVE, depths
 from pipelines.hr.kinds import ChangeKind, Watched
 from pipelines.hr.mapping import Mapping as HrMapping
@@ -121,6 +121,8 @@ class Plan:
     allowed: dict[str, str] = field(default_factory=dict)
     approved_by: str = ""
     """Who lifted the ``allowed`` kinds (when any are)."""
+    planned_by: str = ""
+    """Who made the plan (an OS user, or a Dagster run's launcher, sensor or schedule)."""
     status: str = "ready"
     named: set[tuple[EntityKind, str]] = field(default_factory=set)
     """Every service record a valid row names, changed or not: the latest upload decides its future, so
@@ -161,6 +163,7 @@ def make_plan(
     *,
     earlier: Mapping[Watched, set[EntityKey]],
     approved_by: str = "",
+    planned_by: str = "",
 ) -> Plan:
     """Plan the valid rows of ``validation`` against ``snapshot``; thresholds, counted with the ``earlier``
     plans of their window, decide the status. ``allowed`` (kind -> reason) are lifted by ``approved_by``."""
@@ -182,9 +185,10 @@ def make_plan(
         new=[
             NewEntity(row.kind, row.key, row.file, row.line, row.cells) for row in valid if not row.entity_id
         ],
-        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        population=snapshot.population,
         earlier=earlier,
         approved_by=approved_by if allowed else "",
+        planned_by=planned_by,
         named={(row.kind, row.entity_id) for row in valid if row.entity_id},
     )
     apply_allowances(plan, mapping, allowed)
@@ -204,13 +208,23 @@ def _entity(row: HrRow, snapshot: Snapshot, disable_option: str, today: date) ->
     assert row.entity_id is not None
     current = (snapshot.user_values if row.kind == "user" else snapshot.group_values)[row.entity_id]
     desired = dict(row.desired)
+    ends = desired.get("termination_date")
+    if (
+        row.kind == "user"
+        and desired.get("status") == "ACTIVE"
+        and isinstance(ends, str)
+        and ends > str(today)
+    ):
+        # A pending leaver (Workday's "Active" with a termination date to come): active until that day,
+        # then inactive; the status change is dated on it (`_dated`).
+        desired["status"] = "INACTIVE"
     if row.kind == "group" and desired.get("status") in INACTIVE:
         # E3 takes the fate of the group's associations with a deactivation; the mapping decides it.
         desired["disable_option"] = disable_option
     changes = tuple(
         _dated(row, _change(row.kind, name, current[name], after, snapshot), current, today)
         for name, after in desired.items()
-        if _changes(row.kind, name, current[name], after)
+        if differs(row.kind, name, current[name], after)
     )
     return EntityPlan(row.kind, row.entity_id, row.key, row.file, row.line, changes)
 
@@ -225,17 +239,6 @@ def _dated(row: HrRow, change: Change, current: Values, today: date) -> Change:
         if isinstance(ends, str):
             day = max(day or date.min, date.fromisoformat(ends))
     return replace(change, effective_on=day if day is not None and day > today else None)
-
-
-def _changes(kind: EntityKind, name: str, before: Value, after: Value) -> bool:
-    if kind == "group" and name in READ_ONLY_GROUP_FIELDS:
-        return False
-    if name == "status" and before == "INVITED" and after == "ACTIVE":
-        return False
-    if name == "email" and isinstance(before, str) and isinstance(after, str):
-        # Rows match emails ignoring case, and mail delivery ignores it: a case-only difference is no change.
-        return before.casefold() != after.casefold()
-    return not same(before, after)
 
 
 def _change(kind: EntityKind, name: str, before: Value, after: Value, snapshot: Snapshot) -> Change:

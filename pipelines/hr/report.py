@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable
-from datetime import UTC
+from dataclasses import asdict
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def _dated(after: str, effective_on: str) -> str:
 
 def print_plan(console: Console, plan: Plan, limit: int = MAX_ROWS) -> None:
     """The plan: header, counts per change kind against thresholds, the changes, rows needing creation."""
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    heading(console, plan.plan_id, plan.tenant_id, plan.status)
     console.print(
         f"Diffed against the warehouse's extract {plan.snapshot_run_id[:8]}, which started "
         f"{plan.snapshot_at:%Y-%m-%d %H:%M:%S} UTC."
@@ -97,6 +98,13 @@ def _verdict(plan: Plan) -> str:
     if not plan.entities:
         return "[green]Nothing to change.[/]"
     return f"[green]Ready.[/] Apply it with: authority-sync hr apply {plan.plan_id}"
+
+
+def heading(console: Console, plan_id: str, tenant_id: str, status: str) -> None:
+    """A plan's first lines: a rule, then its id, tenant and status in full (a rule's title is cut to the
+    terminal's width, and a plan id must be copied whole)."""
+    console.rule()
+    console.print(f"HR plan {plan_id} | tenant {tenant_id} | {status}", soft_wrap=True)
 
 
 def print_problems(console: Console, problems: list[Problem], limit: int = MAX_ROWS) -> None:
@@ -133,25 +141,88 @@ def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[s
         )
         for plan in plans
     ]
-    console.print(_table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows))
+    table = _table("HR plans", ("plan", "created (UTC)", "status", "changes", "files"), rows)
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max((len(plan.plan_id) for plan in plans), default=0)
+    console.print(table)
 
 
-def print_pending(console: Console, pending: list[PendingChange]) -> None:
-    """The changes waiting for their effective date, soonest first (nothing when none wait)."""
+def print_pending(console: Console, pending: list[PendingChange], today: date) -> None:
+    """The changes waiting for their effective date, soonest first, overdue ones marked (nothing when
+    none wait)."""
     if not pending:
         return
     rows = [
-        (f"{p.effective_on}", p.entity_kind, p.hr_key, p.field, p.after_label, p.plan_id) for p in pending
+        (
+            f"{p.effective_on}" + (" OVERDUE" if p.overdue(today) else ""),
+            p.entity_kind,
+            p.hr_key,
+            p.field,
+            p.after_label,
+            p.plan_id,
+        )
+        for p in pending
     ]
     header = ("effective", "entity", "HR key", "field", "after", "plan")
     console.print(_table("Pending changes (applied on their day by `hr apply-due`)", header, rows))
+
+
+def plan_summary(plan: StoredPlan, is_expired: bool) -> dict[str, Any]:
+    """A stored plan as `hr status --json` lists it."""
+    return {
+        "plan_id": plan.plan_id,
+        "tenant_id": plan.tenant_id,
+        "created_at": plan.created_at.isoformat(),
+        "status": plan.status.value,
+        "expired": is_expired,
+        "planned_by": plan.planned_by,
+        "applied_by": plan.applied_by,
+        "applied_at": plan.applied_at.isoformat() if plan.applied_at else None,
+        "blocked": plan.blocked,
+        "allowed": plan.allowed,
+        "counts": plan.counts,
+        "sources": plan.sources,
+        "apply_error": plan.apply_error,
+    }
+
+
+def pending_summary(change: PendingChange, today: date) -> dict[str, Any]:
+    """A change waiting for its day, as `hr status --json` lists it."""
+    return asdict(change) | {
+        "effective_on": change.effective_on.isoformat(),
+        "overdue": change.overdue(today),
+    }
+
+
+def plan_detail(
+    plan: StoredPlan, is_expired: bool, lifts: list[Allowance], entries: list[JournalEntry]
+) -> dict[str, Any]:
+    """One plan as `hr status PLAN_ID --json` shows it: its summary, lifts and every entity's outcome."""
+    return plan_summary(plan, is_expired) | {
+        "lifts": [asdict(lift) for lift in lifts],
+        "entities": [
+            {
+                "entity_kind": entry.entity.kind,
+                "entity_id": entry.entity.entity_id,
+                "hr_key": entry.entity.hr_key,
+                "status": entry.status.value,
+                "writes": entry.write_count,
+                "updated_at": entry.updated_at.isoformat(),
+                "message": entry.message,
+            }
+            for entry in entries
+        ],
+    }
 
 
 def print_journal(
     console: Console, plan: StoredPlan, lifts: list[Allowance], entries: list[JournalEntry]
 ) -> None:
     """One plan's status: who lifted which threshold and why, and every entity's outcome."""
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {plan.status}")
+    heading(console, plan.plan_id, plan.tenant_id, plan.status)
+    console.print(
+        f"Planned by {escape(plan.planned_by or 'unknown')}; applied by {escape(plan.applied_by or '-')}"
+    )
     for lift in lifts:
         when = f"{lift.approved_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         console.print(
@@ -180,7 +251,7 @@ def print_stored_plan(
 ) -> None:
     """A stored plan as planned: its sources, changes per kind and its first ``limit`` changes."""
     label = f"{plan.status} (expired)" if expired else plan.status
-    console.rule(f"HR plan {plan.plan_id} | tenant {plan.tenant_id} | {label}")
+    heading(console, plan.plan_id, plan.tenant_id, label)
     console.print(
         f"Made {plan.created_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC, against extract run "
         f"{plan.snapshot_run_id[:8]}"

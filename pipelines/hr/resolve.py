@@ -92,8 +92,9 @@ class References:
     def _resolve(
         self, row: HrRow, mapping: EntityMapping, name: str, find: Finder, what: str
     ) -> list[str] | None:
-        """Ids of every key of one reference field; None when the field is blank or a key fails."""
-        keys = row.references.get(name)
+        """Ids of every key of one reference field; None when the field is blank or a key fails. The keys
+        are consumed (the row holds the ids from now on: a large upload keeps one copy)."""
+        keys = row.references.pop(name, None)
         if not keys:
             return None
         ids = []

@@ -7,15 +7,18 @@ fresh snapshot, and goes through what every plan goes through: its changes are c
 values the plan wrote (someone changed it since) is left out of the revert and listed: a revert never
 overwrites a later change.
 
-What a revert cannot undo: a group deactivated with REMOVE_ASSOCIATIONS lost its members at the service;
-reactivating it does not bring them back (the ``disable_option`` field is not reverted).
+What a revert cannot undo, said per entity before anything is applied: a field that was empty before the
+plan (a termination date given by a termination) cannot be emptied again, because E1 and E3 refuse null;
+the revert restores the entity's other fields (its status) in one write and lists the field as kept. A
+group deactivated with REMOVE_ASSOCIATIONS lost its members at the service; reactivating it does not bring
+them back (the ``disable_option`` field is not reverted).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,14 +58,19 @@ class Left:
 
 @dataclass(frozen=True)
 class Revert:
-    """The stored revert plan and the entities it leaves alone."""
+    """The stored revert plan, the entities it leaves alone, and those it restores only in part (with the
+    fields it cannot empty again)."""
 
     plan: Plan
     left: list[Left]
+    partial: list[Left] = field(default_factory=list)
 
 
-def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None) -> Revert:
-    """Build, check and store the revert of an applied plan against a fresh enough warehouse. Raises
+def revert_stored(
+    warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None, planned_by: str = ""
+) -> Revert:
+    """Build, check and store the revert of an applied plan against a fresh enough warehouse, as planned
+    by ``planned_by``. Raises
     `NotRevertibleError`, `warehouse.hr_store.PlanNotFoundError` or
     `pipelines.hr.snapshot.StaleWarehouseError`."""
     moment = now or datetime.now(UTC)
@@ -78,6 +86,7 @@ def revert_stored(warehouse: Path, plan_id: str, mapping: HrMapping, now: dateti
         # Counted with the window like any plan: reverting in small plans evades no threshold either.
         earlier = window_entities(con, applied.tenant_id, mapping.thresholds, moment, None)
         revert = revert_plan(applied, journal_entries(con, plan_id), snapshot, mapping, moment, earlier)
+        revert.plan.planned_by = planned_by
         save_plan(con, revert.plan)
         return revert
     finally:
@@ -95,14 +104,17 @@ def revert_plan(
     """The revert of ``applied`` given its journal and the service as ``snapshot`` holds it."""
     entities: list[EntityPlan] = []
     left: list[Left] = []
+    partial: list[Left] = []
     for entry in journal:
         if entry.status is not EntityStatus.APPLIED:
             continue
         reverted, reason = _reverted(entry.entity, snapshot)
         if reverted is None:
             left.append(Left(entry.entity, reason))
-        else:
-            entities.append(reverted)
+            continue
+        entities.append(reverted)
+        if reason:
+            partial.append(Left(entry.entity, reason))
     if not entities:
         raise NotRevertibleError(
             f"plan {applied.plan_id} has nothing left to revert"
@@ -117,16 +129,16 @@ def revert_plan(
         snapshot_at=snapshot.run.started_at,
         entities=entities,
         new=[],
-        population={"user": len(snapshot.users), "group": len(snapshot.groups)},
+        population=snapshot.population,
         thresholds=mapping.thresholds,
         earlier=earlier,
     )
     apply_allowances(plan, mapping, {})
-    return Revert(plan, left)
+    return Revert(plan, left, partial)
 
 
 def _reverted(entity: EntityPlan, snapshot: Snapshot) -> tuple[EntityPlan | None, str]:
-    """The entity with each change turned around, or None and why it is left alone."""
+    """The entity with each change it can undo turned around (None when none) and why a field is not."""
     values = (snapshot.user_values if entity.kind == "user" else snapshot.group_values).get(entity.entity_id)
     if values is None:
         return None, "no longer in the service"
@@ -134,15 +146,16 @@ def _reverted(entity: EntityPlan, snapshot: Snapshot) -> tuple[EntityPlan | None
     moved = [change.field for change in changes if not same(values.get(change.field), change.after)]
     if moved:
         return None, f"changed since the plan was applied: {', '.join(moved)}"
-    return EntityPlan(
-        entity.kind,
-        entity.entity_id,
-        entity.hr_key,
-        entity.file,
-        entity.line,
-        tuple(_turned(entity, change) for change in changes),
-        entity.order,
-    ), ""
+    # E1 and E3 refuse null: a field empty before the plan cannot be emptied again.
+    kept = [change for change in changes if change.before is None]
+    why = "; ".join(
+        f"{change.field} stays {change.after_label or change.after} (the service cannot empty a field)"
+        for change in kept
+    )
+    undone = tuple(_turned(entity, change) for change in changes if change.before is not None)
+    if not undone:
+        return None, why
+    return replace(entity, changes=undone, later=()), why
 
 
 def _turned(entity: EntityPlan, change: Change) -> Change:

@@ -11,7 +11,8 @@ resolved to ids against the warehouse in `pipelines.hr.resolve`.
 
 from __future__ import annotations
 
-import re
+import sys
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
@@ -21,18 +22,19 @@ from pydantic import ValidationError as PydanticValidationError
 
 from models.groups import UpdateGroup
 from models.users import UpdateUserEntities
-from pipelines.hr.csv_input import CsvRow, escaped_formula, formula_prefixed
+from pipelines.hr.csv_input import CsvRow, column_key, escaped_formula, formula_prefixed
+from pipelines.hr.dates import as_of_moment, parse_date
 from pipelines.hr.fields import USER_DATE_FIELDS, USER_REFERENCE_FIELDS, EntityKind, Values
-from pipelines.hr.mapping import EFFECTIVE_FIELD, TENANT_FIELD, CsvOptions, EntityMapping
+from pipelines.hr.mapping import AS_OF_FIELD, EFFECTIVE_FIELD, TENANT_FIELD, CsvOptions, EntityMapping
 from pipelines.hr.problems import Problem
 
 REFERENCE_FIELDS = frozenset({*USER_REFERENCE_FIELDS, "parent"})
 SINGLE_REFERENCES = frozenset({"manager", "parent"})
 """References that take one key; the others take a list (``list_separator``)."""
+METADATA_FIELDS = frozenset({TENANT_FIELD, EFFECTIVE_FIELD, AS_OF_FIELD})
+"""Fields about the row, never written: checked and read on their own."""
 UNCHECKED_FIELDS = frozenset({"external_id"})
 """Fields with no rule of their own in E1/E3 (a group's externalId cannot be written)."""
-_TIME_PART = re.compile(r"[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$")
-"""A time of day after a date, with optional seconds, fraction and UTC offset."""
 _RULES = {
     "string_too_long": "max_length",
     "string_pattern_mismatch": "phone_pattern",
@@ -43,7 +45,7 @@ _RULES = {
 value check the email's)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class HrRow:
     """One row of an HR file: where it is, its key, what it asks for, and what it matches."""
 
@@ -57,11 +59,15 @@ class HrRow:
     desired: Values = field(default_factory=dict)
     """Field -> value the row asks for; references hold ids once resolved. Blank cells are absent."""
     references: dict[str, list[str]] = field(default_factory=dict)
-    """Reference field -> HR keys or names as written."""
+    """Reference field -> HR keys or names as written, until resolved (`pipelines.hr.resolve`)."""
     entity_id: str | None = None
     """The service record the row matches; None when it needs creation."""
     effective_on: date | None = None
     """The row's effective date as written (the planner decides whether it is still to come)."""
+    as_of: datetime | None = None
+    """When the row was exported, from its as-of cell (None: the file's as-of time applies)."""
+    typed_dates: dict[str, date] = field(default_factory=dict)
+    """Field -> the date of a cell a workbook typed as a date."""
     problems: list[Problem] = field(default_factory=list)
 
     def problem(self, mapping: EntityMapping, field_name: str, rule: str, message: str) -> None:
@@ -76,15 +82,19 @@ class HrRow:
 
 def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOptions, tenant_id: str) -> HrRow:
     """Check one row's cells and turn them into desired values. A mapped column the file lacks (only the
-    tenant may be missing) is no cell of the row."""
+    optional ones may be missing) is no cell of the row."""
     raw = {
         name: value for name, column in mapping.columns.items() if (value := row.value(column)) is not None
     }
     parsed = HrRow(mapping.kind, file, row.line, raw.get(mapping.match_keys[0], "").strip(), {})
+    parsed.typed_dates = {
+        name: day for name, column in mapping.columns.items() if (day := row.dates.get(column_key(column)))
+    }
     for name, value in raw.items():
         _check_cell(parsed, mapping, name, value.strip())
     _check_tenant(parsed, mapping, tenant_id)
     parsed.effective_on = _effective_on(parsed, mapping, options)
+    parsed.as_of = _as_of(parsed, mapping, options)
     scalars = _scalars(parsed, mapping, options)
     parsed.desired = _validated(parsed, mapping, scalars, tenant_id)
     parsed.references = {
@@ -96,15 +106,16 @@ def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOption
 
 
 def _check_cell(row: HrRow, mapping: EntityMapping, name: str, value: str) -> None:
-    """Keep a trimmed cell, unless it could run as a formula or carries this tool's own escape. Trimmed
-    first: a spreadsheet ignores the leading space that would otherwise hide ``=``."""
+    """Keep a trimmed cell in Unicode's composed form (NFC: an ``é`` typed on a Mac is the ``é`` of every
+    other system), unless it could run as a formula or carries this tool's own escape. Trimmed first: a
+    spreadsheet ignores the leading space that would otherwise hide ``=``."""
     if escaped_formula(value):
         message = "starts with ' and a formula character, as the error report writes it: not passed on"
         row.problem(mapping, name, "escaped_formula", message)
     elif formula_prefixed(value, phone=name == "mobile_phone"):
         row.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
     else:
-        row.cells[name] = value
+        row.cells[name] = sys.intern(unicodedata.normalize("NFC", value))
 
 
 def _check_tenant(row: HrRow, mapping: EntityMapping, tenant_id: str) -> None:
@@ -118,12 +129,14 @@ def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[st
     """Non-blank, non-reference cells, with status words translated and dates in ISO form."""
     scalars: dict[str, str] = {}
     for name, value in row.cells.items():
-        if not value or name in REFERENCE_FIELDS or name in (TENANT_FIELD, EFFECTIVE_FIELD):
+        if not value or name in REFERENCE_FIELDS or name in METADATA_FIELDS:
             continue
         if name == "status":
-            scalars[name] = mapping.status(value)
+            status = _status(row, mapping, value)
+            if status is not None:
+                scalars[name] = status
         elif name in USER_DATE_FIELDS:
-            day = _checked_date(row, mapping, name, value, options.date_format)
+            day = _checked_date(row, mapping, name, value, options)
             if day is not None:
                 scalars[name] = day.isoformat()
         else:
@@ -131,34 +144,46 @@ def _scalars(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> dict[st
     return scalars
 
 
+def _status(row: HrRow, mapping: EntityMapping, value: str) -> str | None:
+    """The service status of the row's HR status word, or None with an ``unknown_status`` problem."""
+    status = mapping.status(value)
+    if status is None:
+        words = ", ".join(mapping.status_values) or "none"
+        row.problem(
+            mapping, "status", "unknown_status", f"{value!r} is not a status word of the mapping: {words}"
+        )
+    return status
+
+
 def _effective_on(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> date | None:
     """The row's effective date cell, read like the other dates; None when blank or not mapped."""
     value = row.cells.get(EFFECTIVE_FIELD)
-    return _checked_date(row, mapping, EFFECTIVE_FIELD, value, options.date_format) if value else None
+    return _checked_date(row, mapping, EFFECTIVE_FIELD, value, options) if value else None
 
 
-def _checked_date(row: HrRow, mapping: EntityMapping, name: str, value: str, form: str) -> date | None:
-    """The date of a cell, or None with a ``date`` problem recorded."""
-    day = _date(value, form)
+def _as_of(row: HrRow, mapping: EntityMapping, options: CsvOptions) -> datetime | None:
+    """When the row was exported, from its as-of cell; None when blank or not mapped."""
+    value = row.cells.get(AS_OF_FIELD)
+    if not value:
+        return None
+    moment = as_of_moment(value, mapping.formats(AS_OF_FIELD, options))
+    if moment is None:
+        row.problem(mapping, AS_OF_FIELD, "date", f"{value!r} is not a date and time (ISO) nor a date")
+    return moment
+
+
+def _checked_date(
+    row: HrRow, mapping: EntityMapping, name: str, value: str, options: CsvOptions
+) -> date | None:
+    """The date of a cell (a workbook's date cell as it is), or None with a ``date`` problem recorded."""
+    formats = mapping.formats(name, options)
+    day = row.typed_dates.get(name) or parse_date(value, formats)
     if day is None:
-        row.problem(mapping, name, "date", f"{value!r} is not a date of the form {form} (a time may follow)")
+        shown = " or ".join(formats)
+        row.problem(
+            mapping, name, "date", f"{value!r} is not a date of the form {shown} (nor an Excel serial)"
+        )
     return day
-
-
-def _date(value: str, form: str) -> date | None:
-    """The date of ``value`` in ``form``, or of its date part when a time part follows (midnight
-    timestamps of HR exports: ``2026-03-31 00:00:00``, ``2026-03-31T00:00:00Z``)."""
-    for text in (value, *_date_part(value)):
-        try:
-            return datetime.strptime(text, form).date()
-        except ValueError:
-            continue
-    return None
-
-
-def _date_part(value: str) -> list[str]:
-    found = _TIME_PART.search(value)
-    return [value[: found.start()]] if found else []
 
 
 def _validated(row: HrRow, mapping: EntityMapping, scalars: dict[str, str], tenant_id: str) -> Values:
@@ -180,11 +205,12 @@ def _validated(row: HrRow, mapping: EntityMapping, scalars: dict[str, str], tena
 
 
 def _plain(value: object) -> str:
+    """A validated value as the plan holds it, interned (most repeat from row to row)."""
     if isinstance(value, Enum):
-        return str(value.value)
+        return sys.intern(str(value.value))
     if isinstance(value, datetime):
-        return value.date().isoformat()
-    return str(value)
+        return sys.intern(value.date().isoformat())
+    return sys.intern(str(value))
 
 
 def _split(value: str, name: str, separator: str) -> list[str]:

@@ -7,8 +7,9 @@ case-insensitively with runs of spaces collapsed; a name shared by two records i
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -17,7 +18,10 @@ import duckdb
 
 from models.groups import Group
 from models.users import User
-from pipelines.hr.fields import Values, group_values, user_values
+from pipelines.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
+
+BATCH = 2_000
+"""Users read from the warehouse at a time: their JSON text is dropped once read."""
 
 
 class StaleWarehouseError(Exception):
@@ -35,25 +39,42 @@ class SyncRun:
 
 @dataclass
 class Snapshot:
-    """One tenant's users and groups as of one extract run, with lookups by HR-side keys and names."""
+    """One tenant's users and groups as of one extract run, with lookups by HR-side keys and names. Of a
+    user it keeps the comparable values, the name and employee id people recognise, and when the service
+    last changed it; whole records are not kept (a 50,000-user tenant would not fit in memory)."""
 
     tenant_id: str
     run: SyncRun
-    users: dict[str, User]
+    user_values: dict[str, Values]
+    """Comparable values of every user, by id."""
     groups: dict[str, Group]
     positions: dict[str, str]
     """Position id -> name."""
+    user_names: dict[str, str | None] = field(default_factory=dict)
+    """User id -> full name."""
+    updated_on: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    """(entity kind, id) -> when the service last changed the record."""
     roles: dict[str, str] = field(default_factory=dict)
     """Role id -> name (the tenant's roles as held by its users: the API lists no roles)."""
 
-    def __post_init__(self) -> None:
-        for user in self.users.values():
-            self.roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
-
-    @cached_property
-    def user_values(self) -> dict[str, Values]:
-        """Comparable values of every user, by id."""
-        return {key: user_values(user) for key, user in self.users.items()}
+    @classmethod
+    def build(
+        cls,
+        tenant_id: str,
+        run: SyncRun,
+        users: Iterable[User | UserFields],
+        groups: dict[str, Group],
+        positions: dict[str, str],
+    ) -> Snapshot:
+        """A snapshot of records read one at a time (``users`` may stream from the warehouse)."""
+        snapshot = cls(tenant_id, run, {}, groups, positions)
+        for user in users:
+            snapshot.user_values[user.id] = compact(user_values(user))
+            snapshot.user_names[user.id] = user.name
+            snapshot.updated_on[("user", user.id)] = user.updated_on
+            snapshot.roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
+        snapshot.updated_on.update({("group", key): group.updated_on for key, group in groups.items()})
+        return snapshot
 
     @cached_property
     def group_values(self) -> dict[str, Values]:
@@ -63,8 +84,8 @@ class Snapshot:
     @cached_property
     def _user_index(self) -> dict[str, dict[str, list[str]]]:
         return {
-            "employee_id": _index((user.employee_id, key) for key, user in self.users.items()),
-            "email": _index((user.email, key) for key, user in self.users.items()),
+            name: _index((_text(values[name]), key) for key, values in self.user_values.items())
+            for name in ("employee_id", "email")
         }
 
     @cached_property
@@ -95,13 +116,35 @@ class Snapshot:
 
     def user_label(self, user_id: str) -> str:
         """A user as people recognise them: name and employee id."""
-        user = self.users.get(user_id)
-        return f"{user.name} ({user.employee_id})" if user else user_id
+        values = self.user_values.get(user_id)
+        return f"{self.user_names.get(user_id)} ({values['employee_id']})" if values else user_id
 
     def group_label(self, group_id: str) -> str:
         """A group as people recognise it: name and external id."""
         group = self.groups.get(group_id)
         return f"{group.group_name} ({group.external_id})" if group else group_id
+
+    @property
+    def population(self) -> dict[EntityKind, int]:
+        """How many users and groups the tenant has (thresholds' shares are of these)."""
+        return {"user": len(self.user_values), "group": len(self.groups)}
+
+
+def compact(values: Values) -> Values:
+    """``values`` with their text interned: a tenant's users share most of it (statuses, types, dates,
+    the ids of managers, positions, groups and roles), which a 50,000-user snapshot then holds once."""
+    return {
+        name: [sys.intern(item) for item in value] if isinstance(value, list) else _interned(value)
+        for name, value in values.items()
+    }
+
+
+def _interned(value: str | None) -> str | None:
+    return sys.intern(value) if value is not None else None
+
+
+def _text(value: Value) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def fold(text: str) -> str:
@@ -129,12 +172,9 @@ def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None
 
 def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
     """The tenant's current users, groups and positions from the warehouse: those the service still lists
-    (a record it says is deleted included, one it stopped listing not)."""
+    (a record it says is deleted included, one it stopped listing not). Users are read in batches and
+    kept as `pipelines.hr.fields.UserFields` values, never whole."""
     # A record a full read did not find is marked deleted after the synced_at of the run that last saw it.
-    users = con.execute(
-        "SELECT raw FROM users WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
-        [tenant_id],
-    ).fetchall()
     groups = con.execute(
         "SELECT raw FROM groups WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
         [tenant_id],
@@ -144,13 +184,23 @@ def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) 
         "AND NOT (is_deleted AND deleted_at > synced_at)",
         [tenant_id],
     ).fetchall()
-    return Snapshot(
+    return Snapshot.build(
         tenant_id,
         run,
-        {user.id: user for user in (User.model_validate_json(raw) for (raw,) in users)},
+        _users(con, tenant_id),
         {group.id: group for group in (Group.model_validate_json(raw) for (raw,) in groups)},
         {str(key): str(name) for key, name in positions if name},
     )
+
+
+def _users(con: duckdb.DuckDBPyConnection, tenant_id: str) -> Iterator[UserFields]:
+    """The tenant's current users, read `BATCH` records at a time."""
+    cursor = con.execute(
+        "SELECT raw FROM users WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
+        [tenant_id],
+    )
+    while batch := cursor.fetchmany(BATCH):
+        yield from (UserFields.model_validate_json(raw) for (raw,) in batch)
 
 
 def fresh_run(con: duckdb.DuckDBPyConnection, tenant_id: str, max_age: timedelta, now: datetime) -> SyncRun:

@@ -1,6 +1,7 @@
 """Validate an upload (one or more HR files) before anything is planned.
 
-Order: the files (readable, a known kind, every mapped column present), each row's fields (E1/E3 rules,
+Order: the files (readable, a known kind, every mapped column present once, dates in a provable day/month
+order), each row's fields (E1/E3 rules,
 formula injection, tenant), duplicate keys, matching to service records, references, dates across
 fields, then the org graph (cycles, inactive managers). Every problem names file, physical line, HR
 column and rule; a row with any problem is invalid and never planned.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from pipelines.hr.csv_input import CsvFile
+from pipelines.hr.dates import date_order_problems
 from pipelines.hr.fields import EntityKind
 from pipelines.hr.graph import check_org_graph
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
@@ -20,6 +22,7 @@ from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
 from pipelines.hr.rows import HrRow, parse_row
 from pipelines.hr.snapshot import Snapshot, fold
+from pipelines.hr.staleness import ExportTimes, old_exports, stale_rows
 
 _SHOWN_COLUMNS = 8
 """Header names an unknown_file_kind problem quotes at most."""
@@ -52,14 +55,28 @@ class Validation:
         return {line: problems for line, problems in lines.items() if problems}
 
 
-def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: date) -> Validation:
-    """Check every file and row of an upload against the mapping and the warehouse."""
+def validate(
+    files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: date, times: ExportTimes | None = None
+) -> Validation:
+    """Check every file and row of an upload against the mapping and the warehouse; with ``times``, also
+    whether each export (and row) is older than what the service holds (`pipelines.hr.staleness`)."""
     result = Validation(files)
     for file in files:
         kind = _kind(file, mapping, result.file_problems)
-        if kind is not None:
-            result.kinds[file.name] = kind
-            result.rows += _rows(file, mapping.for_kind(kind), mapping, snapshot.tenant_id)
+        if kind is None:
+            continue
+        result.kinds[file.name] = kind
+        entity_mapping = mapping.for_kind(kind)
+        columns = {
+            column: formats
+            for column, formats in entity_mapping.date_columns(mapping.csv).items()
+            if file.has(column)
+        }
+        order = date_order_problems(file, columns, mapping.csv.trust_date_order)
+        # A file whose dates cannot be trusted is refused with one problem per column, not one per row.
+        result.file_problems += order
+        if not order:
+            result.rows += _rows(file, entity_mapping, mapping, snapshot.tenant_id)
     users, groups = result.of_kind("user"), result.of_kind("group")
     for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
         _duplicates(rows, entity_mapping)
@@ -70,6 +87,10 @@ def validate(files: list[CsvFile], mapping: Mapping, snapshot: Snapshot, today: 
         _termination_after_start(row, mapping.users, snapshot)
     for row in groups:
         references.resolve_group(row, mapping.groups)
+    if times is not None:
+        result.file_problems += old_exports(files, result.rows, times)
+        for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
+            stale_rows(rows, entity_mapping, snapshot, times)
     check_org_graph(users, groups, (mapping.users, mapping.groups), snapshot, today)
     return result
 
@@ -92,7 +113,13 @@ def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKin
     problems += [
         Problem(file.name, 1, column, "missing_column", "mapped but not in the header") for column in missing
     ]
-    return None if missing else kinds[0]
+    # A column the mapping reads must be unambiguous; unmapped columns may repeat (they are ignored).
+    twice = sorted({column for column in entity_mapping.columns.values() if file.count(column) > 1})
+    problems += [
+        Problem(file.name, 1, column, "duplicate_column", "the header names this mapped column twice")
+        for column in twice
+    ]
+    return None if missing or twice else kinds[0]
 
 
 def _kind_message(file: CsvFile, mapping: Mapping) -> str:

@@ -16,17 +16,17 @@ import getpass
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 
 from pipelines.hr.apply import ApplyReport, apply_plan
-from pipelines.hr.csv_input import read_csv
 from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import Plan, make_plan
 from pipelines.hr.snapshot import fresh_run, load_snapshot
+from pipelines.hr.staleness import ExportTimes
 from pipelines.hr.thresholds import (
     EntityKey,
     Thresholds,
@@ -35,6 +35,7 @@ from pipelines.hr.thresholds import (
     watched_entities,
     watched_kind,
 )
+from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
 from pipelines.runner import cli_instance, run_tenant
@@ -45,19 +46,29 @@ from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
 from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import (
+    PendingChange,
     StoredPlan,
     due_plans,
+    find_plan,
     load_plan,
+    pending_changes,
     plan_changes,
     record_allowances,
     record_blocked,
     save_plan,
-    window_changes,
+    window_plans,
 )
+
+PLAN_MEMORY_LIMIT = "32MB"
+"""DuckDB's memory limit while planning (see `plan_upload`)."""
 
 
 class RefreshFailedError(Exception):
     """The extract run before planning failed; the warehouse is unchanged."""
+
+
+class FourEyesError(ValueError):
+    """``ADM_HR_FOUR_EYES``: a plan's thresholds are lifted by someone other than its planner."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,14 @@ class PlanRequest:
     """Watched change kinds to lift for this plan -> the reason recorded with it."""
     approved_by: str = ""
     """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
+    planned_by: str = ""
+    """Who makes the plan (the CLI: the OS user; Dagster: the run's launcher, sensor or schedule)."""
+    max_invalid_share: float | None = None
+    """A larger share of invalid rows refuses the upload; None: ``ADM_HR_MAX_INVALID_SHARE``."""
+    as_of: datetime | None = None
+    """When the files were exported; None: each file's modification time (or its as-of column)."""
+    allow_old_export: bool = False
+    """Plan files older than ``[plan] max_export_age_hours`` (their stale rows are still refused)."""
 
 
 @dataclass
@@ -98,14 +117,23 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
     moment = now or datetime.now(UTC)
     checked_allowances(request.allow)
+    if request.allow:
+        four_eyes(request.planned_by, request.approved_by)
     options = request.mapping.csv
-    files = [read_csv(path, options.encoding, options.delimiter) for path in request.files]
-    con = connect(warehouse)
+    files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
+    # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
+    # users are scanned in batches; a large buffer would only hold pages never read again).
+    con = connect(warehouse, memory_limit=PLAN_MEMORY_LIMIT)
     try:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
-        validation = validate(files, request.mapping, snapshot, moment.date())
-        refusal = _refusal(validation, request.strict)
+        max_age = None if request.allow_old_export else request.mapping.max_export_age
+        times = ExportTimes.of(files, request.as_of, moment, max_age)
+        validation = validate(files, request.mapping, snapshot, moment.date(), times)
+        share = request.max_invalid_share
+        refusal = _refusal(
+            validation, request.strict, load_settings().hr_max_invalid_share if share is None else share
+        )
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -117,6 +145,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
             moment,
             earlier=earlier,
             approved_by=request.approved_by,
+            planned_by=request.planned_by,
         )
         save_plan(con, plan)
         return PlanOutcome(validation, plan)
@@ -124,14 +153,21 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
         con.close()
 
 
-def _refusal(validation: Validation, strict: bool) -> str | None:
+def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
+    """Why the upload is not planned at all, or None. A file mostly wrong (a shifted column, another
+    system's export) is a failure to report, not a plan of its few valid rows that looks like success."""
     if validation.file_problems:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
         return f"--strict: {len(validation.problems)} problem(s) in the upload; nothing was planned"
-    if validation.rows and not any(row.valid for row in validation.rows):
-        # An upload HR got entirely wrong is a failure to report, not an empty plan that looks like success.
-        return f"every row of the upload is invalid ({len(validation.rows)}); nothing was planned"
+    invalid, rows = sum(1 for row in validation.rows if not row.valid), len(validation.rows)
+    if rows and invalid == rows:
+        return f"every row of the upload is invalid ({rows}); nothing was planned"
+    if rows and invalid / rows > max_invalid_share:
+        return (
+            f"{invalid} of {rows} rows are invalid ({invalid / rows:.0%}), more than "
+            f"ADM_HR_MAX_INVALID_SHARE ({max_invalid_share:.0%}); nothing was planned: fix the file"
+        )
     return None
 
 
@@ -153,10 +189,19 @@ def allow(
     moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
+        four_eyes(load_plan(con, plan_id).planned_by, approved_by)
         record_allowances(con, plan_id, lifted, approved_by, moment)
         return recheck_thresholds(con, plan_id, moment)
     finally:
         con.close()
+
+
+def four_eyes(planned_by: str | None, approved_by: str) -> None:
+    """Under ``ADM_HR_FOUR_EYES``, refuse a lift by the plan's own planner (`FourEyesError`)."""
+    if load_settings().hr_four_eyes and (planned_by or "").casefold() == approved_by.casefold():
+        raise FourEyesError(
+            f"ADM_HR_FOUR_EYES: {approved_by} made this plan, so another person must lift its thresholds"
+        )
 
 
 def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: datetime) -> StoredPlan:
@@ -182,8 +227,17 @@ def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: dateti
 def window_entities(
     con: duckdb.DuckDBPyConnection, tenant_id: str, thresholds: Thresholds, now: datetime, plan_id: str | None
 ) -> dict[Watched, set[EntityKey]]:
-    """The entities per watched kind that the tenant's other plans applied within the window changed."""
-    return watched_entities(window_changes(con, tenant_id, now - thresholds.window, plan_id))
+    """The entities per watched kind that the tenant's other plans applied within the window changed.
+    What a plan lifted was approved and is accounted for: its changes of a lifted kind count in no later
+    check (of that kind, nor in ``total``), so one approved mass change does not block every unrelated
+    plan of the window. Its changes nobody approved still add up, so splitting a mass change still shows."""
+    found: dict[Watched, set[EntityKey]] = {kind: set() for kind in Watched}
+    for earlier in window_plans(con, tenant_id, now - thresholds.window, plan_id):
+        unapproved = [change for change in earlier.changes if change[0] not in earlier.lifted]
+        for kind, entities in watched_entities(unapproved).items():
+            if kind.value not in earlier.lifted:
+                found[kind] |= entities
+    return found
 
 
 def os_user() -> str:
@@ -195,10 +249,11 @@ def os_user() -> str:
 
 
 def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
-    """A stored plan; `warehouse.hr_store.PlanNotFoundError` when there is none."""
+    """A stored plan by its id or a unique prefix of it; `warehouse.hr_store.PlanNotFoundError` when there
+    is none."""
     con = connect(warehouse)
     try:
-        return load_plan(con, plan_id)
+        return find_plan(con, plan_id)
     finally:
         con.close()
 
@@ -210,14 +265,26 @@ def apply_stored(
     run_id: str,
     max_age: timedelta | None = None,
     now: datetime | None = None,
+    actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
-    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled."""
+    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled. The apply
+    is recorded as run by ``actor`` (default: the OS user)."""
     age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
     moment = now or datetime.now(UTC)
     con = connect(warehouse)
     try:
-        return apply_plan(con, client, recheck_thresholds(con, plan_id, moment), run_id, age, moment)
+        plan = recheck_thresholds(con, plan_id, moment)
+        return apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
+    finally:
+        con.close()
+
+
+def overdue_changes(warehouse: Path, today: date) -> list[PendingChange]:
+    """The dated changes (of every tenant) whose day is past while they still wait."""
+    con = connect(warehouse)
+    try:
+        return [change for change in pending_changes(con, None) if change.overdue(today)]
     finally:
         con.close()
 
