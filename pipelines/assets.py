@@ -36,6 +36,8 @@ from pipelines.sync import (
     sync_tenant,
 )
 from resources.dagster_resource import AdmClientResource
+from resources.errors import ConnectionError as APIConnectionError
+from resources.errors import PagingDriftError, RateLimitError, ServerError
 from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 from warehouse.publish import Published
 from warehouse.runs import RunRecord
@@ -44,6 +46,13 @@ from warehouse.schema import arrow_schema
 ASSET_PREFIX = "adm"
 MODE_TAG = "adm/mode"
 ALLOW_OVER_QUOTA_TAG = "adm/allow_over_quota"
+MAX_RETRIES_TAG = "adm/max_retries"
+"""Run tag: how many times a step that failed for a passing reason (a 5xx, a lost connection, 429s, a list
+that kept changing) runs again in the same run (default ``ADM_MAX_RETRIES``; 0: never)."""
+RETRY_WAIT_TAG = "adm/retry_wait_s"
+"""Run tag: seconds before the first retry (default ``ADM_RETRY_WAIT_S``), doubled for each next one."""
+TRANSIENT = (ServerError, APIConnectionError, RateLimitError, PagingDriftError)
+"""Failures that may pass by themselves; a check, a refusal or a refused credential will not."""
 WARN_ONLY_CHECKS_TAG = "adm/warn_only_checks"
 """Run tag: comma-separated blocking checks that only warn in this run."""
 OWNERS = ["team:data-platform"]
@@ -155,6 +164,8 @@ def tenant_sync_asset(
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except SyncRefusedError as error:
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
+        except TRANSIENT as error:
+            raise _retry(context, sync_policy, error) from error
         finally:
             _fail_killed_runs(context, outcome.killed)
         for warning in outcome.record.warnings:
@@ -166,6 +177,27 @@ def tenant_sync_asset(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
+
+
+def _retry(
+    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception
+) -> dg.RetryRequested:
+    """Run the step again after a passing failure, with a growing wait; the run's tags can change how often
+    and how soon. The retry reuses the revision lists this attempt fetched (its journal), so it costs
+    little more than the list pages."""
+    tags = context.run.tags
+    retries = _tag_number(tags, MAX_RETRIES_TAG, policy.max_retries)
+    wait = _tag_number(tags, RETRY_WAIT_TAG, policy.retry_wait_s) * 2**context.retry_number
+    if context.retry_number < retries:
+        context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
+    return dg.RetryRequested(max_retries=int(retries), seconds_to_wait=wait)
+
+
+def _tag_number(tags: Mapping[str, str], tag: str, default: float) -> float:
+    try:
+        return max(0.0, float(tags.get(tag, default)))
+    except ValueError:
+        raise dg.Failure(description=f"run tag {tag}: {tags[tag]!r} is not a number") from None
 
 
 def _fail_killed_runs(context: dg.AssetExecutionContext, run_ids: list[str]) -> None:
@@ -183,9 +215,11 @@ def _fail_killed_runs(context: dg.AssetExecutionContext, run_ids: list[str]) -> 
 def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> SyncRequest:
     """What to run, from the partition and the run's tags (present on every launch path)."""
     tags = context.run.tags
+    # A retry of the step is a run of the sync of its own, with its own row (its calls count too).
+    retry = f".{context.retry_number}" if context.retry_number else ""
     return SyncRequest(
         tenant_id=_tenant(context, partitions),
-        run_id=context.run.run_id,
+        run_id=f"{context.run.run_id}{retry}",
         full_refresh=tags.get(MODE_TAG, "").strip().lower() == "full",
         allow_over_quota=tags.get(ALLOW_OVER_QUOTA_TAG, "").strip().lower() in {"true", "1", "yes"},
         job_name=context.run.job_name,

@@ -79,6 +79,8 @@ ACCEPTS: dict[str, str] = {
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
     "resume_hours": "a number of hours, 0 or more",
+    "max_retries": "a whole number of retries, 0 or more",
+    "retry_wait_s": "a number of seconds, 0 or more",
     "nightly_cron": "a cron expression (UTC)",
     "full_refresh_cron": "a cron expression (UTC)",
     "hr_drop_dir": "a folder path",
@@ -155,6 +157,10 @@ class SyncSettings(BaseSettings):
     reject_max_count: Annotated[int, Field(ge=0)] = 10
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
     resume_hours: Annotated[float, Field(ge=0)] = 12.0
+    max_retries: Annotated[int, Field(ge=0)] = 2
+    """A Dagster step that failed for a passing reason (5xx, connection, 429s) runs again this often."""
+    retry_wait_s: Annotated[float, Field(ge=0)] = 30.0
+    """Seconds before the first of those retries, doubled for each next one."""
     """A run reuses the revision lists a failed or killed run fetched within this many hours (0: never)."""
     warn_only_checks: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""

@@ -75,6 +75,10 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     reject_max_share: float = Field(
         default=0.01, description="A list whose rejected records exceed this share of its total fails."
     )
+    max_retries: int = Field(
+        default=2, description="Times a step that failed for a passing reason (5xx, connection) runs again."
+    )
+    retry_wait_s: float = Field(default=30.0, description="Seconds before the first retry, doubled after.")
     resume_hours: float = Field(
         default=12.0,
         description="A run reuses the revision lists an uncommitted run fetched this recently (0: never).",

@@ -63,6 +63,9 @@ class Quirks:
     """The Retry-After header of a 429."""
     revisions_answered: int | None = None
     """After this many revision-id answers, the token is refused (401): a run that fails part-way."""
+    outage: tuple[int, int] | None = None
+    """(after, failures): after this many revision-id answers, the next requests of them answer 500 this
+    many times (a passing outage)."""
     latency_s: float = 0.0
     """How long every answer takes (a slow service, or one far away)."""
     on_list_request: Callable[[str, int, Tenant], None] | None = None
@@ -122,6 +125,9 @@ class StandIn:
                 answered = sum(self.requests[f"revisions of {kind}"] for kind in SPEC["revisions"])
                 if self.quirks.revisions_answered is not None and answered >= self.quirks.revisions_answered:
                     return 401, _error(401, "Unauthorized"), {}
+                if self.quirks.outage and answered >= self.quirks.outage[0] and self.quirks.outage[1] > 0:
+                    self.quirks.outage = (self.quirks.outage[0], self.quirks.outage[1] - 1)
+                    return 500, _error(500, "Internal Server Error"), {}
                 self.requests[f"revisions of {name}"] += 1
                 found = self.tenant.revisions[name].get(path[len(prefix) : -len(suffix)].lower())
                 return (404, _error(404, "Not Found"), {}) if found is None else (200, found, {})

@@ -44,7 +44,8 @@ def dagster_cli(
 
 def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> SyncSettings:
     """Both emulator tenants, the demo tenant's token, the given warehouse; ``changes`` on top."""
-    base = SyncSettings(tenants=[DEMO_TENANT_ID, OTHER_TENANT_ID], warehouse=warehouse)
+    # No step retries unless a test asks: a test of a failure wants the failure, not 90 s of retries.
+    base = SyncSettings(tenants=[DEMO_TENANT_ID, OTHER_TENANT_ID], warehouse=warehouse, max_retries=0)
     return base.embedded(server.base_url).model_copy(update=changes)
 
 
@@ -89,6 +90,7 @@ def sync_env(server: EmulatorServer, warehouse: Path, **changes: str) -> dict[st
         f"ADM_TOKEN__{tenant_variable_suffix(DEMO_TENANT_ID)}": DEMO_TOKEN,
         f"ADM_TOKEN__{tenant_variable_suffix(OTHER_TENANT_ID)}": OTHER_TOKEN,
         "ADM_RATE_PER_MINUTE": "60000",
+        "ADM_MAX_RETRIES": "0",
         "ADM_WAREHOUSE": str(warehouse),
         **changes,
     }
