@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-import orjson
 from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 
+from emulator.encoding import dumps
 from emulator.service import Caller, Emulator, ServiceError
 from emulator.state import now
 from models.base import RequestModel
@@ -44,7 +44,7 @@ def envelope_bytes(data: bytes, status: int = 200) -> Response:
 
 def envelope(data: Any, status: int = 200) -> Response:
     """The success envelope around a JSON-ready value."""
-    return envelope_bytes(orjson.dumps(data), status)
+    return envelope_bytes(dumps(data), status)
 
 
 def page(items: list[bytes], number: int, limit: int, total: int) -> Response:
@@ -55,7 +55,7 @@ def page(items: list[bytes], number: int, limit: int, total: int) -> Response:
 
 def bare(data: Any) -> Response:
     """A bare JSON body without envelope (the revision-id lists)."""
-    return Response(content=orjson.dumps(data), media_type=JSON)
+    return Response(content=dumps(data), media_type=JSON)
 
 
 def parse_query(request: Request, model: type[Q], ignored: list[str] | None = None) -> Q:

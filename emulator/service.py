@@ -11,9 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from emulator import realism
+from emulator.encoding import dumps
 from emulator.faults import FaultConfig
 from emulator.scale import (
     DEMO_ACCESS_KEY,
@@ -197,11 +196,11 @@ class Emulator:
         if rate:
             deviation = self._realism(state, kind, rate).get(record_id)
             top_user = kind == "users" and state.manager_of.get(record_id) == record_id
-            return orjson.dumps(realism.serve(kind, render(), deviation, top_user))
+            return dumps(realism.serve(kind, render(), deviation, top_user))
         cache = self._encoded.setdefault((state.tenant_id, kind), {})
         data = cache.get(record_id)
         if data is None:
-            data = cache[record_id] = orjson.dumps(render())
+            data = cache[record_id] = dumps(render())
         return data
 
     def _realism(self, state: TenantState, kind: str, rate: float) -> dict[str, str]:

@@ -101,6 +101,18 @@ def test_e1_updates_a_user_and_later_reads_show_it(http: httpx.Client, demo: Ten
     assert writes(http) == {f"user:{user_id}": 1}
 
 
+def test_e1_keeps_an_integer_beyond_64_bits_in_a_free_form_field(
+    http: httpx.Client, demo: TenantState
+) -> None:
+    # Found by schemathesis: the emulator answered 500 (its JSON encoder stops at 64-bit integers).
+    user_id = ids(demo.users, 1, start=6)[0]
+    huge = 2**70
+    user = data_of(http.patch(user_path(user_id), json={**TENANT, "customAttributes": {"n": huge}}))
+    assert user["customAttributes"] == {"n": huge}
+    listed = data_of(http.get("/auth/v1/user", params={"sortBy": "updatedOn", "sortOrder": "desc"}))
+    assert listed["data"][0]["customAttributes"] == {"n": huge}
+
+
 def test_e1_moves_updated_on_forward_on_every_write(http: httpx.Client, demo: TenantState) -> None:
     """Two writes in a row: the second ``updatedOn`` is not before the first."""
     user_id = ids(demo.users, 1)[0]
