@@ -45,7 +45,7 @@ lint: $(VENV)/.synced
 bench: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run
 
-# The generative test of the sync (tests/test_sync_generative.py) at 500 examples instead of make test's 40.
+# The generative test of the sync (tests/test_sync_generative.py) at 500 examples instead of make test's 30.
 generative: $(VENV)/.synced
 	ADM_GENERATIVE_EXAMPLES=500 $(VENV)/bin/pytest -q tests/test_sync_generative.py
 

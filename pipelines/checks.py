@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.extract import LISTS, TenantExtract
 from warehouse import reads
-from warehouse.db import open_database
 
 
 @dataclass(frozen=True)
@@ -323,10 +323,9 @@ def staged_values(path: Path, column: str) -> set[str]:
 
 
 def _duplicates(path: Path) -> list[str]:
+    """Ids staged more than once (Arrow counts them: no database needed for one column)."""
     if not path.exists():
         return []
-    with open_database() as con:
-        rows = con.execute(
-            "SELECT id FROM read_parquet(?) GROUP BY id HAVING count(*) > 1 ORDER BY id", [str(path)]
-        ).fetchall()
-    return [str(row[0]) for row in rows]
+    counts = pc.value_counts(pq.read_table(path, columns=["id"]).column("id"))
+    repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1)).field("values")
+    return sorted(str(value) for value in repeated.to_pylist())

@@ -13,6 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.checks import ids_unique
+from pipelines.extract import TenantExtract
+from resources.metrics import MetricsSnapshot
 from warehouse.commit import CommitResult, StagedRun, StagingMismatchError, commit_run
 from warehouse.merge import CommitConstraintError
 from warehouse.runs import RunRecord
@@ -337,3 +340,16 @@ def test_the_staging_writer_stages_declared_tables_and_cleaning_removes_only_the
     assert not mine.exists() and other.exists()
     discard(other)
     assert not (root / "run-1").exists()
+
+
+def test_an_id_staged_twice_fails_the_ids_unique_check_naming_it(tmp_path: Path) -> None:
+    # The stream keeps one record per id, so only staging written some other way can repeat one: the check
+    # is the net under the commit's keys.
+    with StagingWriter(tmp_path) as writer:
+        writer.add({"decisions": [decision("a", "A"), decision("b", "B"), decision("a", "A2")]})
+    extract = TenantExtract(tmp_path, {}, MetricsSnapshot())
+
+    outcome = ids_unique("decisions")(extract, tmp_path / "unused.duckdb", TENANT)
+
+    assert not outcome.passed and outcome.blocking
+    assert outcome.description == "1 id(s) staged twice: a"
