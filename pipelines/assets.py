@@ -26,7 +26,7 @@ import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.extract import LISTS
-from pipelines.settings import SettingsError, configured_tenant
+from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
@@ -154,6 +154,8 @@ def tenant_sync_asset(
         warehouse: WarehouseResource,
         sync_policy: SyncPolicyResource,
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
+        if adm.base_url is None and adm.environment is None:
+            raise dg.Failure(description=NO_SERVICE)
         request = _request(context, partitions)
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from pipelines.cli_support import embedded_emulator, service_for, settings_or_exit, tenants_or_exit
+from pipelines.cli_support import embedded_emulator, service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
@@ -138,14 +138,12 @@ def extract(
     ] = False,
 ) -> None:
     """Run the tenant sync in-process: the same jobs as Dagster (and, with DAGSTER_HOME set, in that
-    instance's history). With no ADM_BASE_URL or ADM_ENVIRONMENT it runs against an embedded emulator."""
+    instance's history). With no ADM_BASE_URL or ADM_ENVIRONMENT it refuses (try `authority-sync demo`)."""
     console = Console()
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
-    with service_for(settings) as (settings, embedded):
-        if embedded:
-            console.print(f"No service address configured: using the embedded emulator at {embedded}")
-        runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota, verbose=bool(ctx.obj))
+    settings = service_or_exit(settings)
+    runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota, verbose=bool(ctx.obj))
     failed = [run for run in runs if not run.success]
     for run in failed:
         console.print(f"[red]tenant {run.tenant_id} failed, nothing committed: {escape(run.error or '')}[/]")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pipelines.settings import SettingsError, SyncSettings, load_settings
+from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, load_settings
 from warehouse.publish import same_file_problem
 from warehouse.reads import warehouse_problem
 
@@ -52,15 +52,12 @@ def _published_over(settings: SyncSettings, warehouse: Path) -> str | None:
     return None
 
 
-@contextmanager
-def service_for(settings: SyncSettings) -> Iterator[tuple[SyncSettings, str | None]]:
-    """``(settings, None)`` when an address is configured, else settings pointed at a new embedded
-    emulator and that emulator's address (for the command to say so)."""
-    if settings.address_configured:
-        yield settings, None
-        return
-    with embedded_emulator() as server:
-        yield settings.embedded(server.base_url), server.base_url
+def service_or_exit(settings: SyncSettings) -> SyncSettings:
+    """The settings, when a service address is configured; else the command ends with one line, exit 2."""
+    if not settings.address_configured:
+        typer.echo(f"error: {NO_SERVICE}", err=True)
+        raise typer.Exit(2)
+    return settings
 
 
 @contextmanager

@@ -21,8 +21,7 @@ from pipelines.settings import SyncSettings
 def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None = None) -> dg.Definitions:
     """The tenant sync asset, its checks, jobs, schedules and freshness sensor, with the resources the
     settings describe (``resources`` replaces some of them: an op passing its own, say). With no service
-    address configured, the client points at the local emulator."""
-    settings = settings.with_service()
+    address configured the definitions load (the UI shows them) and every sync refuses in one line."""
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     sync = tenant_sync_asset(partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness))

@@ -40,8 +40,6 @@ from warehouse.reads import warehouse_problem
 PREFIX = "ADM_"
 TOKEN_PREFIX = "ADM_TOKEN__"  # noqa: S105 - a variable name, not a secret
 ACCESS_KEY_PREFIX = "ADM_ACCESS_KEY__"
-LOCAL_EMULATOR = "http://127.0.0.1:8080"
-"""Where ``authority-sync emulator`` listens by default: the address used when none is configured."""
 UNLIMITED_RATE = 60_000.0
 """Rate budget against a local emulator, which enforces none unless told to."""
 
@@ -103,6 +101,15 @@ def _private_address(url: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+NO_SERVICE = (
+    "no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT (and ADM_TOKEN or "
+    "ADM_ACCESS_KEY); to try authority-sync on its embedded emulator instead, run `authority-sync demo` "
+    "(its files stay under data/demo/)"
+)
+"""Why a sync or an HR apply refuses without an address: it never falls back to an emulator, whose demo
+data would land where production data lives."""
 
 
 class SettingsError(ValueError):
@@ -326,11 +333,6 @@ class SyncSettings(BaseSettings):
             self.tenant_access_keys, tenant_id
         )
         return own is not None or self.token is not None or self.access_key is not None
-
-    def with_service(self) -> SyncSettings:
-        """These settings, or, with no address configured, pointed at the local emulator (``authority-sync
-        emulator``) with the demo tenant's public token, so that ``dagster dev`` works out of the box."""
-        return self if self.address_configured else self.embedded(LOCAL_EMULATOR)
 
     def embedded(self, base_url: str) -> SyncSettings:
         """These settings pointed at an emulator serving the demo tenant (public, emulator-only token)."""

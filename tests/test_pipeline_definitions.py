@@ -1,16 +1,20 @@
-"""The Dagster code location loads, and the CLI runs the extract with its embedded emulator."""
+"""The Dagster code location loads; with no service configured nothing syncs demo data into the warehouse
+(the demo has files of its own)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from emulator.scale import DEMO_ACCESS_KEY, DEMO_TOKEN
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.extract import LISTS, REVISION_LISTS
+from pipelines.location import sync_definitions
+from pipelines.runner import run_tenant
+from pipelines.settings import SyncSettings
 from tests.sync_support import dagster_cli
 
 STAGED_TABLES = [
@@ -46,7 +50,7 @@ def test_dagster_validates_the_workspace() -> None:
 
 @pytest.fixture
 def no_service_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No ADM_* address or credential: the CLI must use its embedded emulator."""
+    """No ADM_* address or credential, as a cron job whose environment file failed to load."""
     for name in (
         "ADM_BASE_URL",
         "ADM_ENVIRONMENT",
@@ -59,10 +63,24 @@ def no_service_configured(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("no_service_configured")
-def test_cli_extract_uses_the_embedded_emulator_and_prints_no_secret(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["extract", "--warehouse", str(tmp_path / "wh.duckdb")])
+def test_an_empty_environment_refuses_to_sync_in_one_line(tmp_path: Path) -> None:
+    # Before: the sync started the embedded emulator and wrote 300 demo users into data/warehouse.duckdb.
+    warehouse = tmp_path / "wh.duckdb"
+    result = CliRunner().invoke(app, ["extract", "--warehouse", str(warehouse)])
 
-    assert result.exit_code == 0, result.output
-    assert "embedded emulator" in result.output
-    assert "decisions" in result.output and "API calls" in result.output
-    assert DEMO_TOKEN not in result.output and DEMO_ACCESS_KEY not in result.output
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT")
+    assert "authority-sync demo" in line
+    assert not warehouse.exists()
+
+
+@pytest.mark.usefixtures("no_service_configured")
+def test_a_dagster_sync_with_no_service_refuses_in_one_line(tmp_path: Path) -> None:
+    settings = SyncSettings(warehouse=tmp_path / "wh.duckdb")
+    with dg.instance_for_test() as instance:
+        run = run_tenant(sync_definitions(settings), settings.tenant_id, instance)
+
+    assert not run.success and run.error is not None
+    assert "Failure: no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT" in run.error
+    assert not (tmp_path / "wh.duckdb").exists()

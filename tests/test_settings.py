@@ -42,7 +42,6 @@ def test_defaults_need_no_variable() -> None:
     assert not settings.address_configured
     assert settings.staging_root == Path("data/staging")
     assert settings.quota == MONTHLY_QUOTAS[RatePlan.ESSENTIAL] == 25_000
-    assert settings.with_service().base_url == "http://127.0.0.1:8080"
 
 
 def test_plan_words_ignore_case_and_give_the_plan_quota(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import client_resource, warehouse_resource
-from pipelines.cli_support import service_for, settings_or_exit
+from pipelines.cli_support import service_or_exit, settings_or_exit
 from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
@@ -178,9 +178,7 @@ def plan_command(
         allow_old_export=allow_old_export,
     )
     if refresh_first:
-        with service_for(settings) as (settings, embedded):
-            _note(console, embedded)
-            _refresh(console, tenant_id, settings)
+        _refresh(console, tenant_id, service_or_exit(settings))
     store = warehouse_resource(settings)
     outcome = show_plan(console, store.file, request, errors, limit)
     if outcome.plan is None:
@@ -205,31 +203,29 @@ def apply_command(
 ) -> None:
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
     console = hr_console()
-    settings = settings_or_exit(warehouse)
+    settings = service_or_exit(settings_or_exit(warehouse))
     store = warehouse_resource(settings)
     stored = _stored(store.file, plan_id)
     plan_id = stored.plan_id
     if allow_kind:
         approver = _approver(approved_by, settings)
         stored = _allow(console, store.file, plan_id, _allowances(allow_kind, reason), approver)
-    with service_for(settings) as (settings, embedded):
-        _note(console, embedded)
-        # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
-        adm = client_resource(settings).process_config_and_initialize()
-        with adm.client_for(stored.tenant_id) as client:
-            try:
-                max_age = timedelta(hours=settings.hr_plan_max_age_hours)
-                report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
-            except PlanBlockedError as error:
-                console.print(f"[red]{escape(str(error))}[/]")
-                raise typer.Exit(BLOCKED) from None
-            except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
-                # Service errors carry method, path, status and message: never a header or a token.
-                console.print(f"[red]{escape(str(error))}[/]")
-                raise typer.Exit(1) from None
-        print_apply(console, report)
-        if refresh_after:
-            _refresh(console, stored.tenant_id, settings)
+    # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
+    adm = client_resource(settings).process_config_and_initialize()
+    with adm.client_for(stored.tenant_id) as client:
+        try:
+            max_age = timedelta(hours=settings.hr_plan_max_age_hours)
+            report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
+        except PlanBlockedError as error:
+            console.print(f"[red]{escape(str(error))}[/]")
+            raise typer.Exit(BLOCKED) from None
+        except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
+            # Service errors carry method, path, status and message: never a header or a token.
+            console.print(f"[red]{escape(str(error))}[/]")
+            raise typer.Exit(1) from None
+    print_apply(console, report)
+    if refresh_after:
+        _refresh(console, stored.tenant_id, settings)
     raise typer.Exit(0 if set(report.outcomes) <= SETTLED else 1)
 
 
@@ -251,13 +247,12 @@ def apply_due_command(
     if not due:
         console.print("No scheduled change is due.")
         return
-    with service_for(settings) as (settings, embedded):
-        _note(console, embedded)
-        adm = client_resource(settings).process_config_and_initialize()
-        with adm.client_for(tenant_id) as client:
-            settled = [_apply_due(console, store.file, plan_id, client) for plan_id in due]
-        if refresh_after:
-            _refresh(console, tenant_id, settings)
+    settings = service_or_exit(settings)
+    adm = client_resource(settings).process_config_and_initialize()
+    with adm.client_for(tenant_id) as client:
+        settled = [_apply_due(console, store.file, plan_id, client) for plan_id in due]
+    if refresh_after:
+        _refresh(console, tenant_id, settings)
     raise typer.Exit(0 if all(settled) else 1)
 
 
@@ -484,11 +479,6 @@ def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
     except LockBusyError as error:  # another apply or a sync holds the warehouse
         hr_console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
         raise typer.Exit(1) from None
-
-
-def _note(console: Console, embedded: str | None) -> None:
-    if embedded:
-        console.print(f"No service address configured: using the embedded emulator at {embedded}")
 
 
 def _refresh(console: Console, tenant_id: str, settings: SyncSettings) -> None:
