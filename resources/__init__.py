@@ -6,8 +6,9 @@ Public surface: `AdmClient` and its `ClientSettings`; `AdmClientResource` for Da
 ``from resources import *`` does not shadow the builtin; ``resources.ConnectionError`` names it too.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from resources.client import AdmClient
-from resources.dagster_resource import AdmClientResource
 from resources.errors import (
     AuthenticationError,
     NotFoundError,
@@ -27,6 +28,20 @@ from resources.metrics import MetricsSnapshot
 from resources.paging import PageStream
 from resources.ratelimit import clear_buckets
 from resources.settings import ClientSettings, Environment, RatePlan
+
+if TYPE_CHECKING:
+    from resources.dagster_resource import AdmClientResource
+
+
+def __getattr__(name: str) -> Any:
+    # Dagster is imported by whoever asks for its resource, not by every user of the client (importing
+    # Dagster costs more than half a second).
+    if name == "AdmClientResource":
+        from resources.dagster_resource import AdmClientResource
+
+        return AdmClientResource
+    raise AttributeError(f"module 'resources' has no attribute {name!r}")
+
 
 __all__ = [
     "APIConnectionError",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -84,3 +86,11 @@ def test_a_dagster_sync_with_no_service_refuses_in_one_line(tmp_path: Path) -> N
     assert not run.success and run.error is not None
     assert "Failure: no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT" in run.error
     assert not (tmp_path / "wh.duckdb").exists()
+
+
+def test_the_client_imports_without_dagster() -> None:
+    # Before: importing the client loaded Dagster (590 of its 859 ms).
+    loaded = "sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'emulator'})"
+    probe = f"import sys, resources.client; print({loaded})"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
