@@ -46,12 +46,29 @@ import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
 tables = con.execute("SELECT count(*) FROM decisions").fetchall()[0][0]
 view = con.execute("SELECT count(*) FROM v_org_chart").fetchall()[0][0]
-print(duckdb.__version__, tables, view)
+at = con.execute("SELECT max(finished_at) FROM sync_runs").fetchall()[0][0]
+as_of = [
+    con.execute(f"SELECT count(*) FROM {macro}(?)", [at]).fetchall()[0][0]
+    for macro in ("users_as_of", "user_groups_as_of", "group_tree_as_of", "user_authorities_as_of")
+]
+changes = con.execute("SELECT count(*) FROM v_changes").fetchall()[0][0]
+print(duckdb.__version__, tables, view, *as_of, changes)
 """
-"""A reader on DuckDB 1.4: a table and a (recursive) view of the published copy."""
+"""A reader on DuckDB 1.4: a table, a (recursive) view, table macros as of the last commit (a TIMESTAMPTZ
+fetched, which takes pytz) and the change log of the published copy."""
 
-UV_RUN = ("run", "--no-project", "--isolated", "--python", "3.11", "--with", "duckdb==1.4.*")
-"""A throwaway environment with DuckDB 1.4 (uv caches the wheel)."""
+UV_RUN = (
+    "run",
+    "--no-project",
+    "--isolated",
+    "--python",
+    "3.11",
+    "--with",
+    "duckdb==1.4.*",
+    "--with",
+    "pytz",
+)
+"""A throwaway environment with DuckDB 1.4, and pytz, which its TIMESTAMPTZ values need (uv caches both)."""
 
 
 @pytest.fixture
@@ -141,6 +158,10 @@ def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(
     assert readable_as(settings.warehouse, "v1.4.0") is (writer_format == "v1.4.0")
     decisions = count(settings.warehouse, "SELECT count(*) FROM decisions")
     users = count(settings.warehouse, "SELECT count(*) FROM v_org_chart")
+    macros = [
+        count(settings.warehouse, f"SELECT count(*) FROM {table}")  # noqa: S608 - test names
+        for table in ("users", "user_groups", "v_group_tree", "v_user_authorities")
+    ]
 
     result = subprocess.run(
         [uv(), *UV_RUN, "python", "-c", OLD_READER, str(settings.publish_file)],
@@ -152,9 +173,12 @@ def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(
     )
 
     assert result.returncode == 0, result.stderr
-    version, tables, view = result.stdout.split()
+    version, tables, view, *as_of, changes = result.stdout.split()
     assert version.startswith("1.4.")
     assert (int(tables), int(view)) == (decisions, users)
+    # As of the last commit, the macros give the tables and views as they are now.
+    assert [int(found) for found in as_of] == macros
+    assert int(changes) == 0
 
 
 def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
