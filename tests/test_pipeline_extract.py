@@ -399,7 +399,9 @@ def test_an_ignored_updated_filter_falls_back_to_a_full_read(
     assert not deleted & listed_ids(settings, "decisions")
 
 
-def test_analyst_views_answer_their_example_queries(settings: SyncSettings) -> None:
+def test_analyst_views_answer_their_example_queries(server: EmulatorServer, settings: SyncSettings) -> None:
+    sync(settings)
+    mutate(server, decisionsUpdated=2, usersUpdated=2)
     sync(settings)
 
     for title, sql in EXAMPLES.items():

@@ -519,6 +519,42 @@ def test_user_authorities_come_from_delegations_in_force_and_flag_a_deleted_reci
     assert read(w.warehouse, "SELECT count(*) FROM delegations") == [(len(DELEGATIONS),)]
 
 
+def test_decision_scope_reaches_groups_below_a_named_group_through_it(world: World) -> None:
+    w = world
+    found = read(
+        w.warehouse,
+        "SELECT decision_id, group_id, group_name, via_group_id, levels_below, through_ancestor "
+        "FROM v_decision_scope WHERE decision_id IN (?, ?) ORDER BY ALL",
+        w.all("capex", "contracts"),
+    )
+
+    def reach(decision: str, via: str, *below: str) -> list[tuple[Any, ...]]:
+        groups = [via, *below]
+        return [
+            (w.id(decision), w.id(group), GROUPS[group][0], w.id(via), level, level > 0)
+            for level, group in enumerate(groups)
+        ]
+
+    # Capex names Americas and the deleted Closed Office: Shared Services and Payroll are below Americas;
+    # nothing is reached through the deleted group (its child Orphan Team is detached).
+    expected = reach("capex", "americas", "shared", "payroll") + reach(
+        "contracts", "emea", "shared", "payroll"
+    )
+    assert found == sorted(expected)
+    # Who can approve for Shared Services: nobody through a decision naming it; three through an ancestor
+    # (the two Sam Lees, and Eve, who left and is flagged).
+    holders = read(
+        w.warehouse,
+        "SELECT s.through_ancestor, a.user_id, a.user_can_act FROM v_user_authorities a "
+        "JOIN v_decision_scope s ON s.tenant_id = a.tenant_id AND s.decision_id = a.decision_id "
+        "WHERE s.group_id = ? GROUP BY ALL ORDER BY ALL",
+        [w.id("shared")],
+    )
+    assert holders == sorted(
+        [(True, w.id("sam1"), True), (True, w.id("sam2"), True), (True, w.id("eve"), False)]
+    )
+
+
 # -- v_delegation_activity and v_delegation_activity_daily -----------------------------------------------
 
 

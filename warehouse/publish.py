@@ -114,19 +114,33 @@ def for_readers(warehouse: Path, published: Path) -> Path:
 
 
 def publish_run(con: duckdb.DuckDBPyConnection, target: PublishTarget, record: RunRecord) -> Published:
-    """Publish after the run's commit. A failure does not undo or fail the committed run: it is logged in
-    one line and added to the run's warnings, and readers keep the previous copy. Only a publish that
-    completed records its time (``phase_seconds["publish"]``): the warning says what happened to the other."""
+    """Publish after the run's commit. A failure does not undo or fail the committed run: it is added to
+    the run's warnings, and readers keep the previous copy. Only a publish that completed records its time
+    (``phase_seconds["publish"]``): the warning says what happened to the other."""
+    published = try_publish(con, target, record.run_id)
+    if published.error is not None:
+        record.warnings.append(published.error)
+    elif published.seconds is not None:
+        record.phase_seconds["publish"] = published.seconds
+    return published
+
+
+def try_publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -> Published:
+    """Publish, and say how it went: a failure is logged in one line and returned, never raised (what was
+    written before it stands, and readers keep the previous copy). ``label`` names the publish."""
     started = time.perf_counter()
     try:
-        publish(con, target, record.run_id)
+        publish(con, target, label)
     except (duckdb.Error, OSError, PublishError) as error:
-        warning = f"publish for readers failed, readers keep the previous copy: {_first_line(error)}"
-        logger.warning("run %s: %s", record.run_id, warning)
-        record.warnings.append(warning)
-        return Published(target, error=warning)
-    record.phase_seconds["publish"] = round(time.perf_counter() - started, 3)
-    return Published(target, record.phase_seconds["publish"])
+        return failed(target, label, error)
+    return Published(target, round(time.perf_counter() - started, 3))
+
+
+def failed(target: PublishTarget, label: str, error: BaseException) -> Published:
+    """A publish that failed with ``error``: its one-line warning, logged."""
+    warning = f"publish for readers failed, readers keep the previous copy: {_first_line(error)}"
+    logger.warning("%s: %s", label, warning)
+    return Published(target, error=warning)
 
 
 def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -> None:
