@@ -23,6 +23,7 @@ from typing import IO, Any
 import duckdb
 
 from pipelines.settings import load_settings
+from warehouse.db import open_database
 
 
 class NoPublishedCopyError(FileNotFoundError):
@@ -46,13 +47,14 @@ def copy_path() -> Path:
 def connect(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the published copy (`copy_path`), or to the DuckDB file ``path``.
     ``.df()`` on a relation gives a pandas DataFrame; ``.pl()`` a Polars one where Polars is installed.
-    Raises `NoPublishedCopyError` when no sync has published a copy yet."""
+    Offline like every connection of authority-sync: no extension is installed or loaded. Raises
+    `NoPublishedCopyError` when no sync has published a copy yet."""
     copy = Path(path) if path is not None else copy_path()
     if not copy.is_file():
         raise NoPublishedCopyError(
             f"no copy for readers at {copy}: a sync publishes it (authority-sync extract)"
         )
-    return duckdb.connect(str(copy), read_only=True)
+    return open_database(copy, read_only=True)
 
 
 def write_rows(
