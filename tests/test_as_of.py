@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_merge import commit, read
+from tests.test_merge import TENANT, commit, read
 from warehouse import migrate as migrations
 from warehouse.merge import FAMILIES, MergeContext, load_staged, merge_family
 from warehouse.migrate import migrate
@@ -193,12 +193,12 @@ def test_an_upgraded_warehouse_has_one_version_of_each_item_and_no_invented_chan
     since, earlier = datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC)
     with duckdb.connect(str(path)) as con:
         migrate(con, describe=False)
-        user = {"tenant_id": "tenant-a", "id": "u1", "content_hash": "h2", "raw": "{}", "is_deleted": False}
+        user = {"tenant_id": TENANT, "id": "u1", "content_hash": "h2", "raw": "{}", "is_deleted": False}
         insert(con, "users", user)
         insert(con, "users_history", user | {"content_hash": "h1", "valid_from": earlier, "valid_to": since})
         insert(con, "users_history", user | {"valid_from": since, "run_id": "run-old"})
         for place, group in enumerate(("g1", "g2"), start=1):
-            member = {"tenant_id": "tenant-a", "user_id": "u1", "group_id": group, "group_order": place}
+            member = {"tenant_id": TENANT, "user_id": "u1", "group_id": group, "group_order": place}
             insert(con, "user_groups", member | {"is_primary": place == 1})
     monkeypatch.undo()
     user_groups = "SELECT group_id, valid_from, run_id FROM user_groups_as_of(?) ORDER BY 1"
@@ -209,7 +209,7 @@ def test_an_upgraded_warehouse_has_one_version_of_each_item_and_no_invented_chan
             "users": [user | {"content_hash": "h3"}],
             "user_groups": [
                 {
-                    "tenant_id": "tenant-a",
+                    "tenant_id": TENANT,
                     "user_id": "u1",
                     "group_id": "g1",
                     "group_order": 1,

@@ -700,6 +700,7 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 row("positions", id="pos2", position_name="Dropped Title", is_deleted=True),
             ],
         },
+        tenant=TENANT,
     )
     # Another tenant holds the same ids with other managers: nothing crosses over.
     commit(
