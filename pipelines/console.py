@@ -90,7 +90,7 @@ def _print_run(
 
 
 def _print_published(console: Console, published: PublishTarget, seconds: float) -> None:
-    parquet = f", Parquet in {published.parquet_current}" if published.parquet else ""
+    parquet = f", Parquet listed in {published.parquet_manifest}" if published.parquet else ""
     console.print(f"published for readers in {seconds:.1f} s: {escape(str(published.path))}{escape(parquet)}")
 
 
