@@ -111,6 +111,21 @@ def uv() -> str:
     return found
 
 
+def run_elsewhere(environment: tuple[str, ...], script: str, argument: Path) -> str:
+    """Run a Python ``script`` with ``argument`` in a throwaway environment (``uv run`` options), checked;
+    returns what it printed."""
+    result = subprocess.run(
+        [uv(), *environment, "python", "-c", script, str(argument)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_default_path_is_beside_the_warehouse(settings: SyncSettings, tmp_path: Path) -> None:
     assert settings.publish_file == tmp_path / "wh.analytics.duckdb"
     assert settings.publish_target.parquet_manifest == tmp_path / "wh.analytics-parquet" / MANIFEST
@@ -168,17 +183,9 @@ def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(
         for table in ("users", "user_groups", "v_group_tree", "v_user_authorities")
     ]
 
-    result = subprocess.run(
-        [uv(), *UV_RUN, "python", "-c", OLD_READER, str(settings.publish_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
-    )
+    printed = run_elsewhere(UV_RUN, OLD_READER, settings.publish_file)
 
-    assert result.returncode == 0, result.stderr
-    version, tables, view, *as_of, changes = result.stdout.split()
+    version, tables, view, *as_of, changes = printed.split()
     assert version.startswith("1.4.")
     assert (int(tables), int(view)) == (decisions, users)
     # As of the last commit, the macros give the tables and views as they are now.
@@ -310,18 +317,10 @@ def test_polars_reads_the_parquet_without_casts(settings: SyncSettings) -> None:
     settings = settings.model_copy(update={"publish_parquet": True})
     sync(settings)
 
-    result = subprocess.run(
-        [uv(), *UV_POLARS, "python", "-c", POLARS_READER, str(settings.publish_target.parquet_root)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
-    )
+    printed = run_elsewhere(UV_POLARS, POLARS_READER, settings.publish_target.parquet_root)
 
-    assert result.returncode == 0, result.stderr
     users = count(settings.warehouse, "SELECT count(*) FROM users")
-    assert result.stdout.split() == [
+    assert printed.split() == [
         "String",
         "Int64",
         "Datetime(time_unit='us',",
