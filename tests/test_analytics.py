@@ -196,3 +196,46 @@ def test_no_column_a_reader_gets_is_a_128_bit_integer() -> None:
         if "HUGEINT" in column.data_type or column.data_type.startswith("DECIMAL(38")
     ]
     assert not wide
+
+
+GUIDE = ROOT / "docs" / "analysts.md"
+T, X = "TIMESTAMPTZ '2026-03-01 00:00:00+00'", "'Approve capital spend'"
+"""The instant and the decision the guide's examples ask about."""
+
+
+def guide_sql(marker: str | None = None) -> list[str]:
+    """The guide's SQL blocks, or the one after ``<!-- marker -->``."""
+    text = GUIDE.read_text(encoding="utf-8")
+    if marker is not None:
+        text = text.split(f"<!-- {marker} -->", 1)[1]
+    blocks = [block.split("```", 1)[0] for block in text.split("```sql\n")[1:]]
+    return blocks[:1] if marker is not None else blocks
+
+
+def test_who_could_approve_x_as_of_t_takes_4_lines_instead_of_31_and_gives_the_same_rows(
+    synced: Synced,
+) -> None:
+    (before,), (after,) = guide_sql("who-could-approve: before"), guide_sql("who-could-approve: after")
+    moment = query(synced.copy, "SELECT finished_at FROM sync_runs WHERE run_id = ?", [synced.full.run_id])[
+        0
+    ][0]
+    (decision,) = query(
+        synced.copy,
+        "SELECT min(decision_name) FROM user_authorities_as_of(?) WHERE user_can_act",
+        [moment],
+    )[0]
+
+    def asked(sql: str) -> list[tuple[Any, ...]]:
+        literal = "'" + decision.replace("'", "''") + "'"
+        return query(synced.copy, sql.replace(T, f"TIMESTAMPTZ '{moment.isoformat()}'").replace(X, literal))
+
+    assert asked(after) and asked(before) == asked(after)
+    assert (len(before.strip().splitlines()), len(after.strip().splitlines())) == (31, 4)
+
+
+def test_every_query_of_the_guide_runs_on_the_copy(synced: Synced) -> None:
+    with duckdb.connect(str(synced.copy), read_only=True) as con:
+        for block in guide_sql():
+            for statement in block.split(";"):
+                if any(line.strip() and not line.strip().startswith("--") for line in statement.splitlines()):
+                    con.execute(statement).fetchall()
