@@ -135,6 +135,9 @@ def test_sql_prints_a_query_as_csv_json_or_a_table(synced: Synced) -> None:
     as_json = json.loads(run("--format", "json"))
     as_table = run()
     broken = runner.invoke(app, ["sql", "SELECT nope", "--copy", str(synced.copy)])
+    piped = runner.invoke(
+        app, ["sql", "-", "--copy", str(synced.copy), "--format", "json"], input="SELECT 1 AS one"
+    )
 
     assert as_csv == [
         ["tenant_id", "last_commit_at", "api_calls_this_month", "pair", "nothing"],
@@ -151,6 +154,7 @@ def test_sql_prints_a_query_as_csv_json_or_a_table(synced: Synced) -> None:
     ]
     assert "api_calls_this_month" in as_table and DEMO_TENANT_ID[:8] in as_table
     assert broken.exit_code == 1 and broken.output.startswith("error: Binder Error")
+    assert json.loads(piped.output) == [{"one": 1}]
 
 
 def run_notebook(path: Path) -> dict[str, Any]:
