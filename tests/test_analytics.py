@@ -27,6 +27,7 @@ from pipelines.settings import SyncSettings
 from tests.conftest import DEMO_TENANT_ID
 from tests.sync_support import ROOT, query, settings_for, sync
 from warehouse import dictionary
+from warehouse.examples import EXAMPLES
 from warehouse.migrate import migrate
 
 NOTEBOOK = ROOT / "docs" / "notebooks" / "as_of.ipynb"
@@ -99,6 +100,12 @@ def test_sync_status_names_the_last_full_refresh_and_a_tenants_label(synced: Syn
     # The copy is published again at once: readers see the label without waiting for a sync.
     assert query(synced.copy, STATUS, [DEMO_TENANT_ID])[0][0] == "Acme Demo"
     assert (refused.exit_code, refused.output) == (2, "error: 'acme' is not a tenant id (a UUID)\n")
+
+
+def test_each_example_query_answers(synced: Synced) -> None:
+    """The examples `make demo` prints and the guide points to (after a change, so v_changes has rows)."""
+    for title, sql in EXAMPLES.items():
+        assert query(synced.copy, sql), title
 
 
 def test_df_and_fetchall_read_instants_and_counts_in_the_projects_environment(reader_env: Synced) -> None:

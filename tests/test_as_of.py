@@ -151,7 +151,7 @@ def merge(con: duckdb.DuckDBPyConnection, folder: Path, tenant: str, step: Step)
     return moment
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=st.lists(steps, min_size=1, max_size=4))
 def test_as_of_each_commit_instant_gives_the_items_that_commit_left(
     con: duckdb.DuckDBPyConnection, tmp_path_factory: pytest.TempPathFactory, history: list[Step]
