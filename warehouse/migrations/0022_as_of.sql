@@ -163,9 +163,10 @@ LEFT JOIN decision_groups_named s ON s.tenant_id = d.tenant_id AND s.decision_id
 
 CREATE OR REPLACE VIEW v_user_authorities AS SELECT * FROM user_authorities_as_of(current_timestamp);
 
--- The field-level change log. Each version of a record as (field, value) cells, every column a run writes
--- as text, bookkeeping left out; typed is false on versions recorded before migration 0008, which hold only
--- raw (no field of theirs can be compared).
+-- The field-level change log. The versions of the records that changed at least once, as (field, value)
+-- cells: every column a run writes, as text, bookkeeping left out (a record seen in one version only has no
+-- change, and leaving it out keeps the log cheap as the tables grow); typed is false on versions recorded
+-- before migration 0008, which hold only raw (no field of theirs can be compared).
 CREATE MACRO record_cells(history_table) AS TABLE
 SELECT * FROM (
     SELECT tenant_id, id AS record_id, valid_from, run_id, synced_at IS NOT NULL AS typed,
@@ -174,28 +175,36 @@ SELECT * FROM (
                'synced_at', 'content_hash', 'raw', 'deleted_at'
            ))::VARCHAR
     FROM query_table(history_table)
+    QUALIFY count(*) OVER (PARTITION BY tenant_id, id) > 1
 ) UNPIVOT INCLUDE NULLS (value FOR field IN (COLUMNS(lambda c: c NOT IN (
     'tenant_id', 'record_id', 'valid_from', 'run_id', 'typed'
 ))));
 
--- Each version of an item as cells: the record it belongs to (parent_column), the record it cites
--- (item_column, as text) and its occurrence, then its other fields; record_first_seen is when the record
--- was first seen (items that came with it were not added to it).
+-- The versions of items that changed, as cells: the record whose list holds the item (parent_column), the
+-- record it cites (item_column, as text) and its occurrence, then its other fields. An item changed when it
+-- has several versions, ended, or was added after its record was first seen (record_first_seen, from the
+-- record history named record_history) by a run (an upgrade's versions have no run).
 CREATE MACRO item_cells(history_table, parent_column, item_column, record_history) AS TABLE
 SELECT * FROM (
-    SELECT i.*, f.first_seen AS record_first_seen
+    SELECT i.* EXCLUDE (versions), f.first_seen AS record_first_seen
     FROM (
-        SELECT tenant_id, COLUMNS(parent_column) AS record_id, CAST(COLUMNS(item_column) AS VARCHAR) AS item,
-               item_column AS item_field, occurrence, valid_from, valid_to, run_id, ended_run_id,
-               COLUMNS(lambda c: c NOT IN (
-                   'tenant_id', parent_column, item_column, 'id', 'occurrence', 'item_order', 'group_order',
-                   'valid_from', 'valid_to', 'is_current', 'run_id', 'ended_run_id', 'synced_at', 'raw'
-               ))::VARCHAR
-        FROM query_table(history_table)
+        SELECT *, count(*) OVER (PARTITION BY tenant_id, record_id, item, occurrence) AS versions
+        FROM (
+            SELECT tenant_id, COLUMNS(parent_column) AS record_id,
+                   CAST(COLUMNS(item_column) AS VARCHAR) AS item, item_column AS item_field, occurrence,
+                   valid_from, valid_to, run_id, ended_run_id,
+                   COLUMNS(lambda c: c NOT IN (
+                       'tenant_id', parent_column, item_column, 'id', 'occurrence', 'item_order',
+                       'group_order', 'valid_from', 'valid_to', 'is_current', 'run_id', 'ended_run_id',
+                       'synced_at', 'raw'
+                   ))::VARCHAR
+            FROM query_table(history_table)
+        )
     ) i
     LEFT JOIN (
         SELECT tenant_id, id, min(valid_from) AS first_seen FROM query_table(record_history) GROUP BY ALL
     ) f ON f.tenant_id = i.tenant_id AND f.id = i.record_id
+    WHERE i.versions > 1 OR i.valid_to IS NOT NULL OR (i.run_id IS NOT NULL AND i.valid_from > f.first_seen)
 ) UNPIVOT INCLUDE NULLS (value FOR field IN (COLUMNS(lambda c: c NOT IN (
     'tenant_id', 'record_id', 'item', 'item_field', 'occurrence', 'valid_from', 'valid_to', 'run_id',
     'ended_run_id', 'record_first_seen'
