@@ -297,7 +297,7 @@ def _publish_metadata(published: Published | None) -> dict[str, Any]:
         "publish_seconds": published.seconds,
     }
     if published.target.parquet:
-        metadata["published_parquet"] = dg.MetadataValue.path(str(published.target.parquet_current))
+        metadata["published_parquet"] = dg.MetadataValue.path(str(published.target.parquet_manifest))
     return metadata
 
 

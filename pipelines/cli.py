@@ -13,18 +13,21 @@ from rich.console import Console
 from rich.markup import escape
 
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
+from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
 from pipelines.cli_support import embedded_emulator, service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import SyncSettings
+from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
 from warehouse.locks import LockBusyError
 from warehouse.migrate import NewerWarehouseError
-from warehouse.publish import for_readers
+from warehouse.publish import for_readers, try_publish
 from warehouse.reads import read_only
+from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
 
 DEMO_CHANGES = {
@@ -225,3 +228,48 @@ def demo(
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
     show_demo_plan(console, warehouse)
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="The SQL to run; - reads it from standard input.")],
+    output: Annotated[
+        OutputFormat, typer.Option("--format", help="table (for people), csv or json (for programs).")
+    ] = OutputFormat.TABLE,
+    copy: Annotated[
+        Path | None, typer.Option(help="The DuckDB file to read; default the copy published for readers.")
+    ] = None,
+) -> None:
+    """Run one query on the copy published for readers (read-only: it never holds up a sync) and print its
+    rows. For example: authority-sync sql "SELECT * FROM v_sync_status" --format csv"""
+    text = typer.get_text_stream("stdin").read() if query == "-" else query
+    try:
+        with connect(copy) as con:
+            cursor = con.execute(text)
+            columns = [column[0] for column in cursor.description or []]
+            rows = cursor.fetchall()
+    except (NoPublishedCopyError, duckdb.Error) as error:
+        typer.echo(f"error: {str(error).strip().splitlines()[0]}", err=True)
+        raise typer.Exit(1) from None
+    write_rows(typer.get_text_stream("stdout"), columns, rows, output)
+
+
+@app.command("tenant-label")
+def tenant_label(
+    tenant: Annotated[str, typer.Argument(help="The tenant's id.")],
+    label: Annotated[str, typer.Argument(help="What to call it, e.g. 'Acme EU'.")],
+    warehouse: Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")] = None,
+) -> None:
+    """Name a tenant (the service gives tenants no name): v_sync_status shows the label beside its id. The
+    copy for readers is published again at once."""
+    settings = settings_or_exit(warehouse)
+    try:
+        with writing(settings.warehouse, "tenant-label", settings.lock_wait_s) as con:
+            key = set_label(con, tenant, label)
+            published = try_publish(con, settings.publish_target, "tenant-label")
+    except TenantLabelError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"tenant {key} is labelled {label.strip()!r}")
+    if published.error:
+        typer.echo(f"warning: {published.error}", err=True)

@@ -4,8 +4,10 @@ are identified by tenant and run id, the service by its address."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from rich.console import Console
@@ -88,19 +90,29 @@ def _print_run(
 
 
 def _print_published(console: Console, published: PublishTarget, seconds: float) -> None:
-    parquet = f", Parquet in {published.parquet_current}" if published.parquet else ""
+    parquet = f", Parquet listed in {published.parquet_manifest}" if published.parquet else ""
     console.print(f"published for readers in {seconds:.1f} s: {escape(str(published.path))}{escape(parquet)}")
 
 
 def query_results(console: Console, con: duckdb.DuckDBPyConnection, title: str, sql: str) -> None:
     """Print a query and its result."""
     relation = con.sql(sql)
-    table = Table(title=title, caption=" ".join(sql.split()))
-    for column in relation.columns:
+    console.print(rows_table(relation.columns, relation.fetchall(), title, " ".join(sql.split())))
+
+
+def rows_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    title: str | None = None,
+    caption: str | None = None,
+) -> Table:
+    """A query's rows as a table for people: lists joined with commas, NULL empty."""
+    table = Table(title=title, caption=caption)
+    for column in columns:
         table.add_column(column)
-    for row in relation.fetchall():
+    for row in rows:
         table.add_row(*(_cell(value) for value in row))
-    console.print(table)
+    return table
 
 
 def _cell(value: object) -> str:

@@ -5,19 +5,21 @@ service's own write endpoints (E1, E3) between runs."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
-from emulator.state import TenantState
+from emulator.state import TenantState, now
 from models.groups import UpdateGroup
-from models.users import UpdateUserEntities
+from models.users import UpdateUserEntities, UserGroupAssignment
 from pipelines.settings import SyncSettings
 from resources.client import AdmClient
-from tests.conftest import DEMO_TENANT_ID, fresh
+from tests.conftest import DEMO_TENANT_ID, fetch_all, fresh
 from tests.sync_support import query, settings_for, sync
 from tests.test_client_support import make_client
 
@@ -147,3 +149,157 @@ def test_a_version_holds_the_typed_columns_of_its_time(
     )
     assert [row[:3] for row in chain] == [(old_name, False, False), ("Typed History", True, True)]
     assert chain[1][3] == run.run_id
+
+
+# -- the items of a record's lists: memberships, limits, parent links -------------------------------------
+
+CHILD_HISTORIES = (
+    "user_groups_history",
+    "user_roles_history",
+    "user_positions_history",
+    "decision_groups_history",
+    "decision_authorities_history",
+    "decision_documents_history",
+    "group_parents_history",
+)
+
+AS_OF = {
+    # macro: the columns compared, and how the service's records of then give the same rows.
+    "user_groups_as_of": "user_id, group_id, is_primary",
+    "decision_authorities_as_of": "decision_id, authority_type_id, limit_value",
+    "group_parents_as_of": "group_id, parent_id",
+}
+
+
+def service_items(http: httpx.Client) -> dict[str, list[tuple[Any, ...]]]:
+    """The items of the service's lists as its raw JSON says now, read over HTTP (not through our models):
+    memberships (the first is the primary), authority limits and parent links."""
+    users = fetch_all(http, "/auth/v1/user")
+    decisions = fetch_all(http, "/decision/v1/decisions")
+    groups = fetch_all(http, "/settings/v1/groups", {"tenantId": DEMO_TENANT_ID})
+    return {
+        "user_groups_as_of": sorted(
+            (user["id"], item["groupId"], place == 0)
+            for user in users
+            for place, item in enumerate(user["userGroups"])
+        ),
+        "decision_authorities_as_of": sorted(
+            (decision["id"], item["authorityTypeId"], item["authorityLimitValue"])
+            for decision in decisions
+            for item in decision["decisionAuthorities"]
+        ),
+        "group_parents_as_of": sorted(
+            (group["id"], link["parentId"]) for group in groups for link in group["parentGroups"]
+        ),
+    }
+
+
+def as_of(settings: SyncSettings, macro: str, moment: datetime) -> list[tuple[Any, ...]]:
+    """The compared columns of an as-of macro's rows at ``moment``, sorted."""
+    sql = f"SELECT {AS_OF[macro]} FROM {macro}(?) WHERE tenant_id = ? ORDER BY ALL"  # noqa: S608 - test names
+    return query(settings.warehouse, sql, [moment, DEMO_TENANT_ID])
+
+
+def committed_at(settings: SyncSettings, run_id: str) -> datetime:
+    """The commit time of a run (its versions' valid_from)."""
+    found = query(settings.warehouse, "SELECT finished_at FROM sync_runs WHERE run_id = ?", [run_id])
+    moment: datetime = found[0][0]
+    return moment
+
+
+def rows_of(settings: SyncSettings) -> dict[str, tuple[int, int]]:
+    """Versions of each child history table: all of them, and those ended."""
+    return {
+        table: tuple(query(settings.warehouse, f"SELECT count(*), count(valid_to) FROM {table}")[0])  # noqa: S608
+        for table in CHILD_HISTORIES
+    }
+
+
+def grown(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> dict[str, tuple[int, int]]:
+    """Versions added and versions ended per table, where any were."""
+    changes = {
+        table: (after[table][0] - before[table][0], after[table][1] - before[table][1]) for table in after
+    }
+    return {table: change for table, change in changes.items() if change != (0, 0)}
+
+
+def test_a_membership_a_limit_and_a_reparent_each_add_one_version_and_as_of_gives_each_commit(
+    client: AdmClient, state: TenantState, emulator: Emulator, incremental: SyncSettings, http: httpx.Client
+) -> None:
+    seen = {sync(incremental).run_id: service_items(http)}
+    start = rows_of(incremental)
+
+    # A membership: one more group for a user (appended: not the primary).
+    user_id = next(key for key, user in state.users.items() if user["userGroups"])
+    present = [item["groupId"] for item in state.users[user_id]["userGroups"]]
+    joined = next(group for group in state.groups if group not in present)
+    assignments = [
+        UserGroupAssignment(group_id=group, is_primary_org=not place)
+        for place, group in enumerate([*present, joined])
+    ]
+    client.update_user_entities(user_id, UpdateUserEntities(tenant_id=DEMO_TENANT_ID, groups=assignments))
+    second = sync(incremental)
+    seen[second.run_id] = service_items(http)
+    after_membership = rows_of(incremental)
+    assert grown(start, after_membership) == {"user_groups_history": (1, 0)}
+
+    # A limit: a new value of one authority limit (decisions have no write endpoint among the 14); and a
+    # reparent: a group moved from its parent to another group (E3).
+    decision_id = next(key for key, record in state.decisions.items() if record["decisionAuthorities"])
+    limit = state.decisions[decision_id]["decisionAuthorities"][0]
+    old_value = limit["authorityLimitValue"]
+    limit["authorityLimitValue"] = f"{old_value}0"
+    state.decisions[decision_id]["updatedAt"] = now()
+    emulator.changed(state, "decisions", decision_id)
+    # A leaf (a group no group has as parent) can move under any other group without making a cycle.
+    parents = {link.parent_id for links in state.group_parents.values() for link in links}
+    moved, old_parent = next(
+        (group, links[0].parent_id)
+        for group, links in state.group_parents.items()
+        if len(links) == 1 and group not in parents
+    )
+    new_parent = next(group for group in state.groups if group not in (moved, old_parent))
+    client.update_group(
+        moved, UpdateGroup(add_parent_group_ids=[new_parent], remove_parent_group_ids=[old_parent])
+    )
+    third = sync(incremental)
+    seen[third.run_id] = service_items(http)
+
+    assert grown(after_membership, rows_of(incremental)) == {
+        "decision_authorities_history": (1, 1),
+        "group_parents_history": (1, 1),
+    }
+    # Each commit instant shows exactly what the service held when that run read it.
+    for run_id, items in seen.items():
+        moment = committed_at(incremental, run_id)
+        for macro, expected in items.items():
+            assert as_of(incremental, macro, moment) == expected, (macro, run_id)
+    assert (
+        as_of(incremental, "group_parents_as_of", committed_at(incremental, third.run_id))
+        != seen[second.run_id]["group_parents_as_of"]
+    )
+    # The change log names each change, its before and after, and the run that saw it.
+    changes = query(
+        incremental.warehouse,
+        "SELECT entity, id, item, field, before, after, run_id FROM v_changes "
+        "WHERE entity IN ('user_groups', 'group_parents') OR field = 'limit_value'",
+    )
+    assert sorted(changes, key=str) == sorted(
+        [
+            ("user_groups", user_id, joined, "group_id", None, joined, second.run_id),
+            (
+                "decision_authorities",
+                decision_id,
+                limit["authorityTypeId"],
+                "limit_value",
+                old_value,
+                f"{old_value}0",
+                third.run_id,
+            ),
+            ("group_parents", moved, old_parent, "parent_id", old_parent, None, third.run_id),
+            ("group_parents", moved, new_parent, "parent_id", None, new_parent, third.run_id),
+        ],
+        key=str,
+    )

@@ -29,7 +29,7 @@ from resources.dagster_resource import AdmClientResource
 from resources.errors import AuthenticationError
 from resources.warehouse_resource import WarehouseResource
 from tests.conftest import stored
-from tests.sync_support import adm_for
+from tests.sync_support import adm_for, query
 from tests.test_hr_support import (
     apply,
     client_of,
@@ -45,6 +45,7 @@ from tests.test_hr_support import (
 from warehouse.commit import connect
 from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import Journal
+from warehouse.publish import default_publish_path
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -94,6 +95,9 @@ def test_apply_changes_exactly_the_planned_fields(
         expected = before | {change.field: change.after for change in entity.changes}
         assert current(server, entity.kind, entity.entity_id) == expected, entity.hr_key
     assert each_written_once(server, made)
+    # Readers see the applied plan at once, not after the next sync (issue 21).
+    copy = default_publish_path(hr_store.file)
+    assert query(copy, "SELECT status FROM hr_plans WHERE plan_id = ?", [made.plan_id]) == [("applied",)]
 
 
 def test_reapplying_the_same_file_after_success_writes_nothing(

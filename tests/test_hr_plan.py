@@ -22,6 +22,7 @@ from pipelines.hr.upload import read_upload
 from pipelines.hr.workflow import PlanRequest, allow, plan_upload, refresh
 from resources.dagster_resource import AdmClientResource
 from resources.warehouse_resource import WarehouseResource
+from tests.sync_support import query
 from tests.test_hr_support import (
     MAPPING,
     apply,
@@ -31,6 +32,7 @@ from tests.test_hr_support import (
     user_rows,
     write_users,
 )
+from warehouse.publish import default_publish_path
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -81,6 +83,10 @@ def test_a_plan_is_stored_with_its_sources_and_every_before_and_after(hr_store: 
     assert json.loads(email[4]).endswith("@acme-group.example.com")
     assert ("user", "E100300", "*") in {(kind, key, field) for kind, key, field, *_ in items}
     assert journal == [("planned",)]
+    # Readers see the plan at once, not after the next sync (issue 21).
+    copy = default_publish_path(hr_store.file)
+    stored = query(copy, "SELECT status FROM hr_plans WHERE plan_id = ?", [outcome.plan.plan_id])
+    assert stored == [("ready",)]
 
 
 def test_a_stale_warehouse_is_refused_until_refreshed(

@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import httpx
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
@@ -26,7 +27,8 @@ from pipelines.settings import SettingsError, SyncSettings, load_settings
 from tests.conftest import fresh
 from tests.sync_support import ROOT, query, settings_for, sync
 from warehouse.commit import writing
-from warehouse.publish import CURRENT, PublishError, PublishTarget, publish, readable_as
+from warehouse.parquet import MANIFEST, current_folder, published_files
+from warehouse.publish import PublishError, PublishTarget, publish, readable_as
 
 ANALYST = """
 import sys
@@ -46,12 +48,32 @@ import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
 tables = con.execute("SELECT count(*) FROM decisions").fetchall()[0][0]
 view = con.execute("SELECT count(*) FROM v_org_chart").fetchall()[0][0]
-print(duckdb.__version__, tables, view)
+at = con.execute("SELECT max(finished_at) FROM sync_runs").fetchall()[0][0]
+as_of = [
+    con.execute(f"SELECT count(*) FROM {macro}(?)", [at]).fetchall()[0][0]
+    for macro in ("users_as_of", "user_groups_as_of", "group_tree_as_of", "user_authorities_as_of")
+]
+changes = con.execute("SELECT count(*) FROM v_changes").fetchall()[0][0]
+print(duckdb.__version__, tables, view, *as_of, changes)
 """
-"""A reader on DuckDB 1.4: a table and a (recursive) view of the published copy."""
+"""A reader on DuckDB 1.4: a table, a (recursive) view, table macros as of the last commit (a TIMESTAMPTZ
+fetched, which takes pytz) and the change log of the published copy."""
 
-UV_RUN = ("run", "--no-project", "--isolated", "--python", "3.11", "--with", "duckdb==1.4.*")
-"""A throwaway environment with DuckDB 1.4 (uv caches the wheel)."""
+UV_RUN = (
+    "run",
+    "--no-project",
+    "--isolated",
+    "--python",
+    "3.11",
+    "--with",
+    "duckdb==1.4.*",
+    "--with",
+    "pytz",
+)
+"""A throwaway environment with DuckDB 1.4, and pytz, which its TIMESTAMPTZ values need (uv caches both)."""
+
+UV_POLARS = ("run", "--no-project", "--isolated", "--python", "3.11", "--with", "polars")
+"""A throwaway environment with Polars and no DuckDB."""
 
 
 @pytest.fixture
@@ -89,9 +111,24 @@ def uv() -> str:
     return found
 
 
+def run_elsewhere(environment: tuple[str, ...], script: str, argument: Path) -> str:
+    """Run a Python ``script`` with ``argument`` in a throwaway environment (``uv run`` options), checked;
+    returns what it printed."""
+    result = subprocess.run(
+        [uv(), *environment, "python", "-c", script, str(argument)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_default_path_is_beside_the_warehouse(settings: SyncSettings, tmp_path: Path) -> None:
     assert settings.publish_file == tmp_path / "wh.analytics.duckdb"
-    assert settings.publish_target.parquet_current == tmp_path / "wh.analytics-parquet" / CURRENT
+    assert settings.publish_target.parquet_manifest == tmp_path / "wh.analytics-parquet" / MANIFEST
 
 
 def test_an_analyst_on_the_published_copy_never_holds_up_a_sync(
@@ -141,20 +178,19 @@ def test_duckdb_1_4_reads_a_table_and_a_view_of_the_published_copy(
     assert readable_as(settings.warehouse, "v1.4.0") is (writer_format == "v1.4.0")
     decisions = count(settings.warehouse, "SELECT count(*) FROM decisions")
     users = count(settings.warehouse, "SELECT count(*) FROM v_org_chart")
+    macros = [
+        count(settings.warehouse, f"SELECT count(*) FROM {table}")  # noqa: S608 - test names
+        for table in ("users", "user_groups", "v_group_tree", "v_user_authorities")
+    ]
 
-    result = subprocess.run(
-        [uv(), *UV_RUN, "python", "-c", OLD_READER, str(settings.publish_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={name: value for name, value in os.environ.items() if name != "VIRTUAL_ENV"},
-    )
+    printed = run_elsewhere(UV_RUN, OLD_READER, settings.publish_file)
 
-    assert result.returncode == 0, result.stderr
-    version, tables, view = result.stdout.split()
+    version, tables, view, *as_of, changes = printed.split()
     assert version.startswith("1.4.")
     assert (int(tables), int(view)) == (decisions, users)
+    # As of the last commit, the macros give the tables and views as they are now.
+    assert [int(found) for found in as_of] == macros
+    assert int(changes) == 0
 
 
 def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
@@ -166,7 +202,7 @@ def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
     settings = settings.model_copy(update={"publish_parquet": True})
     target = settings.publish_target
     first = sync(settings)
-    inode, folder = target.path.stat().st_ino, target.parquet_current.readlink()
+    inode, folder = target.path.stat().st_ino, current_folder(target.parquet_root)
     with duckdb.connect(str(settings.warehouse)) as con:
         con.execute("CREATE VIEW v_broken AS SELECT CAST(name AS INTEGER) AS number FROM users")
     insert_decisions(server, 2)
@@ -185,8 +221,8 @@ def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
     )
     assert target.path.stat().st_ino == inode
     assert query(target.path, "SELECT run_id FROM sync_runs") == [(first.run_id,)]
-    assert target.parquet_current.readlink() == folder
-    assert sorted(path.name for path in target.parquet_root.iterdir()) == sorted([CURRENT, folder.name])
+    assert current_folder(target.parquet_root) == folder
+    assert sorted(path.name for path in target.parquet_root.iterdir()) == sorted([MANIFEST, folder])
     assert temporary_files(target.path.parent) == []
     console = Console(record=True, width=300)
     run_summary(console, settings.warehouse, [first.run_id, second.run_id], target)
@@ -205,34 +241,78 @@ def sync_runs_metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, o
     raise AssertionError(f"run {run_id} materialized no adm/sync_runs")
 
 
-def test_parquet_holds_every_table_and_view_and_moves_in_one_swap(settings: SyncSettings) -> None:
-    """Each publish writes a folder of its own and moves ``current``; the folder it replaced stays for
-    readers in the middle of a read, older ones go."""
+POLARS_READER = """
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+
+root = Path(sys.argv[1])
+files = json.loads((root / "manifest.json").read_text())["files"]
+users = pl.read_parquet(root / files["users"])
+budget = pl.read_parquet(root / files["v_api_budget"])
+history = pl.read_parquet(root / files["users_history"])
+print(users["raw"].dtype, budget["api_calls"].dtype, history["valid_from"].dtype, users.height)
+"""
+"""A reader with Polars and no DuckDB: the manifest, then three files."""
+
+
+def schemas(files: dict[str, Path]) -> dict[str, tuple[str, pa.Schema]]:
+    """Each file's Parquet schema (required or optional columns) and Arrow schema (with its metadata)."""
+    # The Parquet schema's text, without its first line (which names the Python object).
+    return {
+        relation: (str(pq.ParquetFile(path).schema).split("\n", 1)[1], pq.read_schema(path))
+        for relation, path in files.items()
+    }
+
+
+def test_parquet_schemas_follow_the_warehouse_not_the_rows_and_polars_reads_them_without_casts(
+    settings: SyncSettings,
+) -> None:
+    """Every table and view is a file the manifest names; a column is required only where the warehouse
+    says NOT NULL, whatever the rows, so two publishes (one without NULLs, one with) have the very same
+    schemas, descriptions included. Each publish writes a folder of its own and replaces the manifest; the
+    folder it replaced stays for readers in the middle of a read, older ones go. Polars, without DuckDB,
+    reads raw as a string, counts as 64-bit integers (not 38-digit decimals) and instants in UTC."""
     settings = settings.model_copy(update={"publish_parquet": True})
     target = settings.publish_target
     sync(settings)
-    first = target.parquet_current.resolve()
+    first = current_folder(target.parquet_root)
     with duckdb.connect(str(settings.warehouse), read_only=True) as con:
         relations = con.execute(
             "SELECT table_name FROM duckdb_tables() UNION ALL "
             "SELECT view_name FROM duckdb_views() WHERE NOT internal"
         ).fetchall()
         rows = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0] for (name,) in relations}  # noqa: S608
+        email = con.execute(
+            "SELECT comment FROM duckdb_columns() WHERE table_name = 'users' AND column_name = 'email'"
+        ).fetchall()[0][0]
 
-    assert {path.stem: pq.read_metadata(path).num_rows for path in target.parquet_current.iterdir()} == rows
+    files = published_files(target.parquet_root)
+    assert {relation: pq.read_metadata(path).num_rows for relation, path in files.items()} == rows
     assert rows["decisions"] > 0 and rows["v_user_profile"] > 0
-    assert pq.read_table(target.parquet_current / "v_org_chart.parquet").num_rows == rows["v_org_chart"]
+    assert pq.read_schema(files["users"]).metadata[b"description"].startswith(b"The users of the tenant")
 
-    for label in ("second", "third"):
+    published = {}
+    for label, phone in (("without-nulls", "'+1 555 0100'"), ("with-nulls", "NULL")):
         with writing(settings.warehouse, "a test", 0) as con:
+            con.execute(f"UPDATE users SET mobile_phone = {phone}")  # noqa: S608 - a test's literal
             publish(con, target, label)
-        assert target.parquet_current.is_symlink()
-        assert target.parquet_current.resolve().name.endswith(f"-{label}")
-    folders = sorted(path.name for path in target.parquet_root.iterdir() if path.name != CURRENT)
+        assert current_folder(target.parquet_root).endswith(f"-{label}")
+        published[label] = schemas(published_files(target.parquet_root))
+    folders = sorted(path.name for path in target.parquet_root.iterdir() if path.name != MANIFEST)
 
-    assert [name.rsplit("-", 1)[1] for name in folders] == ["second", "third"]
-    assert not first.exists()
+    assert published["without-nulls"] == published["with-nulls"]
+    users = published["with-nulls"]["users"][1]
+    assert (users.field("tenant_id").nullable, users.field("mobile_phone").nullable) == (False, True)
+    assert users.field("raw").type == pa.string()
+    assert users.field("email").metadata == {b"description": email.encode()}
+    assert [name.rsplit("-", 2)[1:] for name in folders] == [["without", "nulls"], ["with", "nulls"]]
+    assert not (target.parquet_root / first).exists()
     assert temporary_files(target.parquet_root) == []
+    polars = run_elsewhere(UV_POLARS, POLARS_READER, target.parquet_root).split()
+    assert polars == ["String", "Int64", "Datetime(time_unit='us',", "time_zone='UTC')", str(rows["users"])]
 
 
 def test_a_publish_path_that_is_the_warehouse_is_refused_in_one_line(

@@ -7,9 +7,9 @@ inactive group, a deleted group with a child. Decisions and delegations have no 
 14, so they are set in the emulator's records, as other tests do. One real sync over loopback HTTP loads
 the warehouse, and every view's rows are asserted exactly, in UTC and in a Los Angeles session.
 
-Then hand-made rows in a migrated DuckDB file cover what the emulator cannot be made to send: a manager the
-warehouse does not hold, a parent cycle, membership copies older than their group's rename, two tenants
-with the same ids.
+Then hand-made rows, committed by the real merge into a DuckDB file, cover what the emulator cannot be made
+to send: a manager the warehouse does not hold, a parent cycle, membership copies older than their group's
+rename, two tenants with the same ids.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from resources.client import AdmClient
 from tests.conftest import DEMO_TENANT_ID
 from tests.sync_support import settings_for, sync
 from tests.test_client_support import make_client
-from warehouse.migrate import migrate
+from tests.test_merge import commit
+from warehouse.schema import staging_schema
 
 TINY = Scale(
     users=12,
@@ -473,30 +474,85 @@ def test_authority_limits_leave_out_deleted_decisions(world: World) -> None:
     assert read(world.warehouse, fees, [world.id("fees")]) == [("DELETED", True)]
 
 
-def test_user_authorities_come_from_delegations_in_force_only(world: World) -> None:
+def test_user_authorities_come_from_delegations_in_force_and_flag_a_deleted_recipient(world: World) -> None:
     w = world
     found = read(
         w.warehouse,
         "SELECT user_id, user_name, decision_id, decision_name, authority_type, limit_value, limit_number, "
-        "limit_unit, is_unlimited, delegation_id, delegation_status, group_ids, group_names "
+        "limit_unit, is_unlimited, delegation_id, delegation_status, group_ids, group_names, "
+        "user_is_deleted, user_is_inactive, user_is_terminated, user_is_unknown, user_can_act "
         "FROM v_user_authorities ORDER BY ALL",
     )
 
-    def held(user: str, delegation: str, groups: list[str]) -> list[tuple[Any, ...]]:
+    def held(user: str, delegation: str, groups: list[str], deleted: bool = False) -> list[tuple[Any, ...]]:
         decision, status = DELEGATIONS[delegation][1:3]
         through = (w.id(delegation), status, w.all(*groups), [GROUPS[group][0] for group in groups])
+        flags = (deleted, False, False, False, not deleted)
         return [
-            (w.id(user), name_of(user), w.id(decision), name, kind, value, number, unit, unlimited, *through)
+            (
+                w.id(user),
+                name_of(user),
+                w.id(decision),
+                name,
+                kind,
+                value,
+                number,
+                unit,
+                unlimited,
+                *through,
+                *flags,
+            )
             for _, name, _, kind, _, value, number, unit, unlimited in limits(decision)
         ]
 
-    # Only the two delegations in force; the two Sam Lees, each through their own. The capex decision also
-    # applies to the deleted Closed Office: only Americas is listed.
-    expected = held("sam1", "live", ["americas"]) + held("sam2", "issued", ["emea"])
-    assert len(expected) == 3
+    # The two delegations in force to live users; the two Sam Lees, each through their own. The capex
+    # decision also applies to the deleted Closed Office: only Americas is listed. Eve left (her user record
+    # is deleted) and still holds the capex delegation: an audit must see it, flagged.
+    expected = (
+        held("sam1", "live", ["americas"])
+        + held("sam2", "issued", ["emea"])
+        + held("eve", "to_deleted_user", ["americas"], deleted=True)
+    )
+    assert len(expected) == 5
     assert found == sorted(expected)
     # The others were loaded, and left out for their one reason each.
     assert read(w.warehouse, "SELECT count(*) FROM delegations") == [(len(DELEGATIONS),)]
+
+
+def test_decision_scope_reaches_groups_below_a_named_group_through_it(world: World) -> None:
+    w = world
+    found = read(
+        w.warehouse,
+        "SELECT decision_id, group_id, group_name, via_group_id, levels_below, through_ancestor "
+        "FROM v_decision_scope WHERE decision_id IN (?, ?) ORDER BY ALL",
+        w.all("capex", "contracts"),
+    )
+
+    def reach(decision: str, via: str, *below: str) -> list[tuple[Any, ...]]:
+        groups = [via, *below]
+        return [
+            (w.id(decision), w.id(group), GROUPS[group][0], w.id(via), level, level > 0)
+            for level, group in enumerate(groups)
+        ]
+
+    # Capex names Americas and the deleted Closed Office: Shared Services and Payroll are below Americas;
+    # nothing is reached through the deleted group (its child Orphan Team is detached).
+    expected = reach("capex", "americas", "shared", "payroll") + reach(
+        "contracts", "emea", "shared", "payroll"
+    )
+    assert found == sorted(expected)
+    # Who can approve for Shared Services: nobody through a decision naming it; three through an ancestor
+    # (the two Sam Lees, and Eve, who left and is flagged).
+    holders = read(
+        w.warehouse,
+        "SELECT s.through_ancestor, a.user_id, a.user_can_act FROM v_user_authorities a "
+        "JOIN v_decision_scope s ON s.tenant_id = a.tenant_id AND s.decision_id = a.decision_id "
+        "WHERE s.group_id = ? GROUP BY ALL ORDER BY ALL",
+        [w.id("shared")],
+    )
+    assert holders == sorted(
+        [(True, w.id("sam1"), True), (True, w.id("sam2"), True), (True, w.id("eve"), False)]
+    )
 
 
 # -- v_delegation_activity and v_delegation_activity_daily -----------------------------------------------
@@ -566,78 +622,97 @@ def test_daily_buckets_and_dates_are_utc_days_in_any_session_time_zone(world: Wo
 TENANT, OTHER = "tenant-a", "tenant-b"
 
 
-def insert(con: duckdb.DuckDBPyConnection, table: str, **values: Any) -> None:
-    """One row; the bookkeeping columns a table requires get placeholders."""
-    columns = {column[0] for column in con.execute(f"SELECT * FROM {table} LIMIT 0").description}  # noqa: S608
-    row = {"tenant_id": TENANT, **{key: "x" for key in ("content_hash",) if key in columns}}
-    row |= {"raw": "{}"} if "raw" in columns else {}
-    row |= values
-    marks = ", ".join("?" for _ in row)
-    con.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", list(row.values()))  # noqa: S608
+def row(table: str, **values: Any) -> dict[str, Any]:
+    """One staged row of ``table``; the bookkeeping columns a run stages get placeholders."""
+    columns = staging_schema(table).names
+    return (
+        {"tenant_id": TENANT, **{key: "x" for key in ("content_hash",) if key in columns}}
+        | ({"raw": "{}"} if "raw" in columns else {})
+        | values
+    )
 
 
 @pytest.fixture(scope="module")
 def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated warehouse file holding hand-made rows."""
+    """A warehouse holding hand-made rows, committed by the real merge (so history holds them too)."""
     path = tmp_path_factory.mktemp("handmade") / "wh.duckdb"
-    with duckdb.connect(str(path)) as con:
-        migrate(con)
-        # The manager is not in the warehouse; a manager the service sent as null is a top.
-        insert(con, "users", id="u1", name="Una", manager_id="gone", is_deleted=False)
-        insert(con, "users", id="u2", name="Vic", manager_id="u1", is_deleted=False)
-        insert(con, "users", id="u3", name="Wes", manager_id=None, is_deleted=False)
-        # Another tenant holds the same ids with other managers: nothing crosses over.
-        insert(con, "users", tenant_id=OTHER, id="u1", name="Xia", manager_id="u1", is_deleted=False)
-        insert(con, "users", tenant_id=OTHER, id="u2", name="Yan", manager_id="u1", is_deleted=False)
-        # A group renamed since Vic's record copied its name, and one the warehouse does not hold; a parent
-        # cycle (which the service refuses) with a child; a position renamed, another deleted.
-        insert(con, "groups", id="g1", group_name="New Name", is_deleted=False, status="ACTIVE")
-        insert(con, "groups", id="p", group_name="P", is_deleted=False, status="ACTIVE")
-        insert(con, "groups", id="q", group_name="Q", is_deleted=False, status="ACTIVE")
-        insert(con, "groups", id="r", group_name="R", is_deleted=False, status="ACTIVE")
-        insert(con, "group_parents", id="e1", group_id="p", item_order=1, parent_id="q")
-        insert(con, "group_parents", id="e2", group_id="q", item_order=1, parent_id="p")
-        insert(con, "group_parents", id="e3", group_id="r", item_order=1, parent_id="p")
-        insert(
-            con,
-            "user_groups",
-            id="m1",
-            user_id="u2",
-            group_id="g1",
-            group_name="Old Name",
-            group_order=1,
-            is_primary=True,
-        )
-        insert(
-            con,
-            "user_groups",
-            id="m2",
-            user_id="u2",
-            group_id="unknown",
-            group_name="Copied Name",
-            group_order=2,
-            is_primary=False,
-        )
-        insert(con, "positions", id="pos1", position_name="Current Title", is_deleted=False)
-        insert(con, "positions", id="pos2", position_name="Dropped Title", is_deleted=True)
-        insert(
-            con,
-            "user_positions",
-            id="l1",
-            user_id="u2",
-            item_order=1,
-            position_id="pos1",
-            position_name="Old Title",
-        )
-        insert(
-            con,
-            "user_positions",
-            id="l2",
-            user_id="u2",
-            item_order=2,
-            position_id="pos2",
-            position_name="Dropped Title",
-        )
+    commit(
+        path,
+        {
+            # The manager is not in the warehouse; a manager the service sent as null is a top.
+            "users": [
+                row("users", id="u1", name="Una", manager_id="gone", is_deleted=False),
+                row("users", id="u2", name="Vic", manager_id="u1", is_deleted=False),
+                row("users", id="u3", name="Wes", manager_id=None, is_deleted=False),
+            ],
+            # A group renamed since Vic's record copied its name, and one the warehouse does not hold; a
+            # position renamed, another deleted.
+            "user_groups": [
+                row(
+                    "user_groups",
+                    id="m1",
+                    user_id="u2",
+                    group_id="g1",
+                    group_name="Old Name",
+                    group_order=1,
+                    is_primary=True,
+                ),
+                row(
+                    "user_groups",
+                    id="m2",
+                    user_id="u2",
+                    group_id="unknown",
+                    group_name="Copied Name",
+                    group_order=2,
+                    is_primary=False,
+                ),
+            ],
+            "user_positions": [
+                row(
+                    "user_positions",
+                    id="l1",
+                    user_id="u2",
+                    item_order=1,
+                    position_id="pos1",
+                    position_name="Old Title",
+                ),
+                row(
+                    "user_positions",
+                    id="l2",
+                    user_id="u2",
+                    item_order=2,
+                    position_id="pos2",
+                    position_name="Dropped Title",
+                ),
+            ],
+            "user_roles": [],
+            # A parent cycle (which the service refuses) with a child.
+            "groups": [
+                row("groups", id=key, group_name=name, is_deleted=False, status="ACTIVE")
+                for key, name in (("g1", "New Name"), ("p", "P"), ("q", "Q"), ("r", "R"))
+            ],
+            "group_parents": [
+                row("group_parents", id=f"e{order}", group_id=child, item_order=1, parent_id=parent)
+                for order, (child, parent) in enumerate((("p", "q"), ("q", "p"), ("r", "p")), start=1)
+            ],
+            "positions": [
+                row("positions", id="pos1", position_name="Current Title", is_deleted=False),
+                row("positions", id="pos2", position_name="Dropped Title", is_deleted=True),
+            ],
+        },
+        tenant=TENANT,
+    )
+    # Another tenant holds the same ids with other managers: nothing crosses over.
+    commit(
+        path,
+        {
+            "users": [
+                row("users", tenant_id=OTHER, id="u1", name="Xia", manager_id="u1", is_deleted=False),
+                row("users", tenant_id=OTHER, id="u2", name="Yan", manager_id="u1", is_deleted=False),
+            ]
+        },
+        tenant=OTHER,
+    )
     return path
 
 

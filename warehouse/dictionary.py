@@ -3,13 +3,16 @@
 `warehouse.migrate.migrate`) and as the column tables of ``docs/data-dictionary.md``
 (``python -m warehouse.dictionary --write``, or ``make dictionary``).
 
-The file has four kinds of entries (its header says more):
+The file has these kinds of entries (its header says more):
 
 - ``[tables.<name>]`` and ``[views.<name>]``: a ``description`` and ``[<...>.columns]``, column -> text;
+- ``[macros.<name>]``: a table macro, with a ``description``, an example ``call`` (its columns are what
+  that call returns) and its columns' texts, its own or ``columns_of = "<relation>"``'s;
 - ``common = [...]`` in a relation: columns that mean the same wherever they appear (``[common]``);
 - ``{ same_as = "<relation>.<column>" }`` as a column's value: a view column that copies a table's;
-- ``history_of = "<table>"``: an SCD2 history table, described by ``[history]`` (its own columns and a
-  description naming ``{table}``) on top of every column description of its current table.
+- ``history_of = "<table>"`` (``item_history_of``): an SCD2 history table of records (of the items of a
+  record's list), described by ``[history]`` (``[item_history]``: its own columns and a description naming
+  ``{table}``) on top of every column description of its current table.
 
 Comments are applied only where the live schema has the relation or column, so a dictionary that lags the
 migrations never stops a connection: ``tests/test_dictionary.py`` names what is missing or extra.
@@ -21,7 +24,7 @@ import argparse
 import hashlib
 import sys
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -32,7 +35,10 @@ import duckdb
 
 from warehouse.db import open_database
 
-Kind = Literal["table", "view"]
+Kind = Literal["table", "view", "macro"]
+
+HISTORIES = {"history_of": "history", "item_history_of": "item_history"}
+"""An entry's key naming the current table it is the history of -> the section describing that history."""
 
 SOURCE = "dictionary.toml"
 DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "data-dictionary.md"
@@ -59,6 +65,8 @@ class Relation:
     """Every column description that applies, its own, its history's, its current table's and common ones."""
     named: frozenset[str]
     """The columns this entry names itself (own, common and history columns): each must exist."""
+    call: str | None = None
+    """A macro's example call: what it returns are its columns."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ def load(text: str) -> dict[str, Relation]:
     entries: dict[str, tuple[Kind, dict[str, Any]]] = {
         **{name: ("table", entry) for name, entry in data.get("tables", {}).items()},
         **{name: ("view", entry) for name, entry in data.get("views", {}).items()},
+        **{name: ("macro", entry) for name, entry in data.get("macros", {}).items()},
     }
     common = data.get("common", {})
     unused = sorted(
@@ -99,7 +108,7 @@ def load(text: str) -> dict[str, Relation]:
     )
     if unused:
         raise DictionaryError(f"[common] entries no relation uses: {', '.join(unused)}")
-    resolver = _Resolver(entries, common, data.get("history", {}))
+    resolver = _Resolver(entries, common, {section: data.get(section, {}) for section in HISTORIES.values()})
     return {name: resolver.relation(name) for name in entries}
 
 
@@ -107,11 +116,14 @@ class _Resolver:
     """Resolves the references of a parsed dictionary (common columns, ``same_as``, ``history_of``)."""
 
     def __init__(
-        self, entries: dict[str, tuple[Kind, dict[str, Any]]], common: dict[str, str], history: dict[str, Any]
+        self,
+        entries: dict[str, tuple[Kind, dict[str, Any]]],
+        common: dict[str, str],
+        histories: dict[str, dict[str, Any]],
     ) -> None:
         self.entries = entries
         self.common = common
-        self.history = history
+        self.histories = histories
         self.resolving: list[str] = []
 
     def relation(self, name: str) -> Relation:
@@ -124,14 +136,23 @@ class _Resolver:
         columns = {column: self.common[column] for column in entry.get("common", [])}
         named = set(own) | set(columns)
         description = entry.get("description", "")
-        if "history_of" in entry:
-            current = self._entry(name, entry["history_of"])
-            columns |= self.relation(entry["history_of"]).columns | self.history.get("columns", {})
-            named |= set(self.history.get("columns", {}))
-            description = description or self.history.get("description", "").replace("{table}", current)
+        for key, section in HISTORIES.items():
+            if key in entry:
+                current = self._entry(name, entry[key])
+                history = self.histories[section]
+                columns |= self.relation(current).columns | history.get("columns", {})
+                named |= set(history.get("columns", {}))
+                description = description or history.get("description", "").replace("{table}", current)
+        if "columns_of" in entry:
+            columns |= self.relation(self._entry(name, entry["columns_of"])).columns
         columns |= {column: self.text(name, column, value) for column, value in own.items()}
         return Relation(
-            name, kind, _flat(description), {c: _flat(t) for c, t in columns.items()}, frozenset(named)
+            name,
+            kind,
+            _flat(description),
+            {c: _flat(t) for c, t in columns.items()},
+            frozenset(named),
+            entry.get("call"),
         )
 
     def text(self, relation: str, column: str, value: str | dict[str, str]) -> str:
@@ -166,14 +187,20 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def live_schema(con: duckdb.DuckDBPyConnection) -> dict[str, LiveRelation]:
-    """The tables and views of the connected database's main schema (not DuckDB's own, not temporary ones),
-    with their columns in order."""
+def live_schema(
+    con: duckdb.DuckDBPyConnection, calls: Mapping[str, str | None] | None = None
+) -> dict[str, LiveRelation]:
+    """The tables, views and table macros of the connected database's main schema (not DuckDB's own, not
+    temporary ones), with their columns in order; a macro's columns are those of its call in ``calls``
+    (none without one)."""
     relations = con.execute(
         "SELECT table_name, 'table', comment FROM duckdb_tables() "
         "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
         "UNION ALL SELECT view_name, 'view', comment FROM duckdb_views() "
-        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal"
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+        "UNION ALL SELECT function_name, 'macro', comment FROM duckdb_functions() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+        "AND function_type = 'table_macro'"
     ).fetchall()
     columns: dict[str, list[LiveColumn]] = {}
     for table, column, data_type, comment in con.execute(
@@ -182,10 +209,24 @@ def live_schema(con: duckdb.DuckDBPyConnection) -> dict[str, LiveRelation]:
         "ORDER BY table_name, column_index"
     ).fetchall():
         columns.setdefault(table, []).append(LiveColumn(column, data_type, comment))
+    for name, call in (calls or {}).items():
+        if call and any(relation[0] == name and relation[1] == "macro" for relation in relations):
+            columns[name] = call_columns(con, call)
     return {
         name: LiveRelation(name, kind, comment, tuple(columns.get(name, ())))
         for name, kind, comment in relations
     }
+
+
+def call_columns(con: duckdb.DuckDBPyConnection, call: str) -> list[LiveColumn]:
+    """The columns a table macro's call returns, in order (no rows are read)."""
+    con.execute(f"SELECT * FROM {call} LIMIT 0").fetchall()  # noqa: S608 - a call the dictionary names
+    return [LiveColumn(str(name), str(kind), None) for name, kind, *_ in con.description or []]
+
+
+def calls(relations: dict[str, Relation]) -> dict[str, str | None]:
+    """Each macro's example call, by name."""
+    return {name: relation.call for name, relation in relations.items() if relation.kind == "macro"}
 
 
 def unknown(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> list[str]:
@@ -216,8 +257,10 @@ def comment_statements(relations: dict[str, Relation], live: dict[str, LiveRelat
         target = _identifier(name)
         if described.description and relation.comment != described.description:
             statements.append(
-                f"COMMENT ON {relation.kind.upper()} {target} IS {_literal(described.description)}"
+                f"COMMENT ON {_COMMENTED[relation.kind]} {target} IS {_literal(described.description)}"
             )
+        if relation.kind == "macro":
+            continue  # a macro's columns are not objects of the catalog: only the docs describe them
         for column in relation.columns:
             text = described.columns.get(column.name)
             if text and column.comment != text:
@@ -225,6 +268,10 @@ def comment_statements(relations: dict[str, Relation], live: dict[str, LiveRelat
                     f"COMMENT ON COLUMN {target}.{_identifier(column.name)} IS {_literal(text)}"
                 )
     return statements
+
+
+_COMMENTED: dict[Kind, str] = {"table": "TABLE", "view": "VIEW", "macro": "MACRO TABLE"}
+"""What ``COMMENT ON`` calls each kind."""
 
 
 def _identifier(name: str) -> str:
@@ -277,12 +324,14 @@ def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str
 
 
 def _render_relation(described: Relation | None, relation: LiveRelation) -> str:
-    kind = " (view)" if relation.kind == "view" else ""
+    kind = {"table": "", "view": " (view)", "macro": " (table macro)"}[relation.kind]
+    call = described.call if described else None
     lines = [
         f"## `{relation.name}`{kind}",
         "",
         _markdown(described.description if described else ""),
         "",
+        *([f"For example `{call}`.", ""] if call else []),
         # Folded, so that the page's reader sees every relation's description before any column.
         f"<details><summary>{len(relation.columns)} columns</summary>",
         "",
@@ -321,9 +370,10 @@ def rendered() -> str:
     # migrate() applies this module's comments, so it cannot be imported at the top of this module.
     from warehouse.migrate import migrate
 
+    relations = load(source_text())
     with open_database() as con:
         migrate(con)
-        return render(load(source_text()), live_schema(con))
+        return render(relations, live_schema(con, calls(relations)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,11 +25,24 @@ Counts = dict[str, int]
 @dataclass(frozen=True)
 class Child:
     """A child table: its rows are keyed by their parent's id and their place in the parent's list (the
-    service's own id of an embedded record is not promised unique, so it is a column, not the key)."""
+    service's own id of an embedded record is not promised unique, so it is a column, not the key).
+
+    Its history (``<table>_history``) follows an item, not a place: an item is what its parent cites
+    (``reference``: the group of a membership, the authority type of a limit) and, when the parent cites it
+    more than once, which of those it is (``occurrence``: 1 for the first in the list). A version changes
+    only with the item's own fields (``content``); its place in the list and copies of the cited record's
+    names are not content, so a reorder or a group's rename adds no version."""
 
     table: str
     parent_column: str
+    reference: str
+    content: tuple[str, ...] = ()
     order_column: str = "item_order"
+
+    @property
+    def history(self) -> str:
+        """The child's history table."""
+        return f"{self.table}_history"
 
 
 @dataclass(frozen=True)
@@ -38,30 +51,44 @@ class Family:
 
     root: str
     children: tuple[Child, ...] = ()
-    history: str | None = None
 
+    @property
+    def history(self) -> str:
+        """The root's history table."""
+        return f"{self.root}_history"
+
+
+LIMIT_CONTENT = (
+    "authority_limit",
+    "value_type",
+    "operator",
+    "limit_value",
+    "limit_number",
+    "limit_unit",
+    "is_unlimited",
+)
+"""An authority limit's own fields: the name and place of its authority type are copies."""
 
 FAMILIES: dict[str, Family] = {
     "decisions": Family(
         "decisions",
         (
-            Child("decision_groups", "decision_id"),
-            Child("decision_authorities", "decision_id"),
-            Child("decision_documents", "decision_id"),
+            Child("decision_groups", "decision_id", "group_id"),
+            Child("decision_authorities", "decision_id", "authority_type_id", LIMIT_CONTENT),
+            Child("decision_documents", "decision_id", "document_id", ("is_pinned",)),
         ),
-        "decisions_history",
     ),
-    "delegations": Family("delegations", (), "delegations_history"),
+    "delegations": Family("delegations"),
     "users": Family(
         "users",
         (
-            Child("user_roles", "user_id"),
-            Child("user_positions", "user_id"),
-            Child("user_groups", "user_id", "group_order"),
+            Child("user_roles", "user_id", "tenant_role_id"),
+            Child("user_positions", "user_id", "position_id"),
+            # The first membership is the primary organisation: that is the one place a membership has.
+            Child("user_groups", "user_id", "group_id", ("is_primary",), "group_order"),
         ),
-        "users_history",
     ),
-    "groups": Family("groups", (Child("group_parents", "group_id"),), "groups_history"),
+    "groups": Family("groups", (Child("group_parents", "group_id", "parent_id", ("created_at",)),)),
     "positions": Family("positions"),
     "current_user_positions": Family("current_user_positions"),
 }
@@ -118,13 +145,13 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
             scope = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
             counts[child.table] = _diff(ctx, child.table, scope, (child.parent_column, child.order_column))
             _replace(ctx, child.table, scope)
+            _record_item_history(ctx, root, child)
     _replace_roots(ctx, root)
     if ctx.full:
         _soft_delete_vanished(ctx, root)
     if ctx.vanished:
         _soft_delete(ctx, root, ctx.vanished)
-    if family.history:
-        _record_history(ctx, family)
+    _record_history(ctx, family)
     return counts
 
 
@@ -234,11 +261,13 @@ _SAME = {
     **{
         family.root: "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
         for family in FAMILIES.values()
-        if family.history
+        if "content_hash" in staging_schema(family.root).names
     },
     # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
     **dict.fromkeys(REVISIONS, "s.revision_id = c.revision_id"),
 }
+"""How a staged row ``s`` and a current one ``c`` are the same, where not whole-row equality: a record with
+a content hash is the same while its hash and deleted state are."""
 
 
 def _replace(ctx: MergeContext, table: str, scope: str) -> None:
@@ -298,28 +327,58 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     """A new version, a copy of the current row, for every record whose own content or deleted state
     changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
+    same = _SAME.get(root, _SAME_ROW)
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
         f"SELECT s.id FROM stg_{root} s "
-        f"LEFT JOIN {history} h ON h.tenant_id = ? AND h.id = s.id AND h.is_current "
-        f"WHERE h.id IS NULL OR h.is_deleted IS DISTINCT FROM s.is_deleted "
-        f"OR h.content_hash <> s.content_hash "
+        f"LEFT JOIN (SELECT {_staged_columns(root)} FROM {history} WHERE tenant_id = ? AND is_current) c "
+        f"ON c.id = s.id WHERE c.id IS NULL OR NOT ({same}) "
         f"UNION "
         f"SELECT h.id FROM {history} h JOIN {root} c ON c.tenant_id = h.tenant_id AND c.id = h.id "
         f"WHERE h.tenant_id = ? AND h.is_current AND NOT coalesce(h.is_deleted, FALSE) AND c.is_deleted",
         [ctx.tenant_id, ctx.tenant_id],
     )
-    ctx.con.execute(
-        f"UPDATE {history} SET valid_to = ?, is_current = FALSE "
-        f"WHERE tenant_id = ? AND is_current AND id IN (SELECT id FROM versioned_{root})",
-        [ctx.now, ctx.tenant_id],
-    )
+    _end_versions(ctx, history, f"id IN (SELECT id FROM versioned_{root})")
     # A version's run_id and synced_at are those of the run that recorded it.
     ctx.con.execute(
         f"INSERT INTO {history} BY NAME SELECT c.* REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
-        f"?::TIMESTAMPTZ AS valid_from, NULL::TIMESTAMPTZ AS valid_to, TRUE AS is_current "
+        f"?::TIMESTAMPTZ AS valid_from, TRUE AS is_current "
         f"FROM {root} c WHERE c.tenant_id = ? AND c.id IN (SELECT id FROM versioned_{root})",
         [ctx.now, ctx.run_id, ctx.now, ctx.tenant_id],
+    )
+
+
+def _record_item_history(ctx: MergeContext, root: str, child: Child) -> None:
+    """Versions of the items of the staged parents (their rows just replaced): an item no longer listed, or
+    listed with other content, ends its current version; an item listed with no current version of that
+    content starts one, a copy of its row. A parent not staged keeps its items' versions as they were."""
+    parents = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE items_{child.table} AS SELECT *, row_number() OVER ("
+        f"PARTITION BY {child.parent_column}, {child.reference} ORDER BY {child.order_column}) AS occurrence "
+        f"FROM {child.table} WHERE tenant_id = ? AND {parents}",
+        [ctx.tenant_id],
+    )
+    same = " AND ".join(
+        f"n.{column} IS NOT DISTINCT FROM h.{column}"
+        for column in (child.parent_column, child.reference, "occurrence", *child.content)
+    )
+    kept = f"EXISTS (SELECT 1 FROM items_{child.table} n WHERE {same})"
+    _end_versions(ctx, f"{child.history} h", f"h.{parents} AND NOT {kept}")
+    ctx.con.execute(
+        f"INSERT INTO {child.history} BY NAME SELECT n.*, ?::TIMESTAMPTZ AS valid_from, TRUE AS is_current "
+        f"FROM items_{child.table} n WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {child.history} h WHERE h.tenant_id = ? AND h.is_current AND {same})",
+        [ctx.now, ctx.tenant_id],
+    )
+
+
+def _end_versions(ctx: MergeContext, history: str, which: str) -> None:
+    """End the current versions ``which`` selects in ``history``: this run's commit is where they stop."""
+    ctx.con.execute(
+        f"UPDATE {history} SET valid_to = ?, ended_run_id = ?, is_current = FALSE "
+        f"WHERE tenant_id = ? AND is_current AND {which}",
+        [ctx.now, ctx.run_id, ctx.tenant_id],
     )
 
 

@@ -14,8 +14,8 @@ commit wait and fail. Readers open the published copy instead (``ADM_PUBLISH_PAT
 - The copy is written in an older storage format (``ADM_PUBLISH_STORAGE_VERSION``, default v1.4.0), so an
   analyst's DuckDB 1.4 opens it even when the writer's DuckDB is newer.
 - Optionally (``ADM_PUBLISH_PARQUET``) one Parquet file per table and view, for pandas, pyarrow or Polars
-  without DuckDB, under ``<copy stem>-parquet/current/``: each publish writes a folder of its own and then
-  moves the ``current`` link, keeping the previous folder for readers in the middle of a read.
+  without DuckDB, under ``<copy stem>-parquet/``, where ``manifest.json`` names the current publish's
+  folder and files (`warehouse.parquet`).
 
 A publish that fails leaves every previous copy in place and no temporary file; the caller decides what a
 failure means (`publish_run`: a warning of a run that did commit).
@@ -29,7 +29,6 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -37,6 +36,14 @@ import duckdb
 
 from warehouse.db import open_database
 from warehouse.files import share_with_group
+from warehouse.parquet import (
+    MANIFEST,
+    current_folder,
+    new_folder,
+    remove_old,
+    write_folder,
+    write_manifest_aside,
+)
 from warehouse.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -47,9 +54,6 @@ release that introduced them: ``v1.4.0``, ``v1.5.0``, …, or ``latest``)."""
 
 ALIAS = "adm_published"
 """The name the copy is attached under while it is written (not a name a warehouse file is likely to have)."""
-
-CURRENT = "current"
-"""The link, in the Parquet folder, to the folder of the last publish."""
 
 
 class PublishError(RuntimeError):
@@ -72,9 +76,9 @@ class PublishTarget:
         return self.path.with_name(f"{self.path.stem}-parquet")
 
     @property
-    def parquet_current(self) -> Path:
-        """What Parquet readers read: the link to the last publish's folder."""
-        return self.parquet_root / CURRENT
+    def parquet_manifest(self) -> Path:
+        """What Parquet readers read first: the manifest naming the last publish's folder and files."""
+        return self.parquet_root / MANIFEST
 
 
 @dataclass(frozen=True)
@@ -114,19 +118,33 @@ def for_readers(warehouse: Path, published: Path) -> Path:
 
 
 def publish_run(con: duckdb.DuckDBPyConnection, target: PublishTarget, record: RunRecord) -> Published:
-    """Publish after the run's commit. A failure does not undo or fail the committed run: it is logged in
-    one line and added to the run's warnings, and readers keep the previous copy. Only a publish that
-    completed records its time (``phase_seconds["publish"]``): the warning says what happened to the other."""
+    """Publish after the run's commit. A failure does not undo or fail the committed run: it is added to
+    the run's warnings, and readers keep the previous copy. Only a publish that completed records its time
+    (``phase_seconds["publish"]``): the warning says what happened to the other."""
+    published = try_publish(con, target, record.run_id)
+    if published.error is not None:
+        record.warnings.append(published.error)
+    elif published.seconds is not None:
+        record.phase_seconds["publish"] = published.seconds
+    return published
+
+
+def try_publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -> Published:
+    """Publish, and say how it went: a failure is logged in one line and returned, never raised (what was
+    written before it stands, and readers keep the previous copy). ``label`` names the publish."""
     started = time.perf_counter()
     try:
-        publish(con, target, record.run_id)
+        publish(con, target, label)
     except (duckdb.Error, OSError, PublishError) as error:
-        warning = f"publish for readers failed, readers keep the previous copy: {_first_line(error)}"
-        logger.warning("run %s: %s", record.run_id, warning)
-        record.warnings.append(warning)
-        return Published(target, error=warning)
-    record.phase_seconds["publish"] = round(time.perf_counter() - started, 3)
-    return Published(target, record.phase_seconds["publish"])
+        return failed(target, label, error)
+    return Published(target, round(time.perf_counter() - started, 3))
+
+
+def failed(target: PublishTarget, label: str, error: BaseException) -> Published:
+    """A publish that failed with ``error``: its one-line warning, logged."""
+    warning = f"publish for readers failed, readers keep the previous copy: {_first_line(error)}"
+    logger.warning("%s: %s", label, warning)
+    return Published(target, error=warning)
 
 
 def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -> None:
@@ -141,29 +159,30 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
     for leftover in target.path.parent.glob(f".{target.path.name}.tmp-*"):  # of a killed publish
         leftover.unlink(missing_ok=True)
     temporary = target.path.with_name(f".{target.path.name}.tmp-{os.getpid()}")
-    folder = link = None
-    previous = _link_target(target.parquet_current)
+    folder = manifest = None
+    previous = current_folder(target.parquet_root)
     try:
         if readable_as(_database_path(con, source), target.storage_version):
             _copy_file(con, source, temporary)
         else:
             copy_database(con, source, temporary, target.storage_version)
         if target.parquet:
-            folder = _run_folder(target.parquet_root, label)
-            _write_parquet(con, source, folder)
-            link = _link_aside(target.parquet_root, folder)
+            folder = new_folder(target.parquet_root, label)
+            relations = [(schema, name) for schema, name, _ in _relations(con, source)]
+            files = write_folder(con, source, relations, folder)
+            manifest = write_manifest_aside(target.parquet_root, folder, files, label)
         if target.readers_group:
-            for shared in (temporary, folder):
-                if shared is not None:
-                    share_with_group(shared, target.readers_group)
+            shared = (temporary, target.parquet_root) if target.parquet else (temporary,)
+            for path in shared:
+                share_with_group(path, target.readers_group)
         temporary.replace(target.path)
-        if link is not None:
-            link.replace(target.parquet_current)
+        if manifest is not None:
+            manifest.replace(target.parquet_manifest)
     except BaseException:
-        _discard(temporary, folder, link)
+        _discard(temporary, folder, manifest)
         raise
     if folder is not None:
-        _remove_old_folders(target.parquet_root, {CURRENT, folder.name, previous})
+        remove_old(target.parquet_root, {MANIFEST, folder.name, previous})
 
 
 def readable_as(path: Path, storage_version: str) -> bool:
@@ -252,49 +271,8 @@ def _relations(con: duckdb.DuckDBPyConnection, database: str) -> list[tuple[str,
     return [(str(schema), str(name), bool(is_view)) for schema, name, is_view in rows]
 
 
-def _run_folder(root: Path, label: str) -> Path:
-    """The folder of this publish's Parquet files: named by its time (so they sort) and ``label``."""
-    return root / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{label}"
-
-
-def _write_parquet(con: duckdb.DuckDBPyConnection, source: str, folder: Path) -> None:
-    """One Parquet file per table and view (a view as its rows now: Parquet readers cannot run its SQL)
-    in ``folder``, a new one."""
-    folder.mkdir(parents=True)
-    for schema, name, _ in _relations(con, source):
-        file = folder / (f"{name}.parquet" if schema == "main" else f"{schema}.{name}.parquet")
-        relation = _quoted(source, schema, name)
-        con.execute(f"COPY (SELECT * FROM {relation}) TO ? (FORMAT parquet)", [str(file)])  # noqa: S608
-
-
-def _link_aside(root: Path, folder: Path) -> Path:
-    """A new link to ``folder`` beside ``current``, ready to replace it in one rename."""
-    link = root / f".{CURRENT}.tmp-{os.getpid()}"
-    link.unlink(missing_ok=True)
-    link.symlink_to(folder.name)  # relative: the whole folder can be moved
-    return link
-
-
-def _link_target(link: Path) -> str:
-    """The name of the folder ``link`` points at ('' when there is no link yet)."""
-    return link.readlink().name if link.is_symlink() else ""
-
-
-def _remove_old_folders(root: Path, keep: set[str]) -> None:
-    """Remove every entry of ``root`` but those named in ``keep`` (the link, the new folder and the one it
-    replaced: a reader that resolved ``current`` just before the swap may still be reading that), and the
-    leftovers of killed publishes with them."""
-    for entry in root.iterdir():
-        if entry.name in keep:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-
-
 def _discard(*paths: Path | None) -> None:
-    """Remove what a publish wrote aside (a file with its WAL, a folder, a link); absent ones are fine."""
+    """Remove what a publish wrote aside (a file with its WAL, a folder, a manifest); absent ones are fine."""
     for path in paths:
         if path is None:
             continue

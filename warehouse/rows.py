@@ -157,9 +157,9 @@ def text(value: Enum | str | None) -> str | None:
 
 
 def calendar_date(value: datetime | None) -> date | None:
-    """The calendar date of a date-only field. The service sends start and termination dates as timestamps
-    at midnight UTC (read as UTC by ``Timestamp``); stored as TIMESTAMPTZ, a reader in Los Angeles would see
-    2026-03-31 as 2026-03-30, so the warehouse keeps the UTC date as a DATE."""
+    """The calendar date (UTC) of a start or end date. The service sends them as timestamps, at midnight UTC
+    (read as UTC by ``Timestamp``); stored as TIMESTAMPTZ, a reader in Los Angeles would see 2026-03-31 as
+    2026-03-30, so every ``*_date`` column of the warehouse is the UTC day as a DATE."""
     return value.date() if value is not None else None
 
 
@@ -315,8 +315,10 @@ def delegation_rows(tenant_id: str, delegation: Delegation) -> TableRows:
                 "issuer_id": delegation.issuer_id,
                 "recipient_id": delegation.recipient_id,
                 "recipient_name": delegation.recipient_name,
-                "start_date": delegation.start_date,
-                "end_date": delegation.end_date,
+                "starts_at": delegation.start_date,
+                "ends_at": delegation.end_date,
+                "start_date": calendar_date(delegation.start_date),
+                "end_date": calendar_date(delegation.end_date),
                 "created_at": delegation.created_at,
                 "updated_at": delegation.updated_at,
                 "is_deleted": text(delegation.status) == "DELETED",

@@ -38,6 +38,7 @@ from pipelines.hr.thresholds import (
 from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
+from pipelines.publishing import republish_warehouse
 from pipelines.runner import cli_instance, run_tenant
 from pipelines.settings import load_settings
 from resources.client import AdmClient
@@ -148,9 +149,10 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
             planned_by=request.planned_by,
         )
         save_plan(con, plan)
-        return PlanOutcome(validation, plan)
     finally:
         con.close()
+    republish_warehouse(warehouse, "hr-plan")
+    return PlanOutcome(validation, plan)
 
 
 def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
@@ -275,9 +277,11 @@ def apply_stored(
     con = connect(warehouse)
     try:
         plan = recheck_thresholds(con, plan_id, moment)
-        return apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
+        report = apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
     finally:
         con.close()
+    republish_warehouse(warehouse, "hr-apply")
+    return report
 
 
 def overdue_changes(warehouse: Path, today: date) -> list[PendingChange]:
