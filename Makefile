@@ -64,7 +64,7 @@ dagster: $(VENV)/.synced
 
 # docs/data-dictionary.md, rendered again from warehouse/dictionary.toml and the migrated schema.
 dictionary: $(VENV)/.synced
-	$(VENV)/bin/python -m warehouse.dictionary --write
+	$(VENV)/bin/python -m warehouse.dictionary_page --write
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data

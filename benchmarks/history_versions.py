@@ -27,6 +27,7 @@ from emulator.service import EmulatorOptions
 from emulator.state import TenantState
 from models.groups import UpdateGroup
 from models.users import UpdateUserEntities
+from pipelines.demo import demo_settings
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
@@ -86,7 +87,7 @@ def main() -> None:
     console = Console()
     with EmulatorServer(EmulatorOptions(scale=SCALE)) as server, tempfile.TemporaryDirectory() as folder:
         base = SyncSettings(tenants=[DEMO_TENANT_ID], warehouse=Path(folder) / "unused.duckdb")
-        settings = base.embedded(server.base_url)
+        settings = demo_settings(base, server.base_url)
         nightly = settings.model_copy(update={"warehouse": Path(folder) / "nightly.duckdb"})
         full = settings.model_copy(update={"warehouse": Path(folder) / "full.duckdb"})
         for target in (nightly, full):

@@ -35,10 +35,10 @@ from pipelines.sync import (
     SyncServices,
     sync_tenant,
 )
+from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
 from resources.errors import PagingDriftError, RateLimitError, ServerError
-from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 from warehouse.publish import Published
 from warehouse.runs import RunRecord
 from warehouse.schema import arrow_schema

@@ -16,8 +16,8 @@ from pipelines.settings import (
     credential_for,
     tenant_variable_suffix,
 )
+from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource, TenantCredential
-from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 
 
 def client_resource(settings: SyncSettings) -> AdmClientResource:
@@ -27,7 +27,7 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "base_url": settings.base_url,
         "token": _secret("ADM_TOKEN", settings.token),
         "access_key": _secret("ADM_ACCESS_KEY", settings.access_key),
-        "tenant_id": settings.sync_tenants[0],
+        "tenant_id": next(iter(settings.sync_tenants), None),
         "rate_plan": settings.rate_plan.value,
         "rate_per_minute": settings.rate_per_minute,
         "burst": settings.burst,

@@ -12,9 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
-from pipelines.cli_support import embedded_emulator, service_or_exit, settings_or_exit, tenants_or_exit
+from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
@@ -29,15 +28,6 @@ from warehouse.publish import for_readers, try_publish
 from warehouse.reads import read_only
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
-
-DEMO_CHANGES = {
-    "decisionsUpdated": 8,
-    "decisionsInserted": 2,
-    "delegationsUpdated": 4,
-    "usersUpdated": 3,
-    "documentRevisions": 2,
-}
-"""About 1% of the demo tenant's records, changed between the demo's two syncs."""
 
 app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -71,15 +61,16 @@ def emulator(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     seed: Annotated[int, typer.Option(help="Seed of the generated tenants (same seed, same records).")] = 42,
-    token: Annotated[str, typer.Option(help="Bearer token of the demo tenant.")] = DEMO_TOKEN,
-    tenant_id: Annotated[str, typer.Option(help="Id of the demo tenant.")] = DEMO_TENANT_ID,
-    access_key: Annotated[str, typer.Option(help="Access key the exchange accepts for the demo tenant.")] = (
-        DEMO_ACCESS_KEY
-    ),
-    users: Annotated[int, typer.Option(help="Users of the demo tenant.")] = Scale.users,
-    decisions: Annotated[int, typer.Option(help="Decisions of the demo tenant.")] = Scale.decisions,
-    delegations: Annotated[int, typer.Option(help="Delegations of the demo tenant.")] = Scale.delegations,
-    documents: Annotated[int, typer.Option(help="Documents of the demo tenant.")] = Scale.documents,
+    token: Annotated[str | None, typer.Option(help="Bearer token of the demo tenant.")] = None,
+    tenant_id: Annotated[str | None, typer.Option(help="Id of the demo tenant.")] = None,
+    access_key: Annotated[
+        str | None,
+        typer.Option(help="Access key the exchange accepts for the demo tenant."),
+    ] = None,
+    users: Annotated[int | None, typer.Option(help="Users of the demo tenant.")] = None,
+    decisions: Annotated[int | None, typer.Option(help="Decisions of the demo tenant.")] = None,
+    delegations: Annotated[int | None, typer.Option(help="Delegations of the demo tenant.")] = None,
+    documents: Annotated[int | None, typer.Option(help="Documents of the demo tenant.")] = None,
     latency_ms: Annotated[float, typer.Option(help="Latency added to every request.")] = 0.0,
     jitter_ms: Annotated[float, typer.Option(help="Random extra latency, up to this.")] = 0.0,
     error_rate: Annotated[float, typer.Option(help="Share of requests answered with a 5xx.")] = 0.0,
@@ -100,30 +91,22 @@ def emulator(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the service emulator (E1-E14, access-key exchange, list extensions, /_admin)."""
-    # Imported here: the server (FastAPI, uvicorn) costs every other command half a second to import.
-    from emulator.faults import FaultConfig
-    from emulator.server import serve
-    from emulator.service import EmulatorOptions
+    from pipelines.demo import serve_emulator  # the demo layer: only this command loads the emulator
 
-    faults = FaultConfig(
-        latency_ms=latency_ms,
-        jitter_ms=jitter_ms,
-        error_rate=error_rate,
-        drop_rate=drop_rate,
-        malformed_rate=malformed_rate,
-        rate_limit_per_minute=rate_limit,
-        rate_burst=rate_burst,
-        drift_every=drift_every,
-        realism_rate=realism_rate,
-    )
-    scale = Scale(users=users, decisions=decisions, delegations=delegations, documents=documents)
-    options = EmulatorOptions(
-        seed=seed, scale=scale, tenant_id=tenant_id, token=token, access_key=access_key, faults=faults
-    )
-    typer.echo(
-        f"emulator: http://{host}:{port}  tenant {tenant_id}  (token and access key: see --help)", err=True
-    )
-    serve(options, host, port, log_level)
+    counts = {"users": users, "decisions": decisions, "delegations": delegations, "documents": documents}
+    faults = {
+        "latency_ms": latency_ms,
+        "jitter_ms": jitter_ms,
+        "error_rate": error_rate,
+        "drop_rate": drop_rate,
+        "malformed_rate": malformed_rate,
+        "rate_limit_per_minute": rate_limit,
+        "rate_burst": rate_burst,
+        "drift_every": drift_every,
+        "realism_rate": realism_rate,
+    }
+    identity = {"tenant_id": tenant_id, "token": token, "access_key": access_key}
+    serve_emulator(host, port, log_level, seed=seed, identity=identity, counts=counts, faults=faults)
 
 
 @app.command()
@@ -205,17 +188,19 @@ def demo(
 ) -> None:
     """The product in one go on an embedded emulator: a first (full) sync, a change of about 1% of the
     records, an incremental sync, example analyst queries, then a dry-run HR plan."""
+    from pipelines.demo import DEMO_CHANGES, demo_settings, embedded_emulator  # loads the emulator
+
     console = Console()
     warehouse.unlink(missing_ok=True)
-    base = settings_or_exit(warehouse).model_copy(update={"tenants": [DEMO_TENANT_ID]})
+    base = settings_or_exit(warehouse).model_copy(update={"tenants": [], "tenant_id": None})
     base.publish_file.unlink(missing_ok=True)  # the example queries must not read an earlier demo's copy
     with embedded_emulator() as server:
-        settings = base.embedded(server.base_url)
+        settings = demo_settings(base, server.base_url)
         console.rule(f"Nightly sync against the embedded emulator at {server.base_url}")
-        first = sync_tenants(console, settings, [DEMO_TENANT_ID], full_refresh=False)
+        first = sync_tenants(console, settings, settings.sync_tenants, full_refresh=False)
         httpx.post(f"{server.base_url}/_admin/mutate", json=DEMO_CHANGES).raise_for_status()
         console.rule("About 1% of the records changed in the service; the next sync reads only those")
-        second = sync_tenants(console, settings, [DEMO_TENANT_ID], full_refresh=False)
+        second = sync_tenants(console, settings, settings.sync_tenants, full_refresh=False)
     runs = first + second
     run_summary(console, warehouse, [run.run_id for run in runs], base.publish_target)
     if not all(run.success for run in runs):
@@ -227,7 +212,7 @@ def demo(
         assert con is not None
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
-    show_demo_plan(console, warehouse)
+    show_demo_plan(console, warehouse, settings.default_tenant)
 
 
 @app.command()

@@ -1,23 +1,19 @@
-"""What the commands share: the settings, checked into one line, and the embedded emulator.
+"""What the commands share: the settings and tenants, each refused in one line.
 
-With no service address configured, a command starts an emulator in-process and points the settings at
-it. Only the command-line layer does this; the sync itself never starts or imports a server."""
+With no service address configured, a sync or an HR apply refuses (`service_or_exit`); only the demo
+(`pipelines.demo`) starts an emulator."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, load_settings
 from warehouse.publish import same_file_problem
 from warehouse.reads import warehouse_problem
-
-if TYPE_CHECKING:
-    from emulator.server import EmulatorServer
 
 
 def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
@@ -38,8 +34,22 @@ def settings_or_exit(warehouse: Path | None = None) -> SyncSettings:
 def tenants_or_exit(settings: SyncSettings, named: list[str] | None) -> list[str]:
     """The tenants ``--tenant`` names (default: every configured one); one that is not configured ends the
     command with one line, exit code 2."""
-    try:
+    with _tenant_refused():
         return [settings.configured_tenant(tenant) for tenant in named] if named else settings.sync_tenants
+
+
+def tenant_or_exit(settings: SyncSettings, named: str | None) -> str:
+    """The tenant ``--tenant`` names, else the first configured one; with neither the command ends with
+    one line, exit code 2."""
+    with _tenant_refused():
+        return named or settings.default_tenant
+
+
+@contextmanager
+def _tenant_refused() -> Iterator[None]:
+    """A `SettingsError` about the tenant ends the command with one line, exit code 2."""
+    try:
+        yield
     except SettingsError as error:
         typer.echo(f"error: --tenant: {error}", err=True)
         raise typer.Exit(2) from None
@@ -58,13 +68,3 @@ def service_or_exit(settings: SyncSettings) -> SyncSettings:
         typer.echo(f"error: {NO_SERVICE}", err=True)
         raise typer.Exit(2)
     return settings
-
-
-@contextmanager
-def embedded_emulator() -> Iterator[EmulatorServer]:
-    """A seeded emulator served on a free loopback port for the duration of the block."""
-    # Imported here: the server (FastAPI, uvicorn) costs a command that never starts it half a second.
-    from emulator.server import EmulatorServer
-
-    with EmulatorServer() as server:
-        yield server

@@ -21,7 +21,7 @@ import dagster as dg
 
 from pipelines.assets import table_key
 from pipelines.settings import tenant_variable_suffix
-from resources.warehouse_resource import WarehouseResource
+from pipelines.warehouse_resource import WarehouseResource
 from warehouse.runs import last_success
 
 FRESHNESS_JOB = "tenant_freshness"

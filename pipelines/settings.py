@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from models.base import UUID_PATTERN, is_uuid
 from pipelines.checks import parse_check_names
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
@@ -88,6 +87,8 @@ ACCEPTS: dict[str, str] = {
 }
 """What each setting accepts, as the one-line error says it."""
 
+NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
+
 SECRET_FIELDS = frozenset({"token", "access_key"})
 
 
@@ -137,7 +138,7 @@ class SyncSettings(BaseSettings):
     base_url: str | None = None
     token: SecretStr | None = None
     access_key: SecretStr | None = None
-    tenant_id: Annotated[str, Field(pattern=UUID_PATTERN)] = DEMO_TENANT_ID
+    tenant_id: Annotated[str, Field(pattern=UUID_PATTERN)] | None = None
     tenants: Annotated[list[str], NoDecode] = Field(default_factory=list)
     rate_plan: RatePlan = RatePlan.ESSENTIAL
     rate_per_minute: Annotated[float | None, Field(gt=0)] = None
@@ -268,6 +269,8 @@ class SyncSettings(BaseSettings):
                 f"ADM_BASE_URL={self.base_url} would send the token unencrypted to another machine: use "
                 "https://, or set ADM_ALLOW_INSECURE_HTTP=true"
             )
+        if self.address_configured and not self.sync_tenants:
+            raise ValueError(NO_TENANT)
         if self.address_configured:
             missing = [t for t in self.sync_tenants if not self.has_credential(t)]
             if missing:
@@ -281,13 +284,21 @@ class SyncSettings(BaseSettings):
 
     @property
     def address_configured(self) -> bool:
-        """Whether a service address is configured (else the local emulator's is used)."""
+        """Whether a service address is configured (else a sync or an HR apply refuses, see `NO_SERVICE`)."""
         return self.environment is not None or self.base_url is not None
 
     @property
     def sync_tenants(self) -> list[str]:
         """The tenants to sync: ``ADM_TENANTS``, else ``ADM_TENANT_ID``; one Dagster partition each."""
-        return self.tenants or [self.tenant_id]
+        return self.tenants or ([self.tenant_id] if self.tenant_id else [])
+
+    @property
+    def default_tenant(self) -> str:
+        """The tenant a command works on when it names none: the first configured one; `SettingsError`
+        (one line) when none is."""
+        if not self.sync_tenants:
+            raise SettingsError(NO_TENANT)
+        return self.sync_tenants[0]
 
     def configured_tenant(self, value: str) -> str:
         """``value`` as the configured tenant it names (UUIDs compare without regard to case); raises
@@ -334,18 +345,6 @@ class SyncSettings(BaseSettings):
         )
         return own is not None or self.token is not None or self.access_key is not None
 
-    def embedded(self, base_url: str) -> SyncSettings:
-        """These settings pointed at an emulator serving the demo tenant (public, emulator-only token)."""
-        return self.model_copy(
-            update={
-                "base_url": base_url,
-                "environment": None,
-                "token": SecretStr(DEMO_TOKEN),
-                "access_key": None,
-                "rate_per_minute": self.rate_per_minute or UNLIMITED_RATE,
-            }
-        )
-
 
 def tenant_variable_suffix(tenant_id: str) -> str:
     """The ``<TENANT>`` part of a per-tenant variable: the id upper-cased, hyphens as underscores."""
@@ -354,7 +353,7 @@ def tenant_variable_suffix(tenant_id: str) -> str:
 
 def load_settings() -> SyncSettings:
     """The settings from the process environment; `SettingsError` (one line) when a value is refused.
-    With no address configured, see `SyncSettings.address_configured` and `SyncSettings.embedded`."""
+    With no address configured, see `SyncSettings.address_configured` (and `pipelines.demo`)."""
     try:
         settings = SyncSettings(
             tenant_tokens=_per_tenant(os.environ, TOKEN_PREFIX),

@@ -28,11 +28,11 @@ from pathlib import Path
 
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
-from resources.warehouse_resource import SyncPolicyResource, WarehouseResource
 from warehouse import reads
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private

@@ -13,6 +13,7 @@ import duckdb
 
 from emulator.server import EmulatorServer
 from pipelines.bindings import client_resource, resources
+from pipelines.demo import demo_settings
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, run_tenant
 from pipelines.settings import SyncSettings, tenant_variable_suffix
@@ -46,7 +47,7 @@ def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> Syn
     """Both emulator tenants, the demo tenant's token, the given warehouse; ``changes`` on top."""
     # No step retries unless a test asks: a test of a failure wants the failure, not 90 s of retries.
     base = SyncSettings(tenants=[DEMO_TENANT_ID, OTHER_TENANT_ID], warehouse=warehouse, max_retries=0)
-    return base.embedded(server.base_url).model_copy(update=changes)
+    return demo_settings(base, server.base_url).model_copy(update=changes)
 
 
 def adm_for(server: EmulatorServer, **changes: Any) -> AdmClientResource:

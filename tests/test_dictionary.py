@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from warehouse import dictionary
+from warehouse import dictionary, dictionary_page
 from warehouse import migrate as migrations
 from warehouse.migrate import migrate
 
@@ -81,8 +81,8 @@ def test_a_history_table_has_its_current_tables_descriptions_and_its_own(
 
 
 def test_the_docs_show_the_dictionary() -> None:
-    page = dictionary.DOCUMENT.read_text(encoding="utf-8")
-    assert dictionary.with_section(page, dictionary.rendered()) == page, (
+    page = dictionary_page.DOCUMENT.read_text(encoding="utf-8")
+    assert dictionary_page.with_section(page, dictionary_page.rendered()) == page, (
         "docs/data-dictionary.md differs from warehouse/dictionary.toml: run `make dictionary`"
     )
 

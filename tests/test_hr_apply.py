@@ -17,17 +17,18 @@ from duckdb import connect as duckdb_connect
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 from emulator.server import EmulatorServer
 from models.groups import Group
+from models.hr.fields import Values, group_values, user_values
+from models.hr.kinds import ChangeKind
+from models.hr.plan import Change, EntityPlan, Plan
+from models.hr.status import PlanStatus
 from models.users import UpdateUserEntities, User
 from pipelines.hr.apply import PlanNotApplicableError, group_body, settle_window, user_body
-from pipelines.hr.fields import Values, group_values, user_values
-from pipelines.hr.kinds import ChangeKind
 from pipelines.hr.mapping import SAMPLES
-from pipelines.hr.plan import Change, EntityPlan, Plan
 from pipelines.hr.workflow import apply_stored, refresh, stored_plan
+from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.errors import AuthenticationError
-from resources.warehouse_resource import WarehouseResource
 from tests.conftest import stored
 from tests.sync_support import adm_for, query
 from tests.test_hr_support import (
@@ -43,7 +44,6 @@ from tests.test_hr_support import (
     writes,
 )
 from warehouse.commit import connect
-from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import Journal
 from warehouse.publish import default_publish_path
 

@@ -19,7 +19,7 @@ from emulator.server import EmulatorServer
 from pipelines.cli import app
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
-from resources.warehouse_resource import WarehouseResource
+from pipelines.warehouse_resource import WarehouseResource
 from tests.test_hr_support import MAPPING, demo_files, faults, row_of, user_rows, write_users, writes
 from warehouse.commit import connect
 from warehouse.hr_store import allowances

@@ -18,8 +18,8 @@ from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync
 from pipelines.hr.mapping import SAMPLES
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import demo_files, faults, step_failure, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]

@@ -20,8 +20,8 @@ from pipelines.hr.dagster import hr_drop_folder, hr_sync
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.workflow import PlanRequest, plan_upload
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_safety import rows_before_leaving
 from tests.test_hr_support import (
     MAPPING,

@@ -16,15 +16,16 @@ import pytest
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
+from models.hr.plan import Plan
+from models.hr.status import PlanStatus
 from models.users import UpdateUserEntities
 from pipelines.hr.apply import ApplyReport, PlanNotApplicableError
 from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
-from pipelines.hr.plan import Plan
 from pipelines.hr.workflow import apply_stored, plans_due, refresh, stored_plan
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_apply import current, journal
 from tests.test_hr_cli import hr, service_env  # noqa: F401 - a fixture of the CLI test
 from tests.test_hr_revert import leaver
@@ -39,7 +40,6 @@ from tests.test_hr_support import (
     write_users,
     writes,
 )
-from warehouse.hr_status import PlanStatus
 
 pytest_plugins = ["tests.test_hr_support"]
 

@@ -12,16 +12,16 @@ import duckdb
 import pytest
 
 from emulator.scale import DEMO_TENANT_ID
+from models.hr.kinds import Watched
+from models.hr.thresholds import ThresholdLimit
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.kinds import Watched
 from pipelines.hr.mapping import Mapping
 from pipelines.hr.snapshot import StaleWarehouseError
-from pipelines.hr.thresholds import ThresholdLimit
 from pipelines.hr.upload import read_upload
 from pipelines.hr.workflow import PlanRequest, allow, plan_upload, refresh
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.sync_support import query
 from tests.test_hr_support import (
     MAPPING,

@@ -11,11 +11,11 @@ import pytest
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.kinds import ChangeKind
+from models.hr.kinds import ChangeKind
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.workflow import refresh
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_apply import adm_headers, current
 from tests.test_hr_support import (
     MAPPING,

@@ -12,16 +12,16 @@ import pytest
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
+from models.hr.kinds import Watched
+from models.hr.plan import Plan
+from models.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, ThresholdLimit, Thresholds
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_sync
 from pipelines.hr.demo_export import Row
-from pipelines.hr.kinds import Watched
-from pipelines.hr.plan import Plan
 from pipelines.hr.report import kind_rows
-from pipelines.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, ThresholdLimit, Thresholds
 from pipelines.hr.workflow import allow, refresh
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.test_hr_support import (
     MAPPING,
     apply,

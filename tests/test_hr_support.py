@@ -44,9 +44,9 @@ from pipelines.hr.demo_export import (
 from pipelines.hr.mapping import SAMPLES, Mapping, load_mapping
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
+from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from tests.conftest import set_faults
 from tests.sync_support import adm_for, settings_for, sync
 

@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
+from emulator.scale import DEMO_TENANT_ID
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.extract import LISTS, REVISION_LISTS
@@ -79,9 +80,9 @@ def test_an_empty_environment_refuses_to_sync_in_one_line(tmp_path: Path) -> Non
 
 @pytest.mark.usefixtures("no_service_configured")
 def test_a_dagster_sync_with_no_service_refuses_in_one_line(tmp_path: Path) -> None:
-    settings = SyncSettings(warehouse=tmp_path / "wh.duckdb")
+    settings = SyncSettings(warehouse=tmp_path / "wh.duckdb", tenant_id=DEMO_TENANT_ID)
     with dg.instance_for_test() as instance:
-        run = run_tenant(sync_definitions(settings), settings.tenant_id, instance)
+        run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance)
 
     assert not run.success and run.error is not None
     assert "Failure: no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT" in run.error

@@ -38,10 +38,21 @@ def refusal(monkeypatch: pytest.MonkeyPatch, **variables: str) -> str:
 def test_defaults_need_no_variable() -> None:
     settings = load_settings()
 
-    assert settings.sync_tenants == [DEMO_TENANT_ID]
+    assert settings.sync_tenants == []
     assert not settings.address_configured
     assert settings.staging_root == Path("data/staging")
     assert settings.quota == MONTHLY_QUOTAS[RatePlan.ESSENTIAL] == 25_000
+
+
+def test_an_address_without_a_tenant_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: the emulator's demo tenant was every installation's default tenant.
+    message = refusal(monkeypatch, ADM_BASE_URL="https://api.example.com", ADM_TOKEN="secret-token")
+    assert message == "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
+    monkeypatch.delenv("ADM_BASE_URL")
+    with pytest.raises(SettingsError, match="no tenant configured"):
+        _ = load_settings().default_tenant
+    monkeypatch.setenv("ADM_TENANT_ID", DEMO_TENANT_ID)
+    assert load_settings().default_tenant == DEMO_TENANT_ID
 
 
 def test_plan_words_ignore_case_and_give_the_plan_quota(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,6 +181,7 @@ def test_a_read_of_a_file_that_is_not_duckdb_fails_without_waiting(tmp_path: Pat
 def test_plain_http_to_another_machine_is_refused_unless_allowed(
     monkeypatch: pytest.MonkeyPatch, address: str
 ) -> None:
+    monkeypatch.setenv("ADM_TENANT_ID", DEMO_TENANT_ID)
     message = refusal(monkeypatch, ADM_BASE_URL=address, ADM_TOKEN="secret-token")
     assert "would send the token unencrypted to another machine" in message
     assert "ADM_ALLOW_INSECURE_HTTP=true" in message and "secret-token" not in message
@@ -186,6 +198,7 @@ def test_https_and_plain_http_to_this_machine_are_accepted(
 ) -> None:
     monkeypatch.setenv("ADM_BASE_URL", address)
     monkeypatch.setenv("ADM_TOKEN", "t")
+    monkeypatch.setenv("ADM_TENANT_ID", DEMO_TENANT_ID)
     assert load_settings().base_url == address
 
 

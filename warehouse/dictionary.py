@@ -1,7 +1,7 @@
 """The data dictionary: what every table, view and column of the warehouse means, written once in
 ``warehouse/dictionary.toml`` and used twice, as the database's own comments (``COMMENT ON``, applied by
 `warehouse.migrate.migrate`) and as the column tables of ``docs/data-dictionary.md``
-(``python -m warehouse.dictionary --write``, or ``make dictionary``).
+(`warehouse.dictionary_page`: ``python -m warehouse.dictionary_page --write``, or ``make dictionary``).
 
 The file has these kinds of entries (its header says more):
 
@@ -20,20 +20,15 @@ migrations never stops a connection: ``tests/test_dictionary.py`` names what is 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import sys
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
-
-from warehouse.db import open_database
 
 Kind = Literal["table", "view", "macro"]
 
@@ -41,10 +36,7 @@ HISTORIES = {"history_of": "history", "item_history_of": "item_history"}
 """An entry's key naming the current table it is the history of -> the section describing that history."""
 
 SOURCE = "dictionary.toml"
-DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "data-dictionary.md"
 """The generated reference page; its section between the markers is rendered from this dictionary."""
-START = "<!-- dictionary:start -->"
-END = "<!-- dictionary:end -->"
 APPLIED_TABLE = "schema_dictionary"
 """The one-row table that remembers which dictionary and migrations the comments were applied for."""
 
@@ -314,83 +306,3 @@ def document(con: duckdb.DuckDBPyConnection, versions: Iterable[int]) -> bool:
         con.rollback()
         raise
     return True
-
-
-def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str:
-    """The data dictionary page: one table per relation of the live schema (the dictionary's order,
-    then any it lacks), each column with its live type and its description."""
-    order = [name for name in relations if name in live] + sorted(set(live) - set(relations))
-    return "\n\n".join(_render_relation(relations.get(name), live[name]) for name in order) + "\n"
-
-
-def _render_relation(described: Relation | None, relation: LiveRelation) -> str:
-    kind = {"table": "", "view": " (view)", "macro": " (table macro)"}[relation.kind]
-    call = described.call if described else None
-    lines = [
-        f"## `{relation.name}`{kind}",
-        "",
-        _markdown(described.description if described else ""),
-        "",
-        *([f"For example `{call}`.", ""] if call else []),
-        # Folded, so that the page's reader sees every relation's description before any column.
-        f"<details><summary>{len(relation.columns)} columns</summary>",
-        "",
-        "| column | type | description |",
-        "|---|---|---|",
-    ]
-    texts = described.columns if described else {}
-    lines += [
-        f"| `{column.name}` | {_type(column.data_type)} | {_markdown(texts.get(column.name, ''))} |"
-        for column in relation.columns
-    ]
-    return "\n".join([*lines, "", "</details>"])
-
-
-def _type(data_type: str) -> str:
-    # The migrations and the docs say TIMESTAMPTZ; DuckDB reports the long form of the same type.
-    return data_type.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
-
-
-def _markdown(text: str) -> str:
-    # Plain text in markdown: | would end a table cell, <record> would read as an HTML tag, * as emphasis.
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
-
-
-def with_section(page: str, section: str) -> str:
-    """``page`` with the text between the dictionary's markers replaced by ``section``."""
-    before, start, rest = page.partition(START)
-    _, end, after = rest.partition(END)
-    if not start or not end:
-        raise DictionaryError(f"{DOCUMENT.name} has no {START} ... {END} section")
-    return f"{before}{START}\n{section}{END}{after}"
-
-
-def rendered() -> str:
-    """The data dictionary rendered against a freshly migrated in-memory database."""
-    # migrate() applies this module's comments, so it cannot be imported at the top of this module.
-    from warehouse.migrate import migrate
-
-    relations = load(source_text())
-    with open_database() as con:
-        migrate(con)
-        return render(relations, live_schema(con, calls(relations)))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the rendered data dictionary, or with ``--write`` put it into its page under ``docs/``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m warehouse.dictionary", description="Render the data dictionary of the warehouse."
-    )
-    parser.add_argument("--write", action="store_true", help=f"rewrite the generated section of {DOCUMENT}")
-    args = parser.parse_args(argv)
-    text = rendered()
-    if not args.write:
-        sys.stdout.write(text)
-        return 0
-    DOCUMENT.write_text(with_section(DOCUMENT.read_text(encoding="utf-8"), text), encoding="utf-8")
-    print(f"{DOCUMENT}: data dictionary section rewritten")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

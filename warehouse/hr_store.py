@@ -21,10 +21,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from pipelines.hr.fields import decode, encode
-from pipelines.hr.kinds import ChangeKind
-from pipelines.hr.plan import Change, EntityPlan, Plan
-from warehouse.hr_status import EntityStatus, PlanStatus
+from models.hr.fields import decode, encode
+from models.hr.kinds import ChangeKind
+from models.hr.plan import Change, EntityPlan, Plan
+from models.hr.status import EntityStatus, PlanStatus
 
 
 class PlanNotFoundError(LookupError):

@@ -40,10 +40,11 @@ from typing import NamedTuple
 import duckdb
 
 from models.groups import UpdateGroup
+from models.hr.fields import Value, Values, group_values, same, user_values
+from models.hr.plan import Change, EntityPlan
+from models.hr.status import PENDING, EntityStatus, PlanStatus
 from models.queries import GroupQuery, UserQuery
 from models.users import UpdateUserEntities
-from pipelines.hr.fields import Value, Values, group_values, same, user_values
-from pipelines.hr.plan import Change, EntityPlan
 from resources.client import AdmClient
 from resources.errors import (
     AuthenticationError,
@@ -54,7 +55,6 @@ from resources.errors import (
     WriteOutcomeUnknown,
 )
 from resources.settings import ClientSettings
-from warehouse.hr_status import PENDING, EntityStatus, PlanStatus
 from warehouse.hr_store import (
     Journal,
     JournalEntry,

@@ -23,9 +23,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from emulator.scale import DEMO_TENANT_ID
+from models.hr.status import EntityStatus, PlanStatus
+from models.hr.thresholds import watched_kind
 from pipelines.bindings import client_resource, warehouse_resource
-from pipelines.cli_support import service_or_exit, settings_or_exit
+from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
 from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
@@ -43,7 +44,6 @@ from pipelines.hr.report import (
 )
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
-from pipelines.hr.thresholds import watched_kind
 from pipelines.hr.workflow import (
     FourEyesError,
     PlanOutcome,
@@ -61,7 +61,6 @@ from pipelines.settings import SyncSettings
 from resources.client import AdmClient
 from resources.errors import ServiceError
 from warehouse.commit import connect
-from warehouse.hr_status import EntityStatus, PlanStatus
 from warehouse.hr_store import (
     AllowancesFinalError,
     PlanNotFoundError,
@@ -164,7 +163,7 @@ def plan_command(
     """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
     console = hr_console()
     settings = settings_or_exit(warehouse)
-    tenant_id = tenant or settings.sync_tenants[0]
+    tenant_id = tenant_or_exit(settings, tenant)
     request = PlanRequest(
         tuple(files),
         tenant_id,
@@ -241,7 +240,7 @@ def apply_due_command(
     ``hr_apply_due`` schedule runs every night), then refresh the warehouse."""
     console = hr_console()
     settings = settings_or_exit(warehouse)
-    tenant_id = tenant or settings.sync_tenants[0]
+    tenant_id = tenant_or_exit(settings, tenant)
     store = warehouse_resource(settings)
     due = plans_due(store.file, tenant_id)
     if not due:
@@ -387,11 +386,11 @@ def show_plan(
     return outcome
 
 
-def show_demo_plan(console: Console, warehouse: Path) -> None:
+def show_demo_plan(console: Console, warehouse: Path, tenant_id: str) -> None:
     """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
     console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
     # The sample files describe the seeded tenant as of now, however long ago they were checked out.
-    request = PlanRequest(DEMO_FILES, DEMO_TENANT_ID, load_mapping(), as_of=datetime.now(UTC))
+    request = PlanRequest(DEMO_FILES, tenant_id, load_mapping(), as_of=datetime.now(UTC))
     show_plan(console, warehouse, request, warehouse.parent / "hr", limit=60)
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 

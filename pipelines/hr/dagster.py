@@ -32,6 +32,8 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, model_validator
 
+from models.hr.plan import Plan
+from models.hr.status import PlanStatus
 from pipelines.assets import table_key
 from pipelines.bindings import warehouse_resource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
@@ -48,7 +50,6 @@ from pipelines.hr.drop_folder import (
 )
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
-from pipelines.hr.plan import Plan
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
@@ -66,9 +67,8 @@ from pipelines.hr.workflow import (
 )
 from pipelines.jobs import NIGHTLY_JOB
 from pipelines.settings import load_settings
+from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
-from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
 from warehouse.locks import LockBusyError
 
@@ -202,7 +202,7 @@ def _plan(
 ) -> tuple[Plan, dict[str, Any]]:
     """Plan the configured files as ``actor``, writing error reports; returns the plan and the run's
     metadata about it. A refused upload fails the op (with the same metadata but the plan)."""
-    tenant_id = config.tenant_id or load_settings().sync_tenants[0]
+    tenant_id = config.tenant_id or load_settings().default_tenant
     if config.refresh:
         refresh(tenant_id, adm, warehouse)
     try:

@@ -10,10 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from models.hr.fields import encode
+from models.hr.plan import Change, Plan
 from pipelines.hr.csv_input import CsvFile, column_key, private_file, safe_cell, write_csv
-from pipelines.hr.fields import encode
 from pipelines.hr.mapping import Mapping
-from pipelines.hr.plan import Change, Plan
 from pipelines.hr.problems import Problem
 from pipelines.hr.validate import Validation
 

@@ -20,10 +20,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from models.groups import DisableOption, GroupStatus
+from models.hr.fields import GROUP_FIELDS, USER_DATE_FIELDS, USER_FIELDS, EntityKind
+from models.hr.thresholds import Thresholds
 from models.users import UserStatus
 from pipelines.hr.dates import both_orders
-from pipelines.hr.fields import GROUP_FIELDS, USER_DATE_FIELDS, USER_FIELDS, EntityKind
-from pipelines.hr.thresholds import Thresholds
 
 SAMPLES = Path(__file__).with_name("samples")
 DEFAULT_MAPPING = SAMPLES / "mapping.toml"

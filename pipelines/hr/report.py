@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from models.hr.plan import Change, Plan
+from models.hr.thresholds import ThresholdCheck
 from pipelines.hr.apply import ApplyReport
-from pipelines.hr.plan import Change, Plan
 from pipelines.hr.problems import Problem
-from pipelines.hr.thresholds import ThresholdCheck
 from warehouse.hr_store import Allowance, JournalEntry, PendingChange, StoredPlan
 
 MAX_ROWS = 200

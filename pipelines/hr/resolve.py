@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipelines.hr.fields import primary_first
+from models.hr.fields import primary_first
 from pipelines.hr.mapping import EntityMapping
 from pipelines.hr.rows import HrRow
 from pipelines.hr.snapshot import Snapshot, fold
@@ -142,7 +142,7 @@ def _named(snapshot: Snapshot, kind: str) -> Finder:
 
 
 def _shape(name: str, ids: list[str]) -> str | list[str]:
-    """The comparable form of a resolved reference (see `pipelines.hr.fields.user_values`)."""
+    """The comparable form of a resolved reference (see `models.hr.fields.user_values`)."""
     if name == "manager":
         return ids[0]
     return primary_first(ids) if name == "groups" else sorted(ids)

@@ -22,15 +22,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.hr.fields import same
-from pipelines.hr.kinds import Watched
+from models.hr.fields import same
+from models.hr.kinds import Watched
+from models.hr.plan import Change, EntityPlan, Plan, SourceFile
+from models.hr.status import EntityStatus, PlanStatus
+from models.hr.thresholds import EntityKey
 from pipelines.hr.mapping import Mapping as HrMapping
-from pipelines.hr.plan import Change, EntityPlan, Plan, SourceFile, apply_allowances, change_kind
+from pipelines.hr.plan import apply_allowances, change_kind
 from pipelines.hr.snapshot import Snapshot, fresh_run, load_snapshot
-from pipelines.hr.thresholds import EntityKey
 from pipelines.hr.workflow import window_entities
 from warehouse.commit import connect
-from warehouse.hr_status import EntityStatus, PlanStatus
 from warehouse.hr_store import (
     JournalEntry,
     StoredPlan,

@@ -1,7 +1,7 @@
 """The warehouse's copy of a tenant's users, groups, positions and roles, as the HR sync plans against it.
 
 Users and groups are rebuilt from the ``raw`` JSON the extract stored, as the same models the client
-returns, so `pipelines.hr.fields` reads both the same way. Names (positions, roles, groups) resolve
+returns, so `models.hr.fields` reads both the same way. Names (positions, roles, groups) resolve
 case-insensitively with runs of spaces collapsed; a name shared by two records is ambiguous, never guessed.
 """
 
@@ -17,8 +17,8 @@ from functools import cached_property
 import duckdb
 
 from models.groups import Group
+from models.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
 from models.users import User
-from pipelines.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
 
 BATCH = 2_000
 """Users read from the warehouse at a time: their JSON text is dropped once read."""
@@ -173,7 +173,7 @@ def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None
 def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
     """The tenant's current users, groups and positions from the warehouse: those the service still lists
     (a record it says is deleted included, one it stopped listing not). Users are read in batches and
-    kept as `pipelines.hr.fields.UserFields` values, never whole."""
+    kept as `models.hr.fields.UserFields` values, never whole."""
     # A record a full read did not find is marked deleted after the synced_at of the run that last saw it.
     groups = con.execute(
         "SELECT raw FROM groups WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from models.hr.fields import differs
 from pipelines.hr.csv_input import CsvFile
-from pipelines.hr.fields import differs
 from pipelines.hr.mapping import AS_OF_FIELD, EntityMapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.rows import HrRow

@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
 
+from models.hr.fields import EntityKind
 from pipelines.hr.csv_input import CsvFile
 from pipelines.hr.dates import date_order_problems
-from pipelines.hr.fields import EntityKind
 from pipelines.hr.graph import check_org_graph
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
 from pipelines.hr.problems import Problem

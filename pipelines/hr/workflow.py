@@ -21,13 +21,10 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.hr.apply import ApplyReport, apply_plan
-from pipelines.hr.kinds import Watched
-from pipelines.hr.mapping import Mapping as HrMapping
-from pipelines.hr.plan import Plan, make_plan
-from pipelines.hr.snapshot import fresh_run, load_snapshot
-from pipelines.hr.staleness import ExportTimes
-from pipelines.hr.thresholds import (
+from models.hr.kinds import Watched
+from models.hr.plan import Plan
+from models.hr.status import PlanStatus
+from models.hr.thresholds import (
     EntityKey,
     Thresholds,
     blocked_kinds,
@@ -35,17 +32,21 @@ from pipelines.hr.thresholds import (
     watched_entities,
     watched_kind,
 )
+from pipelines.hr.apply import ApplyReport, apply_plan
+from pipelines.hr.mapping import Mapping as HrMapping
+from pipelines.hr.plan import make_plan
+from pipelines.hr.snapshot import fresh_run, load_snapshot
+from pipelines.hr.staleness import ExportTimes
 from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
 from pipelines.publishing import republish_warehouse
 from pipelines.runner import cli_instance, run_tenant
 from pipelines.settings import load_settings
+from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
-from resources.warehouse_resource import WarehouseResource
 from warehouse.commit import connect
-from warehouse.hr_status import PlanStatus
 from warehouse.hr_store import (
     PendingChange,
     StoredPlan,

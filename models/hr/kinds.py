@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pipelines.hr.fields import EntityKind
+from models.hr.fields import EntityKind
 
 
 class ChangeKind(StrEnum):

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pipelines.hr.fields import EntityKind
-from pipelines.hr.kinds import POPULATION, Watched
+from models.hr.fields import EntityKind
+from models.hr.kinds import POPULATION, Watched
 
 EntityKey = tuple[str, str]
 """(entity kind, service id) of one changed record."""

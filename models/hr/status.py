@@ -1,6 +1,5 @@
 """The statuses of HR plans and of their entities (the apply journal), as stored in ``hr_plans.status``
-and ``hr_plan_entities.status``. A module of its own, free of imports, so the planner and the store can
-both use them without importing each other."""
+and ``hr_plan_entities.status``."""
 
 from __future__ import annotations
 

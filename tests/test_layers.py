@@ -1,0 +1,86 @@
+"""The layers point one way: ``models`` <- ``resources`` <- ``warehouse`` <- ``pipelines``; only the demo
+layer imports the emulator, and nothing loads it (or Dagster, for the client) by importing a product module.
+
+The walk reads every import statement of every product module, those inside functions too, so an import
+deferred to dodge a cycle still counts."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("models", "resources", "warehouse", "pipelines")
+"""Lowest first: a module may import its own layer and those before it."""
+DEMO_LAYER = frozenset({"pipelines.demo", "pipelines.hr.demo_export"})
+"""The modules that start or seed the emulator for the demo and the benchmarks' inputs."""
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            yield name, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _imports(tree: ast.Module) -> Iterator[tuple[str, bool]]:
+    """Every module the tree imports, and whether at the top of the file (not inside a function)."""
+    top = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, id(node) in top) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, id(node) in top
+
+
+MODULES = dict(_modules())
+
+
+def test_the_walk_sees_every_layer() -> None:
+    assert {name.split(".")[0] for name in MODULES} == set(LAYERS)
+    assert MODULES.keys() >= DEMO_LAYER
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_only_its_layer_and_those_below(module: str) -> None:
+    allowed = LAYERS[: LAYERS.index(module.split(".")[0]) + 1]
+    above = sorted(
+        imported
+        for imported, _ in _imports(MODULES[module])
+        if imported.split(".")[0] in LAYERS and imported.split(".")[0] not in allowed
+    )
+    assert above == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES.keys() - DEMO_LAYER))
+def test_only_the_demo_layer_imports_the_emulator_and_only_on_demand(module: str) -> None:
+    imports = list(_imports(MODULES[module]))
+    assert [name for name, _ in imports if name.split(".")[0] == "emulator"] == []
+    assert [name for name, at_top in imports if name in DEMO_LAYER and at_top] == []
+
+
+def test_warehouse_modules_form_no_cycle() -> None:
+    # Before: warehouse.migrate imported warehouse.dictionary, which imported migrate back inside a function.
+    graph = {
+        module: {name for name, _ in _imports(tree) if name in MODULES and name != module}
+        for module, tree in MODULES.items()
+        if module.startswith("warehouse.")
+    }
+    cycles = [(a, b) for a, targets in graph.items() for b in targets if a in graph.get(b, set())]
+    assert cycles == []
+
+
+def test_loading_the_code_location_and_the_cli_loads_no_emulator() -> None:
+    probe = (
+        "import sys, pipelines.definitions, pipelines.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'emulator'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
