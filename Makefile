@@ -58,8 +58,7 @@ dagster: $(VENV)/.synced
 	@# With no service configured, the UI drives `make emulator` with the demo files under data/demo/.
 	@if [ -z "$$ADM_BASE_URL$$ADM_ENVIRONMENT" ]; then \
 		echo "No ADM_BASE_URL: syncing the local emulator (make emulator) into data/demo/warehouse.duckdb"; \
-		export ADM_BASE_URL=http://127.0.0.1:8080 ADM_TOKEN=adm-demo-token \
-			ADM_WAREHOUSE=data/demo/warehouse.duckdb ADM_RATE_PER_MINUTE=60000; \
+		eval "$$($(VENV)/bin/python -m pipelines.demo)"; \
 	fi; DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
 
 # docs/data-dictionary.md, rendered again from warehouse/dictionary.toml and the migrated schema.

@@ -7,6 +7,7 @@ walks the imports)."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -86,3 +87,24 @@ def serve_emulator(
         file=sys.stderr,
     )
     serve(options, host, port, log_level)
+
+
+DEMO_EMULATOR_URL = "http://127.0.0.1:8080"
+"""Where `authority-sync emulator` (``make emulator``) listens by default."""
+
+
+def demo_environment(base_url: str = DEMO_EMULATOR_URL) -> dict[str, str]:
+    """The ``ADM_*`` variables of a sync of the demo tenant on an emulator at ``base_url`` into the demo's
+    own files (``make dagster`` with no service configured)."""
+    return {
+        "ADM_BASE_URL": base_url,
+        "ADM_TENANT_ID": DEMO_TENANT_ID,
+        "ADM_TOKEN": DEMO_TOKEN,
+        "ADM_WAREHOUSE": "data/demo/warehouse.duckdb",
+        "ADM_RATE_PER_MINUTE": str(int(UNLIMITED_RATE)),
+    }
+
+
+if __name__ == "__main__":
+    # `eval "$(python -m pipelines.demo)"`: the demo's variables as shell exports.
+    print(" ".join(f"export {name}={shlex.quote(value)};" for name, value in demo_environment().items()))
