@@ -32,6 +32,7 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "rate_per_minute": settings.rate_per_minute,
         "burst": settings.burst,
         "concurrency": settings.concurrency,
+        "limiter_state_dir": str(settings.limiter_state_dir),
         "tenant_credentials": [
             credential
             for tenant in settings.sync_tenants

@@ -311,6 +311,12 @@ class SyncSettings(BaseSettings):
         return self.staging_dir or self.warehouse.parent / "staging"
 
     @property
+    def limiter_state_dir(self) -> Path:
+        """Where each tenant's rate-limit bucket is remembered between runs: ``ratelimit`` beside the
+        staging folder, so that a run following another starts with the budget the service has left."""
+        return self.staging_root.parent / "ratelimit"
+
+    @property
     def publish_file(self) -> Path:
         """The copy readers open: ``ADM_PUBLISH_PATH``, else ``<stem>.analytics.duckdb`` beside the
         warehouse."""

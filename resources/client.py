@@ -199,7 +199,11 @@ class AdmClient:
         self._slots = threading.BoundedSemaphore(settings.concurrency)
         self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
         self._bucket = shared_bucket(
-            settings.address, settings.tenant_id, settings.plan_rate_per_minute, settings.plan_burst
+            settings.address,
+            settings.tenant_id,
+            settings.plan_rate_per_minute,
+            settings.plan_burst,
+            settings.limiter_state_dir,
         )
         self._retry = RetryPolicy.from_settings(settings)
         self._metrics = ClientMetrics()
@@ -217,9 +221,10 @@ class AdmClient:
         self.close()
 
     def close(self) -> None:
-        """Stop the worker threads and close the connections."""
+        """Stop the worker threads, close the connections and save the tenant's rate-limit state."""
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._http.close()
+        self._bucket.save()
 
     @property
     def metrics(self) -> MetricsSnapshot:

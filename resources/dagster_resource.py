@@ -57,6 +57,9 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     )
     burst: int | None = Field(default=None, description="Overrides the burst (default twice the rate).")
     concurrency: int | None = Field(default=None, description="Requests in flight at most (default 8).")
+    limiter_state_dir: str | None = Field(
+        default=None, description="Folder remembering each tenant's rate-limit bucket between runs."
+    )
     tenant_credentials: list[TenantCredential] = Field(
         default_factory=list, description="Per-tenant credentials; a tenant not listed uses token/access_key."
     )
@@ -76,6 +79,7 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
             "rate_per_minute": self.rate_per_minute,
             "burst": self.burst,
             "concurrency": self.concurrency,
+            "limiter_state_dir": self.limiter_state_dir,
         }
         given = {key: value for key, value in values.items() if value is not None}
         return ClientSettings.model_validate(given)

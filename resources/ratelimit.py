@@ -22,14 +22,26 @@ Only a 429 that *repeats despite the pause* (a request sent after a pause ended 
 emptied and the rate halved, and each later success adds back ``RECOVERY_STEP`` of the plan rate (additive
 increase, multiplicative decrease), up to the plan rate. 429s answering requests sent before the pause
 began belong to the same refusal and only extend the pause.
+
+The bucket remembers across runs and processes. The service's bucket does not refill because a new run
+starts: a run that follows another one of the same tenant (a retry, a queued run, the next CLI command)
+finds the service's bucket as the previous run left it. With a state file (`shared_bucket`'s
+``state_file``), the bucket is saved there (its tokens, rate and pause, stamped with the wall clock) at
+most once a `SAVE_EVERY_S` while it is used and when its client closes, and a new bucket starts from the
+saved state plus what has refilled since, instead of full.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 SAFETY_RATE_FACTOR = 0.99
 JITTER_ALLOWANCE_S = 0.5
@@ -43,6 +55,8 @@ DEFAULT_RETRY_AFTER_S = 1.0
 """Pause after a 429 without a (valid) Retry-After header."""
 MAX_SLEEP_S = 1.0
 """Longest single sleep, so that a pause that starts meanwhile is noticed."""
+SAVE_EVERY_S = 1.0
+"""A bucket with a state file saves its state at most this often while requests take tokens."""
 
 
 class TokenBucket:
@@ -54,16 +68,20 @@ class TokenBucket:
         burst: float,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        state_file: Path | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._sleep = sleep
+        self.state_file = state_file
+        self._saved_at = -math.inf
         self._paused_until = -math.inf
         self._pause_began = -math.inf
         """When the latest pause started: a 429 for a request sent before then is part of it."""
         self.waited_s = 0.0
         """Seconds all requests together spent blocked in `acquire`."""
         self.configure(rate_per_minute, burst)
+        self._restore()
 
     def configure(self, rate_per_minute: float, burst: float) -> None:
         """Adopt a plan: full bucket, plan rate (minus the safety margin), no pause."""
@@ -93,6 +111,9 @@ class TokenBucket:
         waited = self._clock() - started
         with self._lock:
             self.waited_s += waited
+            due = self.state_file is not None and self._clock() - self._saved_at >= SAVE_EVERY_S
+        if due:
+            self.save()
         return waited
 
     def _take(self) -> float:
@@ -145,25 +166,93 @@ class TokenBucket:
                 self._refill(self._clock())
                 self._rate = min(self._plan_rate, self._rate + self._plan_rate * RECOVERY_STEP)
 
+    # -- the state shared with later runs -----------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the bucket's state to its state file (if it has one), atomically: a reader sees the old
+        state or the new one. A failure to write costs only the memory of the bucket, never the run."""
+        if self.state_file is None:
+            return
+        with self._lock:
+            now = self._clock()
+            self._refill(now)
+            self._saved_at = now
+            wall = time.time()
+            state = {
+                "plan": list(self.plan),
+                "tokens": self._tokens,
+                "rate_per_minute": self._rate * 60,
+                "at": wall + (self._stamp - now),
+                "paused_until": wall + max(0.0, self._paused_until - now),
+            }
+        temporary = self.state_file.with_name(
+            f".{self.state_file.name}.{os.getpid()}.{threading.get_ident()}"
+        )
+        try:
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(state), encoding="utf-8")
+            temporary.replace(self.state_file)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+
+    def _restore(self) -> None:
+        """Start from the saved state of an earlier bucket of the same plan, plus the refill since it was
+        saved (a state of another plan, or unreadable, is ignored: the bucket starts full)."""
+        state = _read_state(self.state_file)
+        if state is None or state.get("plan") != list(self.plan):
+            return
+        with self._lock:
+            now, wall = self._clock(), time.time()
+            self._rate = min(
+                self._plan_rate, max(self._plan_rate * MIN_RATE_FACTOR, state["rate_per_minute"] / 60)
+            )
+            self._tokens = min(self.capacity, max(0.0, state["tokens"]))
+            self._stamp = now + (state["at"] - wall)
+            self._paused_until = now + max(0.0, state["paused_until"] - wall)
+            self._refill(now)
+
+
+def _read_state(path: Path | None) -> dict[str, Any] | None:
+    """A saved bucket state, or None when there is none or it cannot be read as one."""
+    if path is None:
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    numbers = ("tokens", "rate_per_minute", "at", "paused_until")
+    valid = isinstance(state, dict) and all(isinstance(state.get(key), int | float) for key in numbers)
+    return state if valid else None
+
 
 _registry: dict[tuple[str, str], TokenBucket] = {}
 _registry_lock = threading.Lock()
 
 
-def shared_bucket(base_url: str, tenant_id: str, rate_per_minute: float, burst: float) -> TokenBucket:
+def shared_bucket(
+    base_url: str, tenant_id: str, rate_per_minute: float, burst: float, state_dir: Path | None = None
+) -> TokenBucket:
     """The process-wide bucket of one tenant of one service, created or re-planned on demand.
 
     Every client of the same tenant shares it, because the service's budget is per tenant. A client with a
-    different plan re-plans the bucket (the latest configuration wins).
+    different plan re-plans the bucket (the latest configuration wins). With ``state_dir``, a new bucket
+    starts from the state the tenant's last bucket saved there (see the module docstring).
     """
     key = (base_url, tenant_id)
     with _registry_lock:
         bucket = _registry.get(key)
         if bucket is None:
-            bucket = _registry[key] = TokenBucket(rate_per_minute, burst)
+            state_file = state_dir / state_file_name(base_url, tenant_id) if state_dir else None
+            bucket = _registry[key] = TokenBucket(rate_per_minute, burst, state_file=state_file)
         elif bucket.plan != (rate_per_minute, burst):
             bucket.configure(rate_per_minute, burst)
         return bucket
+
+
+def state_file_name(base_url: str, tenant_id: str) -> str:
+    """The state file of one tenant of one service: the tenant id and a digest of the address."""
+    digest = hashlib.sha256(base_url.encode()).hexdigest()[:12]
+    return f"{tenant_id.lower()}.{digest}.json"
 
 
 def clear_buckets() -> None:

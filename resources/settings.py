@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -109,6 +110,8 @@ class ClientSettings(BaseModel):
     param_names: dict[str, str] = Field(default_factory=dict)
     """Query field name (snake_case, as in models.queries) -> wire name, overriding the assumed names."""
     user_agent: str = Field(default_factory=default_user_agent)
+    limiter_state_dir: Path | None = None
+    """Where the tenant's rate-limit bucket is remembered between runs (None: each process starts full)."""
 
     @field_validator("environment", "rate_plan", mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -149,3 +150,36 @@ def test_a_new_plan_replans_the_shared_bucket() -> None:
     again = shared_bucket("http://plan.test", "tenant", 300, 600)
     assert again is first
     assert first.rate_per_minute == pytest.approx(300 * SAFETY_RATE_FACTOR)
+
+
+@pytest.mark.parametrize("remembered", [True, False], ids=["remembered", "forgotten"])
+def test_back_to_back_runs_of_a_tenant_trip_no_429_when_the_bucket_is_remembered(
+    server: EmulatorServer, tmp_path: Path, remembered: bool
+) -> None:
+    # Before: each process started with a full bucket while the service's was drained (3 to 6 x 429 for
+    # runs queued behind the same tenant's run). Each client here is a new process's (buckets forgotten).
+    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=20))
+    state = {"limiter_state_dir": tmp_path / "ratelimit"} if remembered else {}
+    runs = []
+    for _ in range(2):
+        with make_client(server, rate_per_minute=600, burst=20, **state) as client:
+            assert len(list(client.iter_decisions(DecisionQuery(limit=34)))) == 1000
+            runs.append(client.metrics)
+    assert runs[0].rate_limited == 0
+    if remembered:
+        assert runs[1].rate_limited == 0 and "429" not in statuses(server)
+        assert runs[1].limiter_wait_s > 2  # paced from the first call: the service had little left
+    else:  # the same runs without the memory: the second one spends its burst on a drained service
+        assert runs[1].rate_limited > 0
+
+
+def test_a_saved_bucket_of_another_plan_or_unreadable_is_ignored(tmp_path: Path) -> None:
+    state_file = tmp_path / "bucket.json"
+    drained = TokenBucket(600, 20, state_file=state_file)
+    while drained._take() == 0:  # take every token
+        pass
+    drained.save()
+    assert TokenBucket(600, 20, state_file=state_file)._take() > 0  # same plan: still drained
+    assert TokenBucket(1200, 20, state_file=state_file)._take() == 0  # another plan: starts full
+    state_file.write_text("{not json", encoding="utf-8")
+    assert TokenBucket(600, 20, state_file=state_file)._take() == 0
