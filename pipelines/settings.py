@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Self
 from urllib.parse import urlsplit
 
+from croniter import croniter
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -78,14 +79,17 @@ ACCEPTS: dict[str, str] = {
     "resume_hours": "a number of hours, 0 or more",
     "max_retries": "a whole number of retries, 0 or more",
     "retry_wait_s": "a number of seconds, 0 or more",
-    "nightly_cron": "a cron expression (UTC)",
-    "full_refresh_cron": "a cron expression (UTC)",
+    "nightly_cron": "a cron expression of five fields (UTC), e.g. 0 2 * * *",
+    "full_refresh_cron": "a cron expression of five fields (UTC), e.g. 0 3 * * 0",
     "hr_drop_dir": "a folder path",
     "hr_plan_max_age_hours": "a number of hours above 0",
     "hr_max_invalid_share": "a share from 0 to 1 (e.g. 0.1)",
     "hr_four_eyes": "true or false",
 }
 """What each setting accepts, as the one-line error says it."""
+
+CRON_FIELDS = 5
+"""minute hour day-of-month month day-of-week."""
 
 NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
 
@@ -185,6 +189,14 @@ class SyncSettings(BaseSettings):
     """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
+
+    @field_validator("nightly_cron", "full_refresh_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        # Five fields, as Dagster's schedules take them (croniter alone would also take six).
+        if len(value.split()) != CRON_FIELDS or not croniter.is_valid(value):
+            raise ValueError("not a cron expression")
+        return value.strip()
 
     @field_validator("schema_contract")
     @classmethod

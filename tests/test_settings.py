@@ -208,3 +208,12 @@ def test_a_readers_group_that_does_not_exist_is_one_line(monkeypatch: pytest.Mon
         "ADM_READERS_GROUP='no-such-group-here' is not accepted: expected the name of a group of this "
         "machine (no group named 'no-such-group-here' on this machine)"
     )
+
+
+@pytest.mark.parametrize("cron", ["every night", "61 2 * * *", "0 2 * *", "0 0 2 * * *"])
+def test_a_cron_setting_that_is_not_five_valid_fields_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, cron: str
+) -> None:
+    # Before: a 123-line traceback from Dagster's schedule when the code location loaded.
+    message = refusal(monkeypatch, ADM_NIGHTLY_CRON=cron)
+    assert message.startswith("ADM_NIGHTLY_CRON") and "a cron expression of five fields" in message
