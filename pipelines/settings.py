@@ -28,6 +28,7 @@ from pipelines.checks import parse_check_names
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
 from warehouse.files import group_id
+from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import (
     DEFAULT_STORAGE_VERSION,
     PublishTarget,
@@ -163,7 +164,7 @@ class SyncSettings(BaseSettings):
     monthly_quota: Annotated[int | None, Field(ge=1)] = None
     quota_max_share: Annotated[float, Field(gt=0, le=1)] = 0.9
     allow_over_quota: bool = False
-    lock_wait_s: Annotated[float, Field(ge=0)] = 300.0
+    lock_wait_s: Annotated[float, Field(ge=0)] = DEFAULT_LOCK_WAIT_S
     schema_contract: str = ContractMode.TOLERANT.value
     """``tolerant`` or ``strict``, optionally per list: ``tolerant,users=strict``."""
     reject_max_count: Annotated[int, Field(ge=0)] = 10

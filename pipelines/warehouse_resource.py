@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import DEFAULT_STORAGE_VERSION, PublishTarget, default_publish_path
 
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
@@ -64,7 +65,9 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
         default=0.9, description="A run projected to push the month's calls past this share is refused."
     )
     allow_over_quota: bool = Field(default=False, description="Run even when over the quota share.")
-    lock_wait_s: float = Field(default=300.0, description="How long a commit waits for the warehouse writer.")
+    lock_wait_s: float = Field(
+        default=DEFAULT_LOCK_WAIT_S, description="How long a commit waits for the warehouse writer."
+    )
     schema_contract: str = Field(
         default="tolerant",
         description="strict: any record off the spec fails the run; tolerant: deviations are recorded.",

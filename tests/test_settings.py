@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -14,6 +17,8 @@ from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, lo
 from resources.settings import RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from warehouse import reads
+from warehouse.db import open_database
+from warehouse.locks import LockBusyError
 
 
 @pytest.fixture(autouse=True)
@@ -169,10 +174,33 @@ def test_a_read_of_a_file_that_is_not_duckdb_fails_without_waiting(tmp_path: Pat
     path = tmp_path / "warehouse.duckdb"
     path.write_bytes(b"not a database, whatever its name says" * 100)
 
-    with pytest.raises(duckdb.IOException), reads.read_only(path):
+    started = time.monotonic()
+    with pytest.raises(duckdb.IOException), reads.read_only(path, wait_s=30):
         pass
 
-    assert reads._open.statistics["attempt_number"] == 1
+    assert time.monotonic() - started < 5
+
+
+def test_a_read_while_another_process_writes_waits_then_names_the_holder(tmp_path: Path) -> None:
+    # Before: a hard-coded 60 s wait, then DuckDB's raw error suggesting read-only mode.
+    path = tmp_path / "warehouse.duckdb"
+    open_database(path).close()
+    holder = (
+        "import sys, time; from pathlib import Path; from warehouse.commit import writing; "
+        "w = writing(Path(sys.argv[1]), 'hr apply of plan 1234', 5); w.__enter__(); "
+        "print('held', flush=True); time.sleep(30)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", holder, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "held"
+        with pytest.raises(LockBusyError) as raised, reads.read_only(path, wait_s=0.5):
+            pass
+    finally:
+        process.kill()
+        process.wait()
+    message = str(raised.value)
+    assert message.startswith(f"the warehouse {path} is held by hr apply of plan 1234 (pid {process.pid}")
+    assert message.endswith("after waiting 0.5 s") and "\n" not in message
 
 
 @pytest.mark.parametrize(

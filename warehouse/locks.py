@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 POLL_S = 0.2
+DEFAULT_LOCK_WAIT_S = 300.0
+"""How long an open of the warehouse waits for its writer by default (``ADM_LOCK_WAIT_S``)."""
 
 
 class LockBusyError(RuntimeError):
@@ -63,10 +65,26 @@ def _acquire(fd: int, path: Path, wait_s: float, what: str) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                holder = path.read_text(encoding="utf-8").strip() or "another process"
-                waited = f" after waiting {wait_s:g} s" if wait_s else ""
-                raise LockBusyError(f"{what} is held by {holder}{waited}") from None
+                raise LockBusyError(f"{what} is held by {holder_of(path)}{_waited(wait_s)}") from None
             time.sleep(POLL_S)
+
+
+def holder_of(path: Path) -> str:
+    """Who holds (or last held) the lock at ``path``, as its holder described itself."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+def _waited(wait_s: float) -> str:
+    return f" after waiting {wait_s:g} s" if wait_s else ""
+
+
+def busy_error(warehouse: Path, wait_s: float) -> LockBusyError:
+    """The one-line error of an open that waited ``wait_s`` for the warehouse's writer in vain."""
+    holder = holder_of(writer_lock_path(warehouse))
+    return LockBusyError(f"the warehouse {warehouse} is held by {holder}{_waited(wait_s)}")
 
 
 def _describe_holder(fd: int, holder: str) -> None:

@@ -8,11 +8,11 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
-from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from warehouse.db import open_database
+from warehouse.locks import DEFAULT_LOCK_WAIT_S, busy_error
 
-LOCK_WAIT_S = 60
 _MAGIC = b"DUCK"
 """What a DuckDB database file holds at bytes 8..12."""
 
@@ -41,27 +41,33 @@ def _locked(error: BaseException) -> bool:
 
 
 @contextmanager
-def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
-    """A read-only connection, or None when no warehouse exists yet. Waits while another process holds
-    the write lock (a commit of another tenant, say)."""
+def read_only(path: Path, wait_s: float = DEFAULT_LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """A read-only connection, or None when no warehouse exists yet. Waits up to ``wait_s`` while another
+    process holds the write lock (a commit of another tenant, say), then raises `LockBusyError` in one
+    line naming the holder."""
     if not path.exists():
         yield None
         return
-    con = _open(path)
+    con = _open(path, wait_s)
     try:
         yield con
     finally:
         con.close()
 
 
-@retry(
-    retry=retry_if_exception(_locked),
-    stop=stop_after_delay(LOCK_WAIT_S),
-    wait=wait_exponential(multiplier=0.1, max=2),
-    reraise=True,
-)
-def _open(path: Path) -> duckdb.DuckDBPyConnection:
-    return open_database(path, read_only=True)
+def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+    attempts = Retrying(
+        retry=retry_if_exception(_locked),
+        stop=stop_after_delay(wait_s),
+        wait=wait_exponential(multiplier=0.1, max=2),
+        reraise=True,
+    )
+    try:
+        return attempts(open_database, path, read_only=True)
+    except duckdb.IOException as error:
+        if _locked(error):
+            raise busy_error(path, wait_s) from None
+        raise
 
 
 def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
