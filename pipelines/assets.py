@@ -26,6 +26,7 @@ import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.extract import LISTS
+from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
 from pipelines.sync import (
     SyncBlockedError,
@@ -133,9 +134,10 @@ CONFORMITY_DESCRIPTION = (
 
 
 def tenant_sync_asset(
-    partitions: dg.PartitionsDefinition, freshness: dg.FreshnessPolicy
+    partitions: dg.PartitionsDefinition, freshness: dg.FreshnessPolicy, bound: Mapping[str, Any]
 ) -> dg.AssetsDefinition:
-    """The multi-asset of the whole tenant sync, one partition per tenant."""
+    """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
+    value of the ``bound`` resources is refused (`pipelines.launch`)."""
 
     @dg.multi_asset(
         name="adm_tenant_sync",
@@ -156,6 +158,10 @@ def tenant_sync_asset(
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
         if adm.base_url is None and adm.environment is None:
             raise dg.Failure(description=NO_SERVICE)
+        try:
+            refuse_stale_config(context.run.run_config, bound)
+        except StaleRunConfigError as error:
+            raise dg.Failure(description=str(error)) from None
         request = _request(context, partitions)
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")

@@ -24,7 +24,10 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     address configured the definitions load (the UI shows them) and every sync refuses in one line."""
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
-    sync = tenant_sync_asset(partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness))
+    bound = bound_resources(settings) | dict(resources or {})
+    sync = tenant_sync_asset(
+        partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness), bound
+    )
     fresh = freshness_checks(tenants, settings.freshness)
     check_job = freshness_job(fresh)
     return dg.Definitions(
@@ -33,5 +36,5 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
         jobs=[*sync_jobs(sync, fresh), check_job],
         schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
         sensors=[freshness_sensor(check_job)],
-        resources=bound_resources(settings) | dict(resources or {}),
+        resources=bound,
     )

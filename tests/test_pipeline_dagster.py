@@ -28,9 +28,9 @@ from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
 from pipelines.freshness import FRESHNESS_JOB, check_name
-from pipelines.jobs import NIGHTLY_JOB
+from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB
 from pipelines.location import sync_definitions
-from pipelines.runner import QUIET_LOGS, run_tenant
+from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh, set_faults
 from tests.sync_support import DAGSTER, ROOT, dagster_cli, query, settings_for, sync, sync_env
@@ -426,3 +426,28 @@ def test_a_bad_setting_is_one_line_naming_the_variable(monkeypatch: pytest.Monke
     assert result.output.strip().splitlines() == [
         "error: ADM_RATE_PER_MINUTE='fast' is not accepted: expected a number of requests per minute above 0"
     ]
+
+
+def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
+    settings: SyncSettings, instance: dg.DagsterInstance
+) -> None:
+    # Before: after the quota was lowered to 100, a run launched from the launchpad's kept copy of the
+    # old config went green against "a 100,000 monthly quota" while a GraphQL run was refused.
+    lowered = settings.model_copy(update={"monthly_quota": 100})
+    job = sync_definitions(lowered).resolve_job_def(FULL_REFRESH_JOB)
+
+    def launch(quota: int) -> dg.ExecuteInProcessResult:
+        config = {"resources": {"sync_policy": {"config": {"monthly_quota": quota}}}}
+        return job.execute_in_process(
+            partition_key=DEMO_TENANT_ID, instance=instance, run_config=config, raise_on_error=False
+        )
+
+    stale = launch(100_000)
+    assert not stale.success
+    error = first_error(stale)
+    assert "this run's config overrides settings (sync_policy.monthly_quota: 100000 (settings: 100))" in error
+    assert "\n" not in error
+    assert not settings.warehouse.exists()  # refused before anything was read or written
+    current = launch(100)  # a copy of today's settings passes the guard; the quota itself decides
+    assert current.success or "overrides settings" not in first_error(current)
+    assert settings.warehouse.exists()

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.snap.snap_to_yaml import default_values_from_type_snap
 from typer.testing import CliRunner
 
 from emulator.scale import DEMO_TENANT_ID
+from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.extract import LISTS, REVISION_LISTS
+from pipelines.launch import stale_values
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
@@ -95,3 +98,25 @@ def test_the_client_imports_without_dagster() -> None:
     probe = f"import sys, resources.client; print({loaded})"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_path: Path) -> None:
+    # The launchpad pre-fills a run's config with every resource's bound values (its root default YAML);
+    # launched unchanged, that copy must run, and one value changed since must not.
+    settings = SyncSettings(
+        base_url="http://127.0.0.1:9", tenants=[DEMO_TENANT_ID], token="t", warehouse=tmp_path / "w.duckdb"
+    )
+    job = sync_definitions(settings).resolve_job_def("full_refresh")
+    schema = job.get_job_snapshot().config_schema_snapshot
+    root = job.get_job_snapshot().mode_def_snaps[0].root_config_key
+    assert root is not None
+    # What the launchpad's root default YAML is made of (dagster_graphql's rootDefaultYaml).
+    prefilled = default_values_from_type_snap(schema.get_config_snap(root), schema)
+    bound = bound_resources(settings)
+
+    assert prefilled["resources"]["sync_policy"]["config"]["monthly_quota"] == settings.quota
+    assert stale_values(prefilled, bound) == []
+    prefilled["resources"]["warehouse"]["config"]["path"] = "old/warehouse.duckdb"
+    assert stale_values(prefilled, bound) == [
+        f"warehouse.path: 'old/warehouse.duckdb' (settings: '{settings.warehouse}')"
+    ]
