@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,9 @@ def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> Syn
 
 
 def adm_for(server: EmulatorServer, **changes: Any) -> AdmClientResource:
-    """The client resource of the demo tenant on ``server``."""
-    return client_resource(settings_for(server, Path("unused.duckdb"), **changes))
+    """The client resource of the demo tenant on ``server``, its rate-limit state in a folder of its own
+    (a client of another test must not inherit this one's drained bucket)."""
+    return client_resource(settings_for(server, Path(tempfile.mkdtemp()) / "unused.duckdb", **changes))
 
 
 def sync(

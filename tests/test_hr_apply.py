@@ -4,10 +4,14 @@ twice (re-apply, dropped connections, crashes, server errors), conflicts are ski
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -30,7 +34,7 @@ from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
 from resources.errors import AuthenticationError
 from tests.conftest import stored
-from tests.sync_support import adm_for, query
+from tests.sync_support import adm_for, query, settings_for, sync, sync_env
 from tests.test_hr_support import (
     apply,
     client_of,
@@ -43,7 +47,7 @@ from tests.test_hr_support import (
     write_users,
     writes,
 )
-from warehouse.commit import connect
+from warehouse.commit import writing
 from warehouse.hr_store import Journal
 from warehouse.publish import default_publish_path
 
@@ -216,9 +220,9 @@ def test_unreadable_write_answers_are_read_back_not_repeated(
 
 def test_429s_during_apply_are_absorbed(hr_store: WarehouseResource, server: EmulatorServer) -> None:
     made = demo_plan(hr_store)
-    faults(server, rate_limit_per_minute=600, rate_burst=4)
-    # The client's plan has the service's rate but a larger burst, so the service answers some 429s.
-    limited = adm_for(server, rate_per_minute=600.0, burst=20)
+    faults(server, rate_limit_per_minute=300, rate_burst=2)
+    # The client's plan is ten times the service's, so the service answers some 429s.
+    limited = adm_for(server, rate_per_minute=3000.0, burst=20)
     report = apply(hr_store, limited, made.plan_id)
     assert (report.status, report.outcomes) == ("applied", {"applied": 19})
     statuses = httpx.get(f"{server.base_url}/_admin/stats").json()["statuses"]
@@ -286,11 +290,9 @@ def test_an_in_flight_write_is_not_judged_before_its_request_timed_out(
     with client_of(adm) as first:
         # An apply marked the entity in_flight, sent its write to a slow service and died; the write is
         # still under way there (applied 1.5 s after it arrived) when the next apply starts.
-        con = connect(hr_store.file)
-        Journal(con, made.plan_id, "died").mark_in_flight(
+        Journal(partial(writing, hr_store.file, "died", 0), made.plan_id, "died").mark_in_flight(
             entity, datetime.now(UTC) + settle_window(first.settings)
         )
-        con.close()
         faults(server, latency_ms=1500)
         body = user_body(DEMO_TENANT_ID, entity)
         sending = threading.Thread(target=first.update_user_entities, args=(entity.entity_id, body))
@@ -374,3 +376,43 @@ def test_an_expired_plan_is_refused(
     with client_of(adm) as client, pytest.raises(PlanNotApplicableError, match="expired"):
         apply_stored(hr_store.file, made.plan_id, client, str(uuid.uuid4()), max_age=timedelta(seconds=0.001))
     assert stored_plan(hr_store.file, made.plan_id).status == PlanStatus.READY
+
+
+def test_a_sync_commits_while_an_hr_apply_of_the_same_warehouse_waits_on_the_service(
+    hr_store: WarehouseResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    # Before: the apply held a read-write connection for its whole run, so a sync of any tenant waited
+    # for it to end (60 s at most, then DuckDB's raw error). Now the apply journals in short writes: a
+    # sync with a 2 s lock wait reads and commits while the apply's write is still out at the service.
+    made = renames(hr_store, tmp_path, 2)
+    faults(server, latency_ms=8000)
+    command = "import sys; from pipelines.cli import app; sys.argv[0] = 'authority-sync'; app()"
+    apply = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            command,
+            "hr",
+            "apply",
+            made.plan_id,
+            "--warehouse",
+            hr_store.path,
+            "--no-refresh",
+        ],
+        env={**os.environ, **sync_env(server, hr_store.file)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        quick_once_received(server, "E1", 1)  # a write is out (6 s); what follows is answered at once
+        synced = sync(settings_for(server, hr_store.file, lock_wait_s=2.0))
+        assert synced.success, synced.error
+        assert apply.poll() is None  # the sync did not wait for the apply to end
+        output, _ = apply.communicate(timeout=120)
+    finally:
+        apply.kill()
+    assert apply.returncode == 0, output
+    assert "applied 2" in output
+    statuses = query(hr_store.file, "SELECT status FROM sync_runs ORDER BY started_at")
+    assert statuses[-1] == ("succeeded",)

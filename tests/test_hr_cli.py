@@ -295,7 +295,7 @@ def test_an_expired_plan_is_refused_in_one_line(
 def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pipelines.hr.cli.READ_WAIT_S", 0.5)
+    monkeypatch.setenv("ADM_LOCK_WAIT_S", "0.5")
     hold = (
         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
     )
@@ -308,7 +308,7 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
         writer.kill()
         writer.wait()
     assert code == 1 and "Traceback" not in output
-    assert "is in use" in " ".join(output.split()) and "try again when it ends" in output
+    assert "is held by another process after waiting 0.5 s" in " ".join(output.split())
     assert applied[0] == 1 and "is in use" in " ".join(applied[1].split())
 
 

@@ -318,6 +318,7 @@ def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
 
 # dagster-graphql's client calls gql in a way gql deprecates; not ours to fix.
 @pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
+@pytest.mark.timeout(300)  # dagster dev, its daemon and two run workers start: 60-80 s on a busy machine
 def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenant_at_a_time(
     server: EmulatorServer, settings: SyncSettings, dagster_home: Path, tmp_path: Path
 ) -> None:

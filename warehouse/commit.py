@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +121,11 @@ def _holder(error: duckdb.IOException) -> str:
     message = str(error)
     start = message.find("Conflicting lock")
     return message[start:].split(". See also")[0] if start >= 0 else message
+
+
+Opener = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+"""Opens a short write of the warehouse (`writing` with its arguments bound): taken for each statement
+of a long task, so that the file is never held across network calls."""
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from models.hr.fields import decode, encode
 from models.hr.kinds import ChangeKind
 from models.hr.plan import Change, EntityPlan, Plan
 from models.hr.status import EntityStatus, PlanStatus
+from warehouse.commit import Opener
 
 
 class PlanNotFoundError(LookupError):
@@ -520,8 +521,11 @@ def outcome_counts(con: duckdb.DuckDBPyConnection, plan_id: str) -> dict[str, in
 
 
 class Journal:
-    """The apply journal of one plan and run. Each call is one committed statement, so an outcome is
-    durable as soon as the call returns. Thread-safe: writes run on the client's worker threads.
+    """The apply journal of one plan and run. Each call is one committed statement in a short write of its
+    own (``open_write``: the writer lock and a connection, released at once), so an outcome is durable as
+    soon as the call returns and the warehouse is never held while a request is out: a sync of any tenant
+    commits between two of the apply's statements. Thread-safe: writes run on the client's worker
+    threads.
 
     `close` ends it: a worker still running after the apply stopped (an error elsewhere, a kill) can
     then neither start a write nor touch the connection; its entity stays ``in_flight`` for the next apply
@@ -530,10 +534,8 @@ class Journal:
     ``today`` is the apply's day: an entity applied with changes still held back (`EntityPlan.later`) is
     recorded ``scheduled``, and an applied entity is written through ``today``."""
 
-    def __init__(
-        self, con: duckdb.DuckDBPyConnection, plan_id: str, run_id: str, today: date | None = None
-    ) -> None:
-        self._con = con
+    def __init__(self, open_write: Opener, plan_id: str, run_id: str, today: date | None = None) -> None:
+        self._open_write = open_write
         self._plan_id = plan_id
         self.run_id = run_id
         self.today = today or datetime.now(UTC).date()
@@ -583,23 +585,24 @@ class Journal:
                 raise JournalClosedError(
                     f"the apply stopped before {entity.kind} {entity.hr_key} was settled"
                 )
-            self._con.execute(
-                "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
-                "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END, "
-                "written_through = CASE WHEN ? THEN ? ELSE written_through END "
-                "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
-                [
-                    status,
-                    message,
-                    datetime.now(UTC),
-                    self.run_id,
-                    int(sent),
-                    keep,
-                    settle_after,
-                    applied,
-                    self.today,
-                    self._plan_id,
-                    entity.kind,
-                    entity.entity_id,
-                ],
-            )
+            with self._open_write() as con:
+                con.execute(
+                    "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
+                    "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END, "
+                    "written_through = CASE WHEN ? THEN ? ELSE written_through END "
+                    "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
+                    [
+                        status,
+                        message,
+                        datetime.now(UTC),
+                        self.run_id,
+                        int(sent),
+                        keep,
+                        settle_after,
+                        applied,
+                        self.today,
+                        self._plan_id,
+                        entity.kind,
+                        entity.entity_id,
+                    ],
+                )

@@ -37,8 +37,6 @@ from functools import partial
 from itertools import groupby
 from typing import NamedTuple
 
-import duckdb
-
 from models.groups import UpdateGroup
 from models.hr.fields import Value, Values, group_values, same, user_values
 from models.hr.plan import Change, EntityPlan
@@ -55,6 +53,7 @@ from resources.errors import (
     WriteOutcomeUnknown,
 )
 from resources.settings import ClientSettings
+from warehouse.commit import Opener
 from warehouse.hr_store import (
     Journal,
     JournalEntry,
@@ -137,7 +136,7 @@ def expired(plan: StoredPlan, max_age: timedelta, now: datetime) -> bool:
 
 
 def apply_plan(
-    con: duckdb.DuckDBPyConnection,
+    open_write: Opener,
     client: AdmClient,
     plan: StoredPlan,
     run_id: str,
@@ -146,24 +145,29 @@ def apply_plan(
     actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day,
-    recorded as run by ``actor``; every entity's outcome is journaled in the warehouse. An error that
-    stops the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
+    recorded as run by ``actor``; every entity's outcome is journaled in the warehouse, each in a short
+    write of its own (``open_write``), never holding the file while a request is out. An error that stops
+    the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
     moment = now or datetime.now(UTC)
     check_applicable(plan, max_age, moment)
-    set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC), actor=actor)
-    journal = Journal(con, plan.plan_id, run_id, moment.date())
+    with open_write() as con:
+        set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC), actor=actor)
+        entries = journal_entries(con, plan.plan_id)
+    journal = Journal(open_write, plan.plan_id, run_id, moment.date())
     try:
-        report = _passes(con, client, plan, journal)
+        report = _passes(entries, client, plan, journal)
     except Exception as error:
-        # Closed first: a write still running on a worker thread must not touch the connection any more.
+        # Closed first: a write still running on a worker thread must not journal any more.
         journal.close()
-        set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), str(error))
+        with open_write() as con:
+            set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), str(error))
         raise
     finally:
         journal.close()
-    report.outcomes = outcome_counts(con, plan.plan_id)
-    report.status = plan_status(report.outcomes)
-    set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
+    with open_write() as con:
+        report.outcomes = outcome_counts(con, plan.plan_id)
+        report.status = plan_status(report.outcomes)
+        set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
     return report
 
 
@@ -182,10 +186,10 @@ def settle_window(settings: ClientSettings) -> timedelta:
 
 
 def _passes(
-    con: duckdb.DuckDBPyConnection, client: AdmClient, plan: StoredPlan, journal: Journal
+    entries: list[JournalEntry], client: AdmClient, plan: StoredPlan, journal: Journal
 ) -> ApplyReport:
-    """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring)."""
-    entries = journal_entries(con, plan.plan_id)
+    """Read back, settle and write, pass after pass, until nothing is pending (see the module docstring);
+    ``entries`` is the plan's journal as the apply began."""
     entities = [due_part(entry, journal.today) for entry in entries]
     status = {_key(entry.entity): entry.status for entry in entries}
     _schedule(entities, status, journal)

@@ -60,7 +60,6 @@ from pipelines.hr.workflow import (
 from pipelines.settings import SyncSettings
 from resources.client import AdmClient
 from resources.errors import ServiceError
-from warehouse.commit import connect
 from warehouse.hr_store import (
     AllowancesFinalError,
     PlanNotFoundError,
@@ -73,10 +72,9 @@ from warehouse.hr_store import (
     plan_items,
 )
 from warehouse.locks import LockBusyError
+from warehouse.reads import read_only
 
 DEFAULT_REPORTS = Path("data/hr/reports")
-READ_WAIT_S = 3.0
-"""How long ``hr status`` and ``hr show`` wait for a writer of the warehouse before saying it is busy."""
 TROUBLED = frozenset({PlanStatus.BLOCKED, PlanStatus.APPLYING, PlanStatus.INCOMPLETE})
 """Plan statuses ``hr status --problems`` lists."""
 BLOCKED = 3
@@ -287,7 +285,7 @@ def status_command(
     settings = settings_or_exit(warehouse)
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
     now = datetime.now(UTC)
-    with _reading(console, settings.warehouse) as con:
+    with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
         if plan_id is None:
             plans = list_plans(con, tenant, limit)
             old = {plan.plan_id for plan in plans if expired(plan, max_age, now)}
@@ -332,7 +330,7 @@ def show_command(
     """Print a stored plan as it was planned (or write its changes with --csv), at any time later."""
     console = hr_console()
     settings = settings_or_exit(warehouse)
-    with _reading(console, settings.warehouse) as con:
+    with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
         plan = _loaded(con, plan_id)
         items = plan_items(con, plan.plan_id)
     old = expired(plan, timedelta(hours=settings.hr_plan_max_age_hours), datetime.now(UTC))
@@ -445,20 +443,19 @@ def _allow(
 
 
 @contextmanager
-def _reading(console: Console, path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The warehouse to read, waiting briefly for a writer (an apply holds it while it runs); when it
-    stays busy, one line saying so (exit 1) instead of a traceback."""
+def _reading(console: Console, path: Path, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The warehouse opened read-only (never migrated: a command that only reads changes nothing),
+    waiting up to ``wait_s`` for a writer's statement to end; a missing warehouse or one that stays busy
+    ends the command with one line (exit 1) instead of a traceback."""
     try:
-        con = connect(path, wait_s=READ_WAIT_S)
+        with read_only(path, wait_s) as con:
+            if con is None:
+                console.print(f"[red]{escape(str(path))} does not exist: sync a tenant first[/]")
+                raise typer.Exit(1)
+            yield con
     except LockBusyError as error:
-        console.print(
-            f"[red]{escape(str(error))}; an apply or a sync is writing it: try again when it ends[/]"
-        )
+        console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
-    try:
-        yield con
-    finally:
-        con.close()
 
 
 def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:

@@ -30,8 +30,7 @@ from models.hr.thresholds import EntityKey
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import apply_allowances, change_kind
 from pipelines.hr.snapshot import Snapshot, fresh_run, load_snapshot
-from pipelines.hr.workflow import window_entities
-from warehouse.commit import connect
+from pipelines.hr.workflow import short_write, window_entities
 from warehouse.hr_store import (
     JournalEntry,
     StoredPlan,
@@ -75,8 +74,7 @@ def revert_stored(
     `NotRevertibleError`, `warehouse.hr_store.PlanNotFoundError` or
     `pipelines.hr.snapshot.StaleWarehouseError`."""
     moment = now or datetime.now(UTC)
-    con = connect(warehouse)
-    try:
+    with short_write(warehouse) as con:
         applied = load_plan(con, plan_id)
         if applied.status not in REVERTIBLE:
             raise NotRevertibleError(
@@ -90,8 +88,6 @@ def revert_stored(
         revert.plan.planned_by = planned_by
         save_plan(con, revert.plan)
         return revert
-    finally:
-        con.close()
 
 
 def revert_plan(

@@ -15,8 +15,10 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -46,7 +48,7 @@ from pipelines.settings import load_settings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
-from warehouse.commit import connect
+from warehouse.commit import MEMORY_LIMIT, writing
 from warehouse.hr_store import (
     PendingChange,
     StoredPlan,
@@ -125,8 +127,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
     files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
     # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
     # users are scanned in batches; a large buffer would only hold pages never read again).
-    con = connect(warehouse, memory_limit=PLAN_MEMORY_LIMIT)
-    try:
+    with short_write(warehouse, memory_limit=PLAN_MEMORY_LIMIT) as con:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
         max_age = None if request.allow_old_export else request.mapping.max_export_age
@@ -150,8 +151,6 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
             planned_by=request.planned_by,
         )
         save_plan(con, plan)
-    finally:
-        con.close()
     republish_warehouse(warehouse, "hr-plan")
     return PlanOutcome(validation, plan)
 
@@ -190,13 +189,10 @@ def allow(
     the plan as now stored. `warehouse.hr_store.AllowancesFinalError` once the plan began applying."""
     lifted = checked_allowances(kinds)
     moment = now or datetime.now(UTC)
-    con = connect(warehouse)
-    try:
+    with short_write(warehouse) as con:
         four_eyes(load_plan(con, plan_id).planned_by, approved_by)
         record_allowances(con, plan_id, lifted, approved_by, moment)
         return recheck_thresholds(con, plan_id, moment)
-    finally:
-        con.close()
 
 
 def four_eyes(planned_by: str | None, approved_by: str) -> None:
@@ -243,6 +239,15 @@ def window_entities(
     return found
 
 
+def short_write(
+    warehouse: Path, memory_limit: str | None = MEMORY_LIMIT
+) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+    """The warehouse for one short step of the HR workflow: the writer lock (waiting up to
+    ``ADM_LOCK_WAIT_S`` for a sync's commit, then one line naming it) and a connection, released at the
+    end of the step."""
+    return writing(warehouse, f"hr {os_user()}", load_settings().lock_wait_s, memory_limit)
+
+
 def os_user() -> str:
     """Who runs this process, the default approver of a lifted threshold."""
     try:
@@ -254,11 +259,8 @@ def os_user() -> str:
 def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
     """A stored plan by its id or a unique prefix of it; `warehouse.hr_store.PlanNotFoundError` when there
     is none."""
-    con = connect(warehouse)
-    try:
+    with short_write(warehouse) as con:
         return find_plan(con, plan_id)
-    finally:
-        con.close()
 
 
 def apply_stored(
@@ -275,29 +277,21 @@ def apply_stored(
     is recorded as run by ``actor`` (default: the OS user)."""
     age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
     moment = now or datetime.now(UTC)
-    con = connect(warehouse)
-    try:
+    open_write = partial(writing, warehouse, f"hr apply of plan {plan_id}", load_settings().lock_wait_s)
+    with open_write() as con:
         plan = recheck_thresholds(con, plan_id, moment)
-        report = apply_plan(con, client, plan, run_id, age, moment, actor or os_user())
-    finally:
-        con.close()
+    report = apply_plan(open_write, client, plan, run_id, age, moment, actor or os_user())
     republish_warehouse(warehouse, "hr-apply")
     return report
 
 
 def overdue_changes(warehouse: Path, today: date) -> list[PendingChange]:
     """The dated changes (of every tenant) whose day is past while they still wait."""
-    con = connect(warehouse)
-    try:
+    with short_write(warehouse) as con:
         return [change for change in pending_changes(con, None) if change.overdue(today)]
-    finally:
-        con.close()
 
 
 def plans_due(warehouse: Path, tenant_id: str | None, now: datetime | None = None) -> list[str]:
     """The plans (of one tenant, or of all) with changes come due by ``now``'s day, oldest first."""
-    con = connect(warehouse)
-    try:
+    with short_write(warehouse) as con:
         return due_plans(con, tenant_id, (now or datetime.now(UTC)).date())
-    finally:
-        con.close()
