@@ -246,3 +246,24 @@ def test_a_refused_upload_shows_its_rejected_rows_and_error_report_on_the_run(
     metadata = data.user_failure_data.metadata
     assert (metadata["rows"].value, metadata["rejected_rows"].value) == (3, 3)
     assert metadata["error_reports"].value == [str(tmp_path / "reports" / "users.errors.csv")]
+
+
+def test_an_hr_run_whose_config_overrides_the_warehouse_setting_is_refused(
+    adm: AdmClientResource, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A launchpad copy made when ADM_WAREHOUSE named another file would plan into that old file.
+    monkeypatch.setenv("ADM_WAREHOUSE", hr_store.path)
+    stale = {"resources": {"warehouse": {"config": {"path": str(tmp_path / "old.duckdb")}}}}
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = hr_sync.execute_in_process(
+            run_config={**stale, "ops": {"hr_plan": {"config": {"files": DEMO}}}},
+            instance=instance,
+            resources={
+                "adm": adm,
+                "warehouse": hr_store.model_copy(update={"path": str(tmp_path / "old.duckdb")}),
+            },
+            raise_on_error=False,
+        )
+    failure = next(event for event in result.all_events if event.is_step_failure)
+    assert "this run's config overrides settings (warehouse.path: " in str(failure.event_specific_data)
+    assert plans(hr_store) == 0 and not (tmp_path / "old.duckdb").exists()

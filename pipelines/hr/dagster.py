@@ -66,7 +66,8 @@ from pipelines.hr.workflow import (
     stored_plan,
 )
 from pipelines.jobs import NIGHTLY_JOB
-from pipelines.settings import load_settings
+from pipelines.launch import StaleRunConfigError, refuse_stale_config_of_the_location
+from pipelines.settings import SettingsError, load_settings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
@@ -142,7 +143,12 @@ def hr_plan(
     context: dg.OpExecutionContext, config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
 ) -> Iterator[dg.Output[str]]:
     """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
-    be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
+    be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows, a run
+    config overriding the settings)."""
+    try:
+        refuse_stale_config_of_the_location(context.run.run_config)
+    except (StaleRunConfigError, SettingsError) as error:
+        raise dg.Failure(description=str(error)) from None
     if config.approve_plan_id:
         stored = _approve(config, warehouse, run_actor(context))
         plan_id, blocked = stored.plan_id, stored.blocked
