@@ -22,11 +22,12 @@ from typing import IO, Any
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from pipelines.settings import load_settings
 from warehouse.db import open_database
 
 
-class NoPublishedCopyError(FileNotFoundError):
+class NoPublishedCopyError(AuthoritySyncError, FileNotFoundError):
     """There is no published copy to read yet."""
 
 

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from models.errors import AuthoritySyncError
 from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery, PositionQuery, UserQuery
 from resources.client import AdmClient
 from resources.concurrency import Feed
@@ -52,7 +53,7 @@ FULL, INCREMENTAL, DEPENDENT = "full", "incremental", "dependent"
 PAGE_LIMIT = 100
 
 
-class ExtractStoppedError(RuntimeError):
+class ExtractStoppedError(AuthoritySyncError, RuntimeError):
     """Another read of the same extract failed, so this one stopped."""
 
 

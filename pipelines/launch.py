@@ -17,11 +17,12 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel
 
+from models.errors import AuthoritySyncError
 from pipelines.bindings import resources
 from pipelines.settings import load_settings
 
 
-class StaleRunConfigError(ValueError):
+class StaleRunConfigError(AuthoritySyncError, ValueError):
     """A run's config sets a resource value the settings no longer give."""
 
 

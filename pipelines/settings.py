@@ -24,6 +24,7 @@ from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_va
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from models.base import UUID_PATTERN, is_uuid
+from models.errors import AuthoritySyncError
 from pipelines.checks import parse_check_names
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
@@ -118,7 +119,7 @@ NO_SERVICE = (
 data would land where production data lives."""
 
 
-class SettingsError(ValueError):
+class SettingsError(AuthoritySyncError, ValueError):
     """A setting has a value it does not accept; the message is one line naming the variable."""
 
 

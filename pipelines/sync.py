@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from models.errors import AuthoritySyncError
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
 from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
@@ -54,11 +55,11 @@ PROGRESS_EVERY_S = 2.0
 """How often a run reports its API calls to its staging (what a killed run is charged)."""
 
 
-class SyncRefusedError(RuntimeError):
+class SyncRefusedError(AuthoritySyncError, RuntimeError):
     """The run did not start its extract (another sync of the tenant runs, or the API budget is spent)."""
 
 
-class SyncBlockedError(RuntimeError):
+class SyncBlockedError(AuthoritySyncError, RuntimeError):
     """A blocking check failed: nothing was committed."""
 
 

@@ -34,6 +34,7 @@ import httpx
 from pydantic import ValidationError as PydanticValidationError
 
 from models.base import ErrorBody
+from models.errors import AuthoritySyncError
 
 MAX_BODY_TEXT = 2_000
 """Characters of a non-JSON error body kept on the error (an HTML error page can be long)."""
@@ -41,7 +42,7 @@ MAX_DETAIL = 200
 """Characters of a transport error's own message kept on a `ConnectionError`."""
 
 
-class ServiceError(Exception):
+class ServiceError(AuthoritySyncError):
     """Base of every error the client raises."""
 
     def __init__(

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
+from models.errors import AuthoritySyncError
+
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
 
-class RawJsonError(ValueError):
+class RawJsonError(AuthoritySyncError, ValueError):
     """The body is not an envelope holding a ``data.data`` array."""
 
 

@@ -1,5 +1,6 @@
 """The layers point one way: ``models`` <- ``resources`` <- ``warehouse`` <- ``pipelines``; only the demo
-layer imports the emulator, and nothing loads it (or Dagster, for the client) by importing a product module.
+layer imports the emulator, and nothing loads it (or Dagster, for the client) by importing a product module;
+every error of the product derives from one base.
 
 The walk reads every import statement of every product module, those inside functions too, so an import
 deferred to dodge a cycle still counts."""
@@ -7,12 +8,15 @@ deferred to dodge a cycle still counts."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from models.errors import AuthoritySyncError
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("models", "resources", "warehouse", "pipelines")
@@ -84,3 +88,14 @@ def test_loading_the_code_location_and_the_cli_loads_no_emulator() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_error_of_the_product_derives_from_one_base() -> None:
+    own = {
+        f"{module}.{name}": cls
+        for module in sorted(MODULES)
+        for name, cls in vars(importlib.import_module(module)).items()
+        if isinstance(cls, type) and issubclass(cls, BaseException) and cls.__module__ == module
+    }
+    assert len(own) > 30  # the walk found the errors (the service's, the warehouse's, the HR sync's, ...)
+    assert [name for name, cls in own.items() if not issubclass(cls, AuthoritySyncError)] == []

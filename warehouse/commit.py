@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from models.errors import AuthoritySyncError
 from warehouse.db import ConfigValue, open_database
 from warehouse.locks import LockBusyError, held, writer_lock_path
 from warehouse.merge import (
@@ -63,7 +64,7 @@ STORAGE_VERSION = "v1.4.0"
 copy (`warehouse.publish`) can be the file itself, copied, instead of a rebuilt database."""
 
 
-class StagingMismatchError(RuntimeError):
+class StagingMismatchError(AuthoritySyncError, RuntimeError):
     """The staging folder does not hold what this run's extract reported: it is never committed."""
 
 

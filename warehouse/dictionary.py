@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 import duckdb
 
+from models.errors import AuthoritySyncError
+
 Kind = Literal["table", "view", "macro"]
 
 HISTORIES = {"history_of": "history", "item_history_of": "item_history"}
@@ -41,7 +43,7 @@ APPLIED_TABLE = "schema_dictionary"
 """The one-row table that remembers which dictionary and migrations the comments were applied for."""
 
 
-class DictionaryError(ValueError):
+class DictionaryError(AuthoritySyncError, ValueError):
     """The dictionary file contradicts itself (a reference to nothing, a cycle of references) or holds
     text that describes nothing (a common entry no relation uses)."""
 

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from models.errors import AuthoritySyncError
 from models.hr.fields import decode, encode
 from models.hr.kinds import ChangeKind
 from models.hr.plan import Change, EntityPlan, Plan
@@ -28,7 +29,7 @@ from models.hr.status import EntityStatus, PlanStatus
 from warehouse.commit import Opener
 
 
-class PlanNotFoundError(LookupError):
+class PlanNotFoundError(AuthoritySyncError, LookupError):
     """No plan has this id (or several start with the prefix given); the message says which."""
 
 
@@ -36,11 +37,11 @@ MIN_PREFIX = 6
 """The fewest characters of a plan id that name it (when no other plan's id starts with them)."""
 
 
-class JournalClosedError(RuntimeError):
+class JournalClosedError(AuthoritySyncError, RuntimeError):
     """The apply stopped: no more writes may start, no more outcomes are recorded."""
 
 
-class AllowancesFinalError(RuntimeError):
+class AllowancesFinalError(AuthoritySyncError, RuntimeError):
     """The plan began applying (or was applied): its lifted thresholds can no longer change."""
 
 

@@ -18,12 +18,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from models.errors import AuthoritySyncError
+
 POLL_S = 0.2
 DEFAULT_LOCK_WAIT_S = 300.0
 """How long an open of the warehouse waits for its writer by default (``ADM_LOCK_WAIT_S``)."""
 
 
-class LockBusyError(RuntimeError):
+class LockBusyError(AuthoritySyncError, RuntimeError):
     """Someone else holds the lock; the message names the holder."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from warehouse.db import open_database
 from warehouse.schema import primary_keys, staging_schema
 
@@ -382,7 +383,7 @@ def _end_versions(ctx: MergeContext, history: str, which: str) -> None:
     )
 
 
-class CommitConstraintError(RuntimeError):
+class CommitConstraintError(AuthoritySyncError, RuntimeError):
     """Staged rows broke a key of the warehouse: the commit was rolled back; the message names the table,
     its key and the repeated key values."""
 

@@ -7,12 +7,13 @@ from importlib import resources
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from warehouse.dictionary import document
 
 _MIGRATIONS = "migrations"
 
 
-class NewerWarehouseError(RuntimeError):
+class NewerWarehouseError(AuthoritySyncError, RuntimeError):
     """The warehouse holds migrations this release does not know: a newer release wrote it."""
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from warehouse.db import open_database
 from warehouse.files import share_with_group
 from warehouse.parquet import (
@@ -56,7 +57,7 @@ ALIAS = "adm_published"
 """The name the copy is attached under while it is written (not a name a warehouse file is likely to have)."""
 
 
-class PublishError(RuntimeError):
+class PublishError(AuthoritySyncError, RuntimeError):
     """The copy cannot be published, or does not hold what the warehouse holds."""
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from models.base import is_uuid
+from models.errors import AuthoritySyncError
 from warehouse.rows import Row, TableRows
 from warehouse.runs import Progress
 from warehouse.schema import staging_schema
@@ -33,7 +34,7 @@ def staging_dir(root: Path, run_id: str, tenant_id: str) -> Path:
     return root / run_id / tenant_id
 
 
-class StagingError(OSError):
+class StagingError(AuthoritySyncError, OSError):
     """Staging could not be written (a full disk, a folder that cannot be created); names the folder."""
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import duckdb
 
 from models.base import canonical_id, is_uuid
+from models.errors import AuthoritySyncError
 
 
-class TenantLabelError(ValueError):
+class TenantLabelError(AuthoritySyncError, ValueError):
     """A label that cannot be stored: not a tenant id, or an empty label."""
 
 

@@ -37,6 +37,7 @@ from functools import partial
 from itertools import groupby
 from typing import NamedTuple
 
+from models.errors import AuthoritySyncError
 from models.groups import UpdateGroup
 from models.hr.fields import Value, Values, group_values, same, user_values
 from models.hr.plan import Change, EntityPlan
@@ -78,7 +79,7 @@ Key = tuple[str, str]
 Outcome = tuple[EntityStatus, str | None]
 
 
-class PlanNotApplicableError(Exception):
+class PlanNotApplicableError(AuthoritySyncError):
     """The plan cannot be applied: it was applied already, it expired, or a threshold blocks it."""
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from models.errors import AuthoritySyncError
+
 SETTINGS_FILE = "hr-folder.toml"
 PROCESSED = "processed"
 FAILED = "failed"
@@ -41,7 +43,7 @@ ROOT = "."
 """How the drop folder ``ADM_HR_DROP_DIR`` itself is named among the folders."""
 
 
-class FolderSettingsError(ValueError):
+class FolderSettingsError(AuthoritySyncError, ValueError):
     """A folder's ``hr-folder.toml`` cannot be used; the message names it and says why."""
 
 

@@ -19,6 +19,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from models.errors import AuthoritySyncError
 from models.groups import DisableOption, GroupStatus
 from models.hr.fields import GROUP_FIELDS, USER_DATE_FIELDS, USER_FIELDS, EntityKind
 from models.hr.thresholds import Thresholds
@@ -40,7 +41,7 @@ DATE_FIELDS = frozenset({*USER_DATE_FIELDS, EFFECTIVE_FIELD, AS_OF_FIELD})
 DEFAULT_DATE_FORMATS = ("%Y-%m-%d",)
 
 
-class MappingError(ValueError):
+class MappingError(AuthoritySyncError, ValueError):
     """The mapping file cannot be used; the message says where and why."""
 
 

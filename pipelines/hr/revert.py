@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from models.errors import AuthoritySyncError
 from models.hr.fields import same
 from models.hr.kinds import Watched
 from models.hr.plan import Change, EntityPlan, Plan, SourceFile
@@ -44,7 +45,7 @@ NOT_REVERTED = frozenset({"disable_option"})
 """Fields written with a change that cannot be put back (see the module's docstring)."""
 
 
-class NotRevertibleError(ValueError):
+class NotRevertibleError(AuthoritySyncError, ValueError):
     """The plan never wrote anything that could be put back."""
 
 

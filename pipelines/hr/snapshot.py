@@ -16,6 +16,7 @@ from functools import cached_property
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from models.groups import Group
 from models.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
 from models.users import User
@@ -24,7 +25,7 @@ BATCH = 2_000
 """Users read from the warehouse at a time: their JSON text is dropped once read."""
 
 
-class StaleWarehouseError(Exception):
+class StaleWarehouseError(AuthoritySyncError):
     """The warehouse is too old (or older than the last HR apply) to plan against."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from models.hr.kinds import Watched
 from models.hr.plan import Plan
 from models.hr.status import PlanStatus
@@ -67,11 +68,11 @@ PLAN_MEMORY_LIMIT = "32MB"
 """DuckDB's memory limit while planning (see `plan_upload`)."""
 
 
-class RefreshFailedError(Exception):
+class RefreshFailedError(AuthoritySyncError):
     """The extract run before planning failed; the warehouse is unchanged."""
 
 
-class FourEyesError(ValueError):
+class FourEyesError(AuthoritySyncError, ValueError):
     """``ADM_HR_FOUR_EYES``: a plan's thresholds are lifted by someone other than its planner."""
 
 
