@@ -199,6 +199,8 @@ def test_selecting_one_table_commits_the_whole_tenant(
     assert len(tables) == len(TABLES)
     assert tables["adm/users"]["dagster/row_count"] == len(state.users)
     assert tables["adm/decisions"]["dagster/row_count"] == len(state.decisions)
+    # Before: 0, while the table held the tenant's row of this run.
+    assert tables["adm/sync_runs"]["dagster/row_count"] == 1
     assert {table["partition"] for table in tables.values()} == {DEMO_TENANT_ID}
     assert not list((settings.warehouse.parent / "staging").glob("*"))
 

@@ -38,6 +38,7 @@ from warehouse.migrate import migrate
 from warehouse.publish import Published, PublishTarget, publish_run
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
+    RUNS_TABLE,
     Progress,
     RunRecord,
     RunStatus,
@@ -195,7 +196,7 @@ def _commit(
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
-                counts = table_rows(con, record.tenant_id, sorted(staged.tables))
+                counts = table_rows(con, record.tenant_id, sorted({*staged.tables, RUNS_TABLE}))
                 con.commit()
             except BaseException:
                 # The row says succeeded only if the COMMIT did: a failed one (a full disk) is a failure.

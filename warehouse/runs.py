@@ -224,7 +224,7 @@ def project_quota(
     run of the same mode, else of the last full run (an upper bound), else nothing known."""
     month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     with read_only(warehouse) as con:
-        if con is None or not table_exists(con, "sync_runs"):
+        if con is None or not table_exists(con, RUNS_TABLE):
             return QuotaProjection(0, 0, quota, max_share, "no earlier run")
         used = con.execute(
             "SELECT coalesce(sum(api_calls_total), 0) FROM sync_runs WHERE tenant_id = ? AND started_at >= ?",
@@ -247,12 +247,16 @@ def _last_calls(con: duckdb.DuckDBPyConnection, tenant_id: str, mode: str) -> tu
 def last_success(warehouse: Path, tenant_id: str) -> datetime | None:
     """When the tenant's last committed sync finished, if ever."""
     with read_only(warehouse) as con:
-        if con is None or not table_exists(con, "sync_runs"):
+        if con is None or not table_exists(con, RUNS_TABLE):
             return None
         found = con.execute(
             "SELECT max(finished_at) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'", [tenant_id]
         ).fetchone()
     return found[0] if found else None
+
+
+RUNS_TABLE = "sync_runs"
+"""The table of run rows, one per run and tenant (the ``adm/sync_runs`` asset)."""
 
 
 def table_rows(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: list[str]) -> dict[str, int]:
