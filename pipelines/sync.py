@@ -17,6 +17,7 @@ failed run leaves the warehouse's data exactly as it was.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -53,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 2.0
 """How often a run reports its API calls to its staging (what a killed run is charged)."""
+LOG_EVERY_TICKS = 5
+"""Every this many reports (10 s), the progress is also a line of the run's log."""
 
 
 class SyncRefusedError(AuthoritySyncError, RuntimeError):
@@ -241,6 +244,21 @@ def _resume_dir(services: SyncServices, tenant_id: str) -> Path | None:
     return resume_dir(Path(services.warehouse.staging_root), tenant_id)
 
 
+def _log_progress(metrics: MetricsSnapshot) -> None:
+    """One line of progress for the run's log: calls so far per endpoint, 429s, retries, limiter wait."""
+    calls = (
+        ", ".join(f"{endpoint} {count}" for endpoint, count in sorted(metrics.calls.items())) or "none yet"
+    )
+    logger.info(
+        "extracting: %d calls so far (%s); %d x 429, %d retries, %.1f s waiting for the rate limit",
+        sum(metrics.calls.values()),
+        calls,
+        metrics.rate_limited,
+        metrics.retries,
+        metrics.limiter_wait_s,
+    )
+
+
 @contextmanager
 def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
     """Report what the run has spent to its staging every `PROGRESS_EVERY_S` while it extracts (and once at
@@ -253,8 +271,12 @@ def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
         write_progress(staging, Progress(dict(metrics.calls), metrics.rate_limited, metrics.retries, _now()))
 
     def keep_reporting() -> None:
-        while not stop.wait(PROGRESS_EVERY_S):
+        for tick in itertools.count(1):
+            if stop.wait(PROGRESS_EVERY_S):
+                return
             report()
+            if tick % LOG_EVERY_TICKS == 0:
+                _log_progress(client.metrics)
 
     reporter = threading.Thread(target=keep_reporting, name="adm-progress", daemon=True)
     reporter.start()

@@ -8,6 +8,7 @@ promises but a record leaves out does is the contract's business, counted as a d
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import uuid
@@ -320,3 +321,19 @@ def test_the_quirks_leave_their_figures_in_the_run_row(warehouse: Path) -> None:
         0
     ]
     assert "decisions: the service serves 3 records a page (asked for 100)" in json.loads(warnings)
+
+
+def test_a_long_extract_says_how_far_it_got_in_the_log(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: the run log was silent for minutes during an extract (retries and 429s reached only stderr).
+    monkeypatch.setattr("pipelines.sync.PROGRESS_EVERY_S", 0.02)  # a log line every 0.1 s instead of 10 s
+    caplog.set_level(logging.INFO, logger="pipelines.sync")
+    outcome, _ = run(tenant(positions=[position(n) for n in range(30)]), warehouse, Quirks(latency_s=0.05))
+    assert outcome.record.status == "succeeded"
+    progress = [record.getMessage() for record in caplog.records if "extracting:" in record.getMessage()]
+    assert progress and re.fullmatch(
+        r"extracting: \d+ calls so far \((\w+ \d+, )*\w+ \d+\); \d+ x 429, \d+ retries, "
+        r"\d+\.\d s waiting for the rate limit",
+        progress[-1],
+    )
