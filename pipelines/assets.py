@@ -18,7 +18,6 @@ the UI, a schedule, the GraphQL API or ``dagster job execute``): ``adm/mode=full
 
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,9 +39,9 @@ from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
 from resources.errors import PagingDriftError, RateLimitError, ServerError
+from warehouse.described import described_tables
 from warehouse.publish import Published
 from warehouse.runs import RunRecord
-from warehouse.schema import arrow_schema
 
 ASSET_PREFIX = "adm"
 MODE_TAG = "adm/mode"
@@ -59,39 +58,26 @@ WARN_ONLY_CHECKS_TAG = "adm/warn_only_checks"
 OWNERS = ["team:data-platform"]
 
 
-@dataclass(frozen=True)
-class TableInfo:
-    """A warehouse table as an asset: its group and what a row is."""
-
-    group: str
-    description: str
-
-
-TABLES: dict[str, TableInfo] = {
-    "decisions": TableInfo(
-        "decisions", "Decisions (E8): one row per decision with section, category, status, owner."
-    ),
-    "decision_groups": TableInfo("decisions", "Groups each decision applies to."),
-    "decision_authorities": TableInfo(
-        "decisions", "Authority limits of each decision; limit_number/limit_unit parse the value."
-    ),
-    "decision_documents": TableInfo("decisions", "Documents attached to each decision."),
-    "delegations": TableInfo("delegations", "Delegations (list extension)."),
-    "delegation_revisions": TableInfo("delegations", "Changelog revision ids of each delegation (E11)."),
-    "document_revisions": TableInfo("documents", "Changelog revision ids of each document (E12)."),
-    "users": TableInfo("org", "Users with their manager id (list extension)."),
-    "user_roles": TableInfo("org", "Roles of each user."),
-    "user_positions": TableInfo("org", "Positions of each user."),
-    "user_groups": TableInfo("org", "Groups of each user."),
-    "groups": TableInfo("org", "Groups with their type and address columns (list extension)."),
-    "group_parents": TableInfo("org", "Parent links of the group tree."),
-    "positions": TableInfo("org", "Positions (list extension)."),
-    "current_user_positions": TableInfo("org", "Positions of the user the credentials stand for (E9)."),
-    "sync_runs": TableInfo(
-        "runs", "One row per run of the tenant sync: status, error, mode, API calls, rows changed per table."
-    ),
+TABLES: dict[str, str] = {
+    "decisions": "decisions",
+    "decision_groups": "decisions",
+    "decision_authorities": "decisions",
+    "decision_documents": "decisions",
+    "delegations": "delegations",
+    "delegation_revisions": "delegations",
+    "document_revisions": "documents",
+    "users": "org",
+    "user_roles": "org",
+    "user_positions": "org",
+    "user_groups": "org",
+    "groups": "org",
+    "group_parents": "org",
+    "positions": "org",
+    "current_user_positions": "org",
+    "sync_runs": "runs",
 }
-"""Every table the tenant sync commits, in commit order of their families."""
+"""Every table the tenant sync commits, in commit order of their families, and its asset group. What a
+table and each of its columns are comes from the data dictionary (`warehouse.described`)."""
 
 _PERSONAL = {"users", "user_roles", "user_positions", "user_groups", "current_user_positions"}
 
@@ -102,11 +88,10 @@ def table_key(table: str) -> dg.AssetKey:
 
 
 def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
-    info = TABLES[table]
     return dg.AssetSpec(
         table_key(table),
-        group_name=f"{ASSET_PREFIX}_{info.group}",
-        description=info.description,
+        group_name=f"{ASSET_PREFIX}_{TABLES[table]}",
+        description=described_tables()[table].description,
         owners=OWNERS,
         tags={"domain": "authority", **({"pii": ""} if table in _PERSONAL else {})},
         kinds={"duckdb"},
@@ -116,7 +101,11 @@ def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
 
 
 def _column_schema(table: str) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in arrow_schema(table)])
+    """The table's columns as the warehouse holds them, with the dictionary's descriptions."""
+    columns = described_tables()[table].columns
+    return dg.TableSchema(
+        columns=[dg.TableColumn(column.name, column.data_type, column.description) for column in columns]
+    )
 
 
 def _check_spec(table: str, name: str, description: str, blocking: bool = True) -> dg.AssetCheckSpec:

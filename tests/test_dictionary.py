@@ -80,10 +80,14 @@ def test_a_history_table_has_its_current_tables_descriptions_and_its_own(
     assert _comment(con, "users_history", "run_id") != _comment(con, "users", "run_id")
 
 
-def test_the_docs_show_the_dictionary() -> None:
+def test_the_docs_and_the_described_schema_show_the_dictionary() -> None:
+    text, schema = dictionary_page.rendered()
     page = dictionary_page.DOCUMENT.read_text(encoding="utf-8")
-    assert dictionary_page.with_section(page, dictionary_page.rendered()) == page, (
+    assert dictionary_page.with_section(page, text) == page, (
         "docs/data-dictionary.md differs from warehouse/dictionary.toml: run `make dictionary`"
+    )
+    assert dictionary_page.SCHEMA.read_text(encoding="utf-8") == schema, (
+        "warehouse/described_schema.json differs from the migrations and dictionary: run `make dictionary`"
     )
 
 

@@ -120,3 +120,15 @@ def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_pat
     assert stale_values(prefilled, bound) == [
         f"warehouse.path: 'old/warehouse.duckdb' (settings: '{settings.warehouse}')"
     ]
+
+
+def test_table_assets_carry_the_dictionarys_descriptions_and_the_warehouses_column_types() -> None:
+    # Before: a second, shorter description per table, and a column schema of staging types, undescribed.
+    specs = {spec.key.to_user_string(): spec for spec in defs.resolve_all_asset_specs()}
+    users = specs["adm/users"]
+    assert (users.description or "").startswith("The users of the tenant as they are now")
+    schema = users.metadata["dagster/column_schema"]
+    columns = {column.name: column for column in schema.columns}
+    assert columns["is_deleted"].type == "BOOLEAN"  # a warehouse column staging does not have
+    assert columns["synced_at"].type == "TIMESTAMPTZ"
+    assert all(column.description for column in schema.columns)

@@ -1,16 +1,20 @@
-"""The data dictionary's page, ``docs/data-dictionary.md``: one table per relation of a freshly migrated
-database, each column with its live type and its description from `warehouse.dictionary`.
-``python -m warehouse.dictionary_page --write`` (``make dictionary``) rewrites the page's generated section;
-a test checks it is current."""
+"""The data dictionary's generated outputs, from a freshly migrated database and `warehouse.dictionary`:
+the page ``docs/data-dictionary.md`` (one table per relation, each column with its live type and its
+description) and ``warehouse/described_schema.json`` (the same for the tables, read by the Dagster assets
+for their descriptions and column schemas without migrating a database at every load).
+``python -m warehouse.dictionary_page --write`` (``make dictionary``) rewrites both; a test checks they
+are current."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from warehouse.db import open_database
+from warehouse.described import DESCRIBED_SCHEMA
 from warehouse.dictionary import (
     DictionaryError,
     LiveRelation,
@@ -25,6 +29,7 @@ from warehouse.migrate import migrate
 DOCUMENT = Path(__file__).resolve().parents[1] / "docs" / "data-dictionary.md"
 START = "<!-- dictionary:start -->"
 END = "<!-- dictionary:end -->"
+SCHEMA = Path(__file__).resolve().with_name(DESCRIBED_SCHEMA)
 
 
 def render(relations: dict[str, Relation], live: dict[str, LiveRelation]) -> str:
@@ -76,12 +81,29 @@ def with_section(page: str, section: str) -> str:
     return f"{before}{START}\n{section}{END}{after}"
 
 
-def rendered() -> str:
-    """The data dictionary rendered against a freshly migrated in-memory database."""
+def rendered() -> tuple[str, str]:
+    """The data dictionary page and the described schema (JSON), from a freshly migrated in-memory
+    database."""
     relations = load(source_text())
     with open_database() as con:
         migrate(con)
-        return render(relations, live_schema(con, calls(relations)))
+        live = live_schema(con, calls(relations))
+    return render(relations, live), described_schema(live)
+
+
+def described_schema(live: dict[str, LiveRelation]) -> str:
+    """Each table of the live schema: its description and its columns (name, type, description)."""
+    tables = {
+        name: {
+            "description": relation.comment or "",
+            "columns": [
+                [column.name, _type(column.data_type), column.comment or ""] for column in relation.columns
+            ],
+        }
+        for name, relation in sorted(live.items())
+        if relation.kind == "table"
+    }
+    return json.dumps(tables, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,14 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m warehouse.dictionary_page", description="Render the data dictionary of the warehouse."
     )
-    parser.add_argument("--write", action="store_true", help=f"rewrite the generated section of {DOCUMENT}")
+    parser.add_argument(
+        "--write", action="store_true", help=f"rewrite the generated section of {DOCUMENT} and {SCHEMA}"
+    )
     args = parser.parse_args(argv)
-    text = rendered()
+    text, schema = rendered()
     if not args.write:
         sys.stdout.write(text)
         return 0
     DOCUMENT.write_text(with_section(DOCUMENT.read_text(encoding="utf-8"), text), encoding="utf-8")
-    print(f"{DOCUMENT}: data dictionary section rewritten")
+    SCHEMA.write_text(schema, encoding="utf-8")
+    print(f"{DOCUMENT}: data dictionary section rewritten; {SCHEMA} rewritten")
     return 0
 
 
