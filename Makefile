@@ -61,7 +61,8 @@ dagster: $(VENV)/.synced
 		eval "$$($(VENV)/bin/python -m pipelines.demo)"; \
 	fi; DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
 
-# docs/data-dictionary.md, rendered again from warehouse/dictionary.toml and the migrated schema.
+# docs/data-dictionary.md and warehouse/described_schema.json, rendered again from warehouse/dictionary.toml and
+# the migrated schema.
 dictionary: $(VENV)/.synced
 	$(VENV)/bin/python -m warehouse.dictionary_page --write
 
