@@ -157,7 +157,7 @@ def tenant_sync_asset(
         try:
             sync_tenant(request, SyncServices(adm, warehouse, sync_policy), outcome)
         except SyncBlockedError as error:
-            yield from _check_results(context, outcome.checks)
+            yield from _check_results(context, request.tenant_id, outcome.checks)
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except SyncRefusedError as error:
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
@@ -168,7 +168,7 @@ def tenant_sync_asset(
         for warning in outcome.record.warnings:
             context.log.warning(warning)
         yield from _materializations(context, request.tenant_id, outcome)
-        yield from _check_results(context, outcome.checks)
+        yield from _check_results(context, request.tenant_id, outcome.checks)
 
     # Code references are a Dagster beta: they link the UI to this file, and their warning is not news here.
     with warnings.catch_warnings():
@@ -316,17 +316,18 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
 
 
 def _check_results(
-    context: dg.AssetExecutionContext, outcomes: list[CheckOutcome]
+    context: dg.AssetExecutionContext, tenant_id: str, outcomes: list[CheckOutcome]
 ) -> Iterator[dg.AssetCheckResult]:
     selected = context.selected_asset_check_keys
     for outcome in outcomes:
         key = dg.AssetCheckKey(table_key(outcome.table), outcome.name)
         if key in selected:
+            # The check is the tenant's: its result says so, since the UI shows the latest of any tenant.
             yield dg.AssetCheckResult(
                 asset_key=key.asset_key,
                 check_name=outcome.name,
                 passed=outcome.passed,
-                description=outcome.description,
-                metadata=outcome.metadata,
+                description=f"tenant {tenant_id}: {outcome.description}",
+                metadata={"tenant": tenant_id, **outcome.metadata},
                 severity=dg.AssetCheckSeverity.ERROR if outcome.blocking else dg.AssetCheckSeverity.WARN,
             )

@@ -172,7 +172,11 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
     }
     decisions = results["adm/decisions", "rejected_within_threshold"]
     assert not decisions.passed and decisions.severity == dg.AssetCheckSeverity.ERROR
-    assert (decisions.description or "").startswith("1 record(s) rejected, 0 allowed: page")
+    # Named for its tenant: the UI shows a check's latest result, whichever tenant's run gave it.
+    assert (decisions.description or "").startswith(
+        f"tenant {DEMO_TENANT_ID}: 1 record(s) rejected, 0 allowed"
+    )
+    assert decisions.metadata["tenant"].value == DEMO_TENANT_ID
     (status, phases) = query(settings.warehouse, "SELECT status, phase_seconds FROM sync_runs")[0]
     assert status == "blocked_by_check" and set(json.loads(phases)) == {"extract", "checks"}
     assert query(settings.warehouse, "SELECT count(*) FROM decisions") == [(0,)]
