@@ -289,15 +289,23 @@ def in_seconds(seconds: int) -> Callable[[], str]:
 
 @pytest.mark.parametrize("plan", list(RatePlan))
 def test_a_lone_429_costs_about_the_second_it_asks_for_on_every_plan(warehouse: Path, plan: RatePlan) -> None:
-    # Before: one 429 emptied the bucket and halved the rate: 45 calls on Essential took 65-115 s.
+    # Before: one 429 emptied the bucket and halved the rate: 45 calls on Essential took 65-115 s (7.6 s
+    # on Enterprise). Measured against the same run without the 429, so that a busy machine slows both.
     served = tenant(delegations=[delegation(n) for n in range(40)])
-    started = time.monotonic()
-    outcome, standin = run(served, warehouse, Quirks(rate_limited=1), rate_plan=plan, rate_per_minute=None)
-    elapsed = time.monotonic() - started
+
+    def timed(quirks: Quirks, folder: Path) -> tuple[float, SyncOutcome, StandIn]:
+        started = time.monotonic()
+        outcome, standin = run(
+            served, folder / "warehouse.duckdb", quirks, rate_plan=plan, rate_per_minute=None
+        )
+        return time.monotonic() - started, outcome, standin
+
+    baseline, _, _ = timed(Quirks(), warehouse.parent / "baseline")
+    elapsed, outcome, standin = timed(Quirks(rate_limited=1), warehouse.parent / "limited")
 
     assert outcome.record.status == "succeeded" and outcome.record.rate_limited == 1
     assert sum(standin.requests.values()) >= 45
-    assert 1.0 <= elapsed < 6.0, elapsed
+    assert elapsed - baseline + 0.5 >= 1.0 and elapsed - baseline < 4.0, (elapsed, baseline)
 
 
 def test_a_retry_after_given_as_an_http_date_is_honoured_and_the_real_wait_logged(
@@ -329,11 +337,11 @@ def test_a_long_extract_says_how_far_it_got_in_the_log(
     # Before: the run log was silent for minutes during an extract (retries and 429s reached only stderr).
     monkeypatch.setattr("pipelines.sync.PROGRESS_EVERY_S", 0.02)  # a log line every 0.1 s instead of 10 s
     caplog.set_level(logging.INFO, logger="pipelines.sync")
-    outcome, _ = run(tenant(positions=[position(n) for n in range(30)]), warehouse, Quirks(latency_s=0.05))
+    outcome, _ = run(tenant(positions=[position(n) for n in range(30)]), warehouse, Quirks(latency_s=0.3))
     assert outcome.record.status == "succeeded"
     progress = [record.getMessage() for record in caplog.records if "extracting:" in record.getMessage()]
-    assert progress and re.fullmatch(
-        r"extracting: \d+ calls so far \((\w+ \d+, )*\w+ \d+\); \d+ x 429, \d+ retries, "
-        r"\d+\.\d s waiting for the rate limit",
-        progress[-1],
+    line = (
+        r"extracting: [1-9]\d* calls so far \((\w+ \d+, )*\w+ \d+\); \d+ x 429, \d+ retries, "
+        r"\d+\.\d s waiting for the rate limit"
     )
+    assert any(re.fullmatch(line, message) for message in progress), progress
