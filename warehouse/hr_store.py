@@ -522,18 +522,30 @@ def outcome_counts(con: duckdb.DuckDBPyConnection, plan_id: str) -> dict[str, in
 
 
 class Journal:
-    """The apply journal of one plan and run. Each call is one committed statement in a short write of its
-    own (``open_write``: the writer lock and a connection, released at once), so an outcome is durable as
-    soon as the call returns and the warehouse is never held while a request is out: a sync of any tenant
-    commits between two of the apply's statements. Thread-safe: writes run on the client's worker
-    threads.
+    """The apply journal of one plan and run. Thread-safe: writes run on the client's worker threads.
 
-    `close` ends it: a worker still running after the apply stopped (an error elsewhere, a kill) can
-    then neither start a write nor touch the connection; its entity stays ``in_flight`` for the next apply
-    to settle by reading it back.
+    The warehouse is never held while a request is out: the journal writes in short writes of its own
+    (``open_write``: the writer lock and a connection, released at once), so a sync of any tenant commits
+    between two of them. `mark_in_flight` is durable when it returns: it is what keeps a write from ever
+    being sent twice. An outcome (`record`) is kept until the next `mark_in_flight` or `close` writes it,
+    in the same short write: if the process dies before that, its entity is still ``in_flight`` and the
+    next apply settles it by reading it back, as it would for a write whose answer never came. One short
+    write per entity instead of two halves what the journal costs (about 25-35 ms per write of a
+    warehouse file).
+
+    `close` writes what is kept and ends the journal: a worker still running after the apply stopped (an
+    error elsewhere, a kill) can then neither start a write nor journal; its entity stays ``in_flight``
+    for the next apply to settle by reading it back.
 
     ``today`` is the apply's day: an entity applied with changes still held back (`EntityPlan.later`) is
     recorded ``scheduled``, and an applied entity is written through ``today``."""
+
+    _STATEMENT = (
+        "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
+        "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END, "
+        "written_through = CASE WHEN ? THEN ? ELSE written_through END "
+        "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?"
+    )
 
     def __init__(self, open_write: Opener, plan_id: str, run_id: str, today: date | None = None) -> None:
         self._open_write = open_write
@@ -542,16 +554,25 @@ class Journal:
         self.today = today or datetime.now(UTC).date()
         self._lock = threading.Lock()
         self._open = True
+        self._kept: list[list[Any]] = []
+        """Outcomes not yet written, in the order they were recorded."""
 
     def close(self) -> None:
-        """Refuse every later call (waits for one in progress)."""
+        """Write the outcomes kept, then refuse every later call (waits for one in progress)."""
         with self._lock:
-            self._open = False
+            try:
+                if self._open:
+                    self._write()
+            finally:
+                self._open = False
 
     def mark_in_flight(self, entity: EntityPlan, settle_after: datetime) -> None:
         """Before a write: the entity's write is about to be sent, and its request may run until
-        ``settle_after`` (if the process dies now, the next apply waits for that before reading it back)."""
-        self._update(entity, EntityStatus.IN_FLIGHT, None, sent=False, settle_after=settle_after, keep=False)
+        ``settle_after`` (if the process dies now, the next apply waits for that before reading it back).
+        Durable when it returns, with every outcome kept before it."""
+        self._update(
+            entity, EntityStatus.IN_FLIGHT, None, sent=False, settle_after=settle_after, keep=False, now=True
+        )
 
     def record(
         self,
@@ -562,9 +583,10 @@ class Journal:
         sent: bool = False,
         still_running: bool = False,
     ) -> None:
-        """After a write, or after reading the record back: the entity's outcome. ``sent``: the service
-        received a write for it (counted in ``write_count``). ``still_running``: no answer came back, so the
-        request may still run at the service until the deadline set by `mark_in_flight` (kept)."""
+        """After a write, or after reading the record back: the entity's outcome (written with the next
+        `mark_in_flight` or at `close`). ``sent``: the service received a write for it (counted in
+        ``write_count``). ``still_running``: no answer came back, so the request may still run at the
+        service until the deadline set by `mark_in_flight` (kept)."""
         self._update(entity, status, message, sent=sent, settle_after=None, keep=still_running)
 
     def _update(
@@ -576,8 +598,11 @@ class Journal:
         sent: bool,
         settle_after: datetime | None,
         keep: bool,
+        now: bool = False,
     ) -> None:
-        """One committed statement; ``keep`` leaves ``settle_after`` as it is, else it is set."""
+        """Keep one statement for the next write (``now``: write it and every one kept before it at
+        once, under the same lock as the check that the journal is open); ``keep`` leaves
+        ``settle_after`` as it is, else it is set."""
         applied = status == EntityStatus.APPLIED
         if applied and entity.later:
             status, message = EntityStatus.SCHEDULED, entity.waiting
@@ -586,24 +611,36 @@ class Journal:
                 raise JournalClosedError(
                     f"the apply stopped before {entity.kind} {entity.hr_key} was settled"
                 )
-            with self._open_write() as con:
-                con.execute(
-                    "UPDATE hr_plan_entities SET status = ?, message = ?, updated_at = ?, apply_run_id = ?, "
-                    "write_count = write_count + ?, settle_after = CASE WHEN ? THEN settle_after ELSE ? END, "
-                    "written_through = CASE WHEN ? THEN ? ELSE written_through END "
-                    "WHERE plan_id = ? AND entity_kind = ? AND entity_id = ?",
-                    [
-                        status,
-                        message,
-                        datetime.now(UTC),
-                        self.run_id,
-                        int(sent),
-                        keep,
-                        settle_after,
-                        applied,
-                        self.today,
-                        self._plan_id,
-                        entity.kind,
-                        entity.entity_id,
-                    ],
-                )
+            self._kept.append(
+                [
+                    status,
+                    message,
+                    datetime.now(UTC),
+                    self.run_id,
+                    int(sent),
+                    keep,
+                    settle_after,
+                    applied,
+                    self.today,
+                    self._plan_id,
+                    entity.kind,
+                    entity.entity_id,
+                ]
+            )
+            if now:
+                try:
+                    self._write()
+                except BaseException:
+                    self._kept.pop()  # not marked: its write must not be sent, nor look sent later
+                    raise
+
+    def _write(self) -> None:
+        """Write the kept statements in one short transaction, in order (the lock is held)."""
+        if not self._kept:
+            return
+        with self._open_write() as con:
+            con.begin()
+            for parameters in self._kept:
+                con.execute(self._STATEMENT, parameters)
+            con.commit()
+        self._kept.clear()
