@@ -455,6 +455,4 @@ def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
     assert "this run's config overrides settings (sync_policy.monthly_quota: 100000 (settings: 100))" in error
     assert "\n" not in error
     assert not settings.warehouse.exists()  # refused before anything was read or written
-    current = launch(100)  # a copy of today's settings passes the guard; the quota itself decides
-    assert current.success or "overrides settings" not in first_error(current)
-    assert settings.warehouse.exists()
+    # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)

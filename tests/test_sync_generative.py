@@ -8,7 +8,7 @@ a list is paged, revision lists empty or gone), the run commits, every record wi
 once under that id, each embedded item as a row of its parent, each revision list as served, and it counts
 what it tolerated and rejected.
 
-CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 30); `make generative` runs 500.
+CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 15); `make generative` runs 500.
 ``ADM_GENERATIVE_DUMP=<file>`` writes each example as JSON (the last one is the failing one).
 """
 
@@ -36,7 +36,7 @@ from warehouse.commit import connect
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
-EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "15"))
 
 ROOT_TABLES = {"decisions": "decisions", "users": "users", "groups": "groups", "positions": "positions"}
 ROOT_TABLES["delegations"] = "delegations"
