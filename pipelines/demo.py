@@ -83,7 +83,7 @@ def serve_emulator(
         faults=FaultConfig(**faults),
     )
     print(
-        f"emulator: http://{host}:{port}  tenant {tenant_id}  (token and access key: see --help)",
+        f"emulator: http://{host}:{port}  tenant {tenant_id}  (its token and access key: docs/emulator.md)",
         file=sys.stderr,
     )
     serve(options, host, port, log_level)
