@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync
+from pipelines.hr.dagster import TENANT_TAG, HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync
 from pipelines.hr.mapping import SAMPLES
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
@@ -71,6 +71,8 @@ def test_a_plan_within_thresholds_is_applied(
         assert len(writes(server)) == 19
         # The warehouse is refreshed by a run of its own, in the run queue, not inside this one.
         assert refresh_requests(instance) == [(f"hr_refresh:{result.run_id}", DEMO_TENANT_ID)]
+        run_tags = instance.get_run_by_id(result.run_id).tags  # type: ignore[union-attr]
+        assert run_tags[TENANT_TAG] == DEMO_TENANT_ID  # the run is found by its tenant in the runs list
 
 
 def refresh_requests(instance: dg.DagsterInstance) -> list[tuple[str | None, str | None]]:

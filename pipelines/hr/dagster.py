@@ -79,6 +79,8 @@ REFRESH_TAG = "adm/hr_refresh_tenant"
 FILE_TAG = "adm/hr_file_sha256"
 """The content hash of the dropped file a sensor's run plans."""
 FOLDER_TAG = "adm/hr_drop_folder"
+TENANT_TAG = "adm/tenant"
+"""Run tag: the tenant an HR run plans or applies for (searchable in the runs list)."""
 """The drop folder (``.`` for ``ADM_HR_DROP_DIR`` itself) the file of a sensor's run was dropped in."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 CHECK_CRON = "0 6 * * *"
@@ -151,11 +153,13 @@ def hr_plan(
         raise dg.Failure(description=str(error)) from None
     if config.approve_plan_id:
         stored = _approve(config, warehouse, run_actor(context))
+        context.instance.add_run_tags(context.run_id, {TENANT_TAG: stored.tenant_id})
         plan_id, blocked = stored.plan_id, stored.blocked
         yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
         why = _blocked(plan_id, blocked)
     else:
         plan, metadata = _plan(config, adm, warehouse, run_actor(context))
+        context.instance.add_run_tags(context.run_id, {TENANT_TAG: plan.tenant_id})
         plan_id = plan.plan_id
         yield dg.Output(plan_id, "plan_id", metadata=metadata)
         why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
