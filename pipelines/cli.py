@@ -129,12 +129,30 @@ def extract(
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
     settings = service_or_exit(settings)
+    _label_tenants(settings, tenants)
     runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota, verbose=bool(ctx.obj))
     failed = [run for run in runs if not run.success]
     for run in failed:
-        console.print(f"[red]tenant {run.tenant_id} failed, nothing committed: {escape(run.error or '')}[/]")
-    run_summary(console, settings.warehouse, [run.run_id for run in runs], settings.publish_target)
+        shown = escape(settings.tenant_label(run.tenant_id))
+        console.print(f"[red]tenant {shown} failed, nothing committed: {escape(run.error or '')}[/]")
+    run_ids = [run.run_id for run in runs]
+    run_summary(console, settings.warehouse, run_ids, settings.publish_target, settings.tenant_label)
     raise typer.Exit(1 if failed else 0)
+
+
+def _label_tenants(settings: SyncSettings, tenants: list[str]) -> None:
+    """Label the tenants ``ADM_TENANTS`` names in the warehouse (``v_sync_status`` shows the labels); a
+    warehouse busy past the lock wait ends the command in one line."""
+    named = {tenant: settings.tenant_names[tenant] for tenant in tenants if tenant in settings.tenant_names}
+    if not named:
+        return
+    try:
+        with writing(settings.warehouse, "tenant labels", settings.lock_wait_s) as con:
+            for tenant, name in named.items():
+                set_label(con, tenant, name)
+    except LockBusyError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
 
 
 def sync_tenants(
@@ -151,7 +169,8 @@ def sync_tenants(
     runs = []
     with cli_instance() as instance:
         for tenant_id in tenants:
-            with console.status(f"tenant {tenant_id}: {'full' if full_refresh else 'incremental'} sync"):
+            mode = "full" if full_refresh else "incremental"
+            with console.status(f"tenant {escape(settings.tenant_label(tenant_id))}: {mode} sync"):
                 runs.append(
                     run_tenant(
                         defs,

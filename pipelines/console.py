@@ -4,7 +4,7 @@ are identified by tenant and run id, the service by its address."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,16 @@ from warehouse.reads import read_only
 
 
 def run_summary(
-    console: Console, warehouse: Path, run_ids: list[str], published: PublishTarget | None = None
+    console: Console,
+    warehouse: Path,
+    run_ids: list[str],
+    published: PublishTarget | None = None,
+    label: Callable[[str], str] = str,
 ) -> None:
     """One table per run as ``sync_runs`` holds it: status, mode, API calls (and the month's against the
     quota), 429s and rows changed per table; the error of a run that did not commit; where the copy for
-    readers was published (a failed publish is one of the run's warnings)."""
+    readers was published (a failed publish is one of the run's warnings). ``label`` shows a tenant id
+    as people know it."""
     # The writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
     # and the publish's own time.
     with read_only(warehouse) as con:
@@ -39,8 +44,8 @@ def run_summary(
             "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
-    for *row, phases in rows:
-        _print_run(console, *row)
+    for tenant, *row, phases in rows:
+        _print_run(console, escape(label(tenant)), *row)
         publish_s = json.loads(phases).get("publish")
         if published is not None and publish_s is not None:
             _print_published(console, published, publish_s)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 from urllib.parse import urlsplit
 
 from croniter import croniter
@@ -56,7 +56,7 @@ ACCEPTS: dict[str, str] = {
     "environment": "one of staging-us, staging-eu, prod-us, prod-eu",
     "base_url": "an address starting with http:// or https://",
     "tenant_id": "a tenant id (UUID)",
-    "tenants": "comma-separated tenant ids (UUIDs)",
+    "tenants": "comma-separated tenant ids (UUIDs), each optionally named: acme=<uuid>",
     "rate_plan": "one of essential, premium, enterprise",
     "rate_per_minute": "a number of requests per minute above 0",
     "burst": "a whole number of requests of at least 1",
@@ -123,10 +123,13 @@ class SettingsError(AuthoritySyncError, ValueError):
     """A setting has a value it does not accept; the message is one line naming the variable."""
 
 
-def configured_tenant(value: str, tenants: Sequence[str]) -> str:
-    """The configured tenant ``value`` names, else `SettingsError` in one line (a tenant id also names
-    folders and lock files: only the configured ones may reach them)."""
-    found = next((tenant for tenant in tenants if tenant.lower() == value.strip().lower()), None)
+def configured_tenant(value: str, tenants: Sequence[str], names: Mapping[str, str] | None = None) -> str:
+    """The configured tenant ``value`` names (its id, any case, or its name in ``names``: id -> name), else
+    `SettingsError` in one line (a tenant id also names folders and lock files: only the configured ones
+    may reach them)."""
+    wanted = value.strip().lower()
+    named = {name.lower(): tenant for tenant, name in (names or {}).items()}
+    found = next((tenant for tenant in tenants if tenant.lower() == wanted), named.get(wanted))
     if found is None:
         shown = value if len(value) <= 80 else value[:79] + "…"
         configured = ", ".join(tenants)
@@ -146,6 +149,9 @@ class SyncSettings(BaseSettings):
     access_key: SecretStr | None = None
     tenant_id: Annotated[str, Field(pattern=UUID_PATTERN)] | None = None
     tenants: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    tenant_names: dict[str, str] = Field(default_factory=dict)
+    """Tenant id -> the name ``ADM_TENANTS`` gives it (``acme=<uuid>``), for people: the CLI accepts and
+    shows it, and each sync labels the tenant with it in the warehouse (``v_sync_status``)."""
     rate_plan: RatePlan = RatePlan.ESSENTIAL
     rate_per_minute: Annotated[float | None, Field(gt=0)] = None
     burst: Annotated[int | None, Field(ge=1)] = None
@@ -259,6 +265,24 @@ class SyncSettings(BaseSettings):
     def _check_names(cls, value: list[str]) -> list[str]:
         return list(parse_check_names(",".join(value)))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named_tenants(cls, data: Any) -> Any:
+        """``ADM_TENANTS=acme=<uuid>,<uuid>``: the ids to ``tenants``, the names to ``tenant_names``."""
+        if not isinstance(data, dict) or not isinstance(data.get("tenants"), str):
+            return data
+        ids, names = [], {}
+        for entry in (part.strip() for part in data["tenants"].split(",") if part.strip()):
+            name, named, tenant = entry.rpartition("=")
+            ids.append(tenant.strip())
+            if named:
+                names[tenant.strip()] = name.strip()
+        if any(not name or is_uuid(name) for name in names.values()):
+            raise ValueError("ADM_TENANTS: a tenant's name (name=<uuid>) cannot be blank or a UUID")
+        if len({name.lower() for name in names.values()}) < len(names):
+            raise ValueError("ADM_TENANTS: two tenants have the same name")
+        return {**data, "tenants": ids, "tenant_names": names}
+
     @field_validator("tenants", "warn_only_checks", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
@@ -317,7 +341,12 @@ class SyncSettings(BaseSettings):
     def configured_tenant(self, value: str) -> str:
         """``value`` as the configured tenant it names (UUIDs compare without regard to case); raises
         `SettingsError` in one line for anything else, a path or a wildcard included."""
-        return configured_tenant(value, self.sync_tenants)
+        return configured_tenant(value, self.sync_tenants, self.tenant_names)
+
+    def tenant_label(self, tenant_id: str) -> str:
+        """How people see a tenant: ``acme (<uuid>)`` when ``ADM_TENANTS`` names it, else its id."""
+        name = self.tenant_names.get(tenant_id)
+        return f"{name} ({tenant_id})" if name else tenant_id
 
     @property
     def staging_root(self) -> Path:

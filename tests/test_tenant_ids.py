@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -37,6 +38,19 @@ def test_a_configured_tenant_may_be_named_in_any_case(server: EmulatorServer, tm
     env = sync_env(server, tmp_path / "wh.duckdb")
     result = CliRunner().invoke(app, ["extract", "--tenant", DEMO_TENANT_ID.upper()], env=env)
     assert result.exit_code == 0, result.output
+
+
+def test_a_tenant_named_in_adm_tenants_is_known_by_its_name(server: EmulatorServer, tmp_path: Path) -> None:
+    # Before: tenants appeared only as UUIDs, and the warehouse's labels had to be set by hand.
+    warehouse = tmp_path / "wh.duckdb"
+    env = sync_env(server, warehouse, ADM_TENANTS=f"Acme Corp={DEMO_TENANT_ID},{OTHER_TENANT_ID}")
+    result = CliRunner().invoke(app, ["extract", "--tenant", "acme corp"], env=env)
+
+    assert result.exit_code == 0, result.output
+    assert f"tenant Acme Corp ({DEMO_TENANT_ID}) | full run" in " ".join(result.output.split())
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        labels = con.execute("SELECT tenant_id, tenant_label FROM v_sync_status").fetchall()
+    assert labels == [(DEMO_TENANT_ID, "Acme Corp")]
 
 
 @pytest.mark.parametrize("partition", ["*", ".."])
