@@ -18,8 +18,6 @@ import dagster as dg
 from pydantic import BaseModel
 
 from models.errors import AuthoritySyncError
-from pipelines.bindings import resources
-from pipelines.settings import load_settings
 
 
 class StaleRunConfigError(AuthoritySyncError, ValueError):
@@ -51,13 +49,6 @@ def stale_values(run_config: Mapping[str, Any], bound: Mapping[str, Any]) -> lis
             if value != expected:
                 found.append(f"{key}.{field}: {value!r} (settings: {expected!r})")
     return found
-
-
-def refuse_stale_config_of_the_location(run_config: Mapping[str, Any]) -> None:
-    """`refuse_stale_config` against the resources the code location binds from the environment's
-    settings (for ops of jobs declared once, not per settings: the HR jobs)."""
-    if run_config.get("resources"):
-        refuse_stale_config(run_config, resources(load_settings()))
 
 
 def refuse_stale_config(run_config: Mapping[str, Any], bound: Mapping[str, Any]) -> None:

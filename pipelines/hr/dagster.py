@@ -35,7 +35,7 @@ from pydantic import Field, model_validator
 from models.hr.plan import Plan
 from models.hr.status import PlanStatus
 from pipelines.assets import table_key
-from pipelines.bindings import warehouse_resource
+from pipelines.bindings import resources, warehouse_resource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
     FAILED,
@@ -66,7 +66,7 @@ from pipelines.hr.workflow import (
     stored_plan,
 )
 from pipelines.jobs import NIGHTLY_JOB
-from pipelines.launch import StaleRunConfigError, refuse_stale_config_of_the_location
+from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import SettingsError, load_settings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
@@ -148,7 +148,8 @@ def hr_plan(
     be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows, a run
     config overriding the settings)."""
     try:
-        refuse_stale_config_of_the_location(context.run.run_config)
+        if context.run.run_config.get("resources"):  # the HR jobs are declared once, not per settings
+            refuse_stale_config(context.run.run_config, resources(load_settings()))
     except (StaleRunConfigError, SettingsError) as error:
         raise dg.Failure(description=str(error)) from None
     if config.approve_plan_id:
