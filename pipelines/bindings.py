@@ -96,6 +96,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         resume_hours=settings.resume_hours,
         max_retries=settings.max_retries,
         retry_wait_s=settings.retry_wait_s,
+        revision_recheck_days=settings.revision_recheck_days,
     )
 
 

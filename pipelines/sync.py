@@ -179,6 +179,7 @@ def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
+    record.recheck_days = policy.revision_recheck_days
     default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
@@ -197,8 +198,8 @@ def _extract_check_commit(
                     full_refresh=request.full_refresh,
                     cursors=reads.cursors(warehouse, request.tenant_id),
                     overlap=timedelta(minutes=services.policy.overlap_minutes),
-                    documents_never_pulled=frozenset(
-                        reads.documents_never_pulled(warehouse, request.tenant_id)
+                    revision_plans=reads.revision_plans(
+                        warehouse, request.tenant_id, policy.revision_recheck_days, _now()
                     ),
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),

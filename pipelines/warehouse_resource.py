@@ -89,3 +89,7 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     warn_only_checks: str = Field(
         default="", description="Comma-separated blocking checks that only warn (an operator's override)."
     )
+    revision_recheck_days: int = Field(
+        description="Each run re-verifies about 1/N of the revision lists whose owner did not change, so "
+        "each is verified within N runs."
+    )

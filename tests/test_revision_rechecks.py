@@ -1,0 +1,129 @@
+"""Revision lists are asked for only where they can have changed, and verified again on a rolling window
+(issue 20): a revision the service adds to a delegation or a document without touching any record is found
+within ``ADM_REVISION_RECHECK_DAYS`` runs, nightly or full, whichever runs come, and each of those runs
+asks for no more than its share of the lists.
+
+Tenants are generated from the spec's tables (tests/spec_generators.py) and served by the independent
+stand-in (tests/standin.py) over loopback HTTP, into real DuckDB files.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from tests.spec_generators import record
+from tests.standin import SPEC, StandIn, Tenant
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from warehouse.commit import connect
+
+NEW_REVISION = "added-without-touching-its-owner"
+
+
+def _root(draw: st.DrawFn, name: str, **fields: Any) -> dict[str, Any]:
+    """A conforming record of list ``name`` with a fresh id, the stand-in's tenant and ``fields``."""
+    item = draw(record(SPEC["lists"][name]["record"], clean=True)).record
+    return {**item, "id": str(draw(st.uuids())), "tenantId": STANDIN_TENANT_ID, **fields}
+
+
+@st.composite
+def tenants(draw: st.DrawFn) -> Tenant:
+    """Delegations, and decisions citing documents of a small pool, each list with its revision ids."""
+    tenant = Tenant(STANDIN_TENANT_ID, STANDIN_TOKEN)
+    pool = [str(draw(st.uuids())) for _ in range(draw(st.integers(1, 5)))]
+    tenant.lists["delegations"] = [_root(draw, "delegations") for _ in range(draw(st.integers(1, 7)))]
+    citations = st.lists(st.sampled_from(pool), min_size=1, max_size=3)
+    tenant.lists["decisions"] = [
+        _root(
+            draw,
+            "decisions",
+            decisionDocuments=[{"id": f"a{n}", "documentId": d} for n, d in enumerate(cited)],
+        )
+        for cited in draw(st.lists(citations, min_size=1, max_size=5))
+    ]
+    revision_ids = st.lists(st.sampled_from(["1", "2", "3"]), max_size=3)
+    for delegation in tenant.lists["delegations"]:
+        tenant.revisions["delegations"][delegation["id"]] = draw(revision_ids)
+    for document in {
+        d["documentId"] for item in tenant.lists["decisions"] for d in item["decisionDocuments"]
+    }:
+        tenant.revisions["documents"][document] = draw(revision_ids)
+    return tenant
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty warehouse, copied for each example."""
+    path = tmp_path_factory.mktemp("template") / "warehouse.duckdb"
+    connect(path).close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("examples")
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(
+    tenant=tenants(),
+    days=st.integers(1, 3),
+    target=st.sampled_from(["delegations", "documents"]),
+    pick=st.integers(0, 10),
+    modes=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+def test_a_revision_added_to_an_unchanged_record_is_found_within_the_window(
+    tenant: Tenant, days: int, target: str, pick: int, modes: list[bool], template: Path, folder: Path
+) -> None:
+    warehouse = folder / f"{uuid.uuid4()}.duckdb"
+    shutil.copyfile(template, warehouse)
+    lists = {kind: len(revisions) for kind, revisions in tenant.revisions.items()}
+    parents = sorted(_live(tenant)[target])
+    assume(parents)
+    parent = parents[pick % len(parents)]
+    with StandIn(tenant) as standin:
+        sync_standin(standin, warehouse, revision_recheck_days=days)
+        tenant.revisions[target][parent] = [*(tenant.revisions[target][parent] or []), NEW_REVISION]
+        asked = []
+        for full_refresh in modes[:days]:
+            before = _revision_calls(standin)
+            outcome = sync_standin(standin, warehouse, full_refresh=full_refresh, revision_recheck_days=days)
+            asked.append(_revision_calls(standin) - before)
+            assert outcome.record.status == "succeeded", outcome.record.error
+
+    # Nothing changed but the one list: each run asked for its share of the lists and no more.
+    assert all(calls <= sum(math.ceil(count / days) for count in lists.values()) for calls in asked)
+    column = "delegation_id" if target == "delegations" else "document_id"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        held = con.execute(
+            f"SELECT revision_id FROM {target[:-1]}_revisions WHERE {column} = ?",  # noqa: S608 - test names
+            [parent],
+        ).fetchall()
+        found = con.execute(
+            "SELECT parent_id, new_revisions FROM revision_rechecks WHERE new_revisions > 0"
+        ).fetchall()
+        counted = con.execute("SELECT sum(rechecks_found_new) FROM sync_runs").fetchone()
+    assert (NEW_REVISION,) in held
+    assert found == [(parent, 1)]
+    assert counted == (1,)
+
+
+def _live(tenant: Tenant) -> dict[str, set[str]]:
+    """The revision lists worth verifying again: of delegations, and of documents that decisions cite, that
+    the service does not say are deleted (spec: status DELETED)."""
+    live = {kind: [r for r in tenant.lists[kind] if r.get("status") != "DELETED"] for kind in SPEC["lists"]}
+    cited = {d["documentId"] for decision in live["decisions"] for d in decision["decisionDocuments"]}
+    return {"delegations": {d["id"] for d in live["delegations"]}, "documents": cited}
+
+
+def _revision_calls(standin: StandIn) -> int:
+    return sum(standin.requests[f"revisions of {kind}"] for kind in SPEC["revisions"])
