@@ -26,9 +26,9 @@ def run_summary(
     label: Callable[[str], str] = str,
 ) -> None:
     """One table per run as ``sync_runs`` holds it: status, mode, API calls (and the month's against the
-    quota), 429s and rows changed per table; the error of a run that did not commit; where the copy for
-    readers was published (a failed publish is one of the run's warnings). ``label`` shows a tenant id
-    as people know it."""
+    quota), 429s and rows changed per table; the revision lists it re-verified; the error of a run that did
+    not commit; where the copy for readers was published (a failed publish is one of the run's warnings).
+    ``label`` shows a tenant id as people know it."""
     # The writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
     # and the publish's own time.
     with read_only(warehouse) as con:
@@ -40,7 +40,8 @@ def run_summary(
             "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
             "AND date_trunc('month', timezone('UTC', m.started_at)) "
             "= date_trunc('month', timezone('UTC', r.started_at))), coalesce(deviations, '[]'), "
-            "coalesce(rejected_records, 0), coalesce(phase_seconds, '{}') "
+            "coalesce(rejected_records, 0), revisions_rechecked, rechecks_found_new, recheck_days, "
+            "coalesce(phase_seconds, '{}') "
             "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
@@ -68,6 +69,9 @@ def _print_run(
     month_calls: int,
     deviations: str,
     rejected: int,
+    rechecked: int | None,
+    found_new: int | None,
+    recheck_days: int | None,
 ) -> None:
     budget = f" ({month_calls:,} this month of {quota:,}, {month_calls / quota:.0%})" if quota else ""
     table = Table(
@@ -91,6 +95,11 @@ def _print_run(
     if rejected:
         console.print(
             f"[yellow]{rejected} record(s) rejected:[/] see the table rejected_records (run {run_id})"
+        )
+    if rechecked is not None:
+        console.print(
+            f"revision lists re-verified (1/{recheck_days} of the unchanged ones a run): {rechecked}, "
+            f"{found_new or 0} of them with new revision ids"
         )
 
 
