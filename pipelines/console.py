@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pipelines.budget import MonthProjection
 from warehouse.publish import PublishTarget
 from warehouse.reads import read_only
 
@@ -133,3 +134,48 @@ def _cell(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(str(item) for item in value)
     return "" if value is None else str(value)
+
+
+def budget_table(console: Console, tenant_id: str, projections: Sequence[MonthProjection]) -> None:
+    """One tenant's projected month, one row per plan (the configured one first), and a warning when the
+    configured plan's month would pass the allowed share of its quota."""
+    configured, calls = projections[0], projections[0].calls
+    table = Table(
+        title=f"tenant {tenant_id} | a full refresh ~{calls.full:,} API calls, a nightly run "
+        f"~{calls.nightly:,} | {configured.full_runs:.1f} full refreshes and {configured.nightly_runs:.1f} "
+        "nightly runs a month",
+    )
+    for column in (
+        "plan",
+        "calls a month",
+        "of the quota",
+        "full refresh",
+        "nightly run",
+        "wall time a month",
+    ):
+        table.add_column(column, justify="left" if column == "plan" else "right")
+    for month in projections:
+        marker = " (set)" if month is configured else ""
+        table.add_row(
+            f"{month.plan.value}{marker}",
+            f"{month.monthly_calls:,}",
+            f"{month.share:.0%} of {month.quota:,}",
+            _duration(month.minutes(calls.full)),
+            _duration(month.minutes(calls.nightly)),
+            _duration(month.minutes(month.monthly_calls)),
+        )
+    console.print(table)
+    if configured.over:
+        console.print(
+            f"[yellow]warning:[/] tenant {tenant_id}: {configured.monthly_calls:,} API calls a month would "
+            f"pass {configured.max_share:.0%} of the {configured.plan.value} quota ({configured.quota:,}); "
+            "fewer runs (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON), a longer ADM_REVISION_RECHECK_DAYS or a "
+            "larger plan bring it down"
+        )
+
+
+def _duration(minutes: float) -> str:
+    """Minutes for people: 40 s, 54 min, 2.3 h."""
+    if minutes < 1:
+        return f"{minutes * 60:.0f} s"
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -202,3 +203,47 @@ def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
     ).fetchone()
     return bool(found and found[0])
+
+
+@dataclass(frozen=True)
+class TenantSizes:
+    """What one tenant's runs cost depends on, as the committed warehouse says it."""
+
+    records: dict[str, int]
+    """Live records of each list (those a full refresh pages through)."""
+    revision_lists: dict[str, int]
+    """Live revision lists of each kind (delegation, document): what the re-verification rotates over."""
+    nightly_calls: list[dict[str, int]]
+    """API calls per endpoint of the last few committed incremental runs, newest first."""
+    nightly_rechecked: list[int]
+    """Of those runs, the revision lists each re-verified (0 before migration 0030)."""
+
+
+def tenant_sizes(path: Path, tenant_id: str, lists: tuple[str, ...], runs: int = 7) -> TenantSizes | None:
+    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
+    each of the ``lists`` tables, live revision lists, and the calls of its last ``runs`` incremental runs."""
+    with read_only(path) as con:
+        if con is None or not table_exists(con, "sync_runs"):
+            return None
+        records = {}
+        for table in lists:
+            found = con.execute(
+                f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
+                [tenant_id],
+            ).fetchone()
+            records[table] = int(found[0]) if found else 0
+        revision_lists = {}
+        for kind, live in _LIVE_PARENTS.items():
+            found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
+            revision_lists[kind] = int(found[0]) if found else 0
+        nightly = con.execute(
+            "SELECT api_calls, coalesce(revisions_rechecked, 0) FROM sync_runs WHERE tenant_id = ? "
+            "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
+            [tenant_id, runs],
+        ).fetchall()
+    return TenantSizes(
+        records,
+        revision_lists,
+        [{endpoint: int(calls) for endpoint, calls in json.loads(row[0]).items()} for row in nightly],
+        [int(row[1]) for row in nightly],
+    )

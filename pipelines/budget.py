@@ -1,0 +1,174 @@
+"""What a tenant's syncs will cost in a month, before they run (``authority-sync budget``).
+
+A run's calls follow from the tenant's sizes in the warehouse:
+
+- a full refresh reads every list whole (n // 100 + 1 pages of 100 records: the last page, short or empty,
+  says the list ends), the current user's positions (E9), the revision lists of records changed since the
+  last run (as many as a nightly run finds), and its share of the rolling re-verification (1/N of each kind's
+  lists, ``ADM_REVISION_RECHECK_DAYS`` = N);
+- a nightly incremental run costs what the tenant's last incremental runs cost on average, apart from their
+  re-verifications (its changes are the tenant's own), plus this share; with no incremental run yet, one
+  page of each incremental list and every page of the others.
+
+A month holds the runs the two schedules (``ADM_NIGHTLY_CRON``, ``ADM_FULL_REFRESH_CRON``) start in an average
+month. Wall time is the calls at the plan's rate: the rate, not bandwidth, bounds a run on a real tenant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from pipelines.extract import LISTS, PAGE_LIMIT
+from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
+from resources.settings import PLAN_RATES_PER_MINUTE, RatePlan
+from warehouse.reads import TenantSizes
+
+REVISION_ENDPOINTS = ("E11", "E12")
+"""The endpoints of revision lists (delegations', documents')."""
+FIXED_CALLS = 1
+"""Calls every run makes whatever the tenant's size: the current user's positions (E9)."""
+
+
+@dataclass(frozen=True)
+class RunCalls:
+    """The calls one run of each kind is projected to make."""
+
+    full: int
+    nightly: int
+
+
+def run_calls(sizes: TenantSizes, recheck_days: int) -> RunCalls:
+    """The projected calls of a full refresh and of a nightly incremental run of a tenant of ``sizes``."""
+    share = sum(math.ceil(count / recheck_days) for count in sizes.revision_lists.values())
+    pages = {entity: sizes.records.get(entity, 0) // PAGE_LIMIT + 1 for entity in LISTS}
+    if sizes.nightly_calls:
+        runs = len(sizes.nightly_calls)
+        total = sum(sum(calls.values()) for calls in sizes.nightly_calls) / runs
+        revisions = sum(calls.get(e, 0) for calls in sizes.nightly_calls for e in REVISION_ENDPOINTS) / runs
+        changed = round(revisions - sum(sizes.nightly_rechecked) / runs)
+        lists = round(total - revisions)
+    else:
+        changed = 0
+        lists = FIXED_CALLS + sum(1 if LISTS[e].incremental else pages[e] for e in LISTS)
+    return RunCalls(full=sum(pages.values()) + FIXED_CALLS + changed + share, nightly=lists + changed + share)
+
+
+@dataclass(frozen=True)
+class MonthProjection:
+    """One tenant's month under one plan."""
+
+    plan: RatePlan
+    quota: int
+    rate_per_minute: float
+    max_share: float
+    calls: RunCalls
+    full_runs: float
+    nightly_runs: float
+
+    @property
+    def monthly_calls(self) -> int:
+        """API calls a month."""
+        return round(self.calls.full * self.full_runs + self.calls.nightly * self.nightly_runs)
+
+    @property
+    def share(self) -> float:
+        """The month's calls as a share of the quota."""
+        return self.monthly_calls / self.quota
+
+    @property
+    def over(self) -> bool:
+        """Whether the month would pass the allowed share of the quota (``ADM_QUOTA_MAX_SHARE``)."""
+        return self.share > self.max_share
+
+    def minutes(self, calls: int | float) -> float:
+        """Wall time of ``calls`` at the plan's rate, in minutes."""
+        return calls / self.rate_per_minute
+
+    def as_metadata(self) -> dict[str, object]:
+        """JSON-ready figures."""
+        return {
+            "plan": self.plan.value,
+            "full_refresh_calls": self.calls.full,
+            "nightly_calls": self.calls.nightly,
+            "full_refreshes_a_month": round(self.full_runs, 2),
+            "nightly_runs_a_month": round(self.nightly_runs, 2),
+            "monthly_calls": self.monthly_calls,
+            "quota": self.quota,
+            "share": round(self.share, 4),
+            "max_share": self.max_share,
+            "full_refresh_minutes": round(self.minutes(self.calls.full), 1),
+            "monthly_minutes": round(self.minutes(self.monthly_calls), 1),
+        }
+
+
+def project_month(sizes: TenantSizes, settings: SyncSettings) -> list[MonthProjection]:
+    """The tenant's month on each plan under the configured schedules; the configured plan first, with
+    ``ADM_MONTHLY_QUOTA`` if set."""
+    calls = run_calls(sizes, settings.revision_recheck_days)
+    full_runs, nightly_runs = runs_a_month(settings.full_refresh_cron), runs_a_month(settings.nightly_cron)
+    plans = [settings.rate_plan, *(plan for plan in RatePlan if plan != settings.rate_plan)]
+    return [
+        MonthProjection(
+            plan,
+            settings.quota if plan == settings.rate_plan else MONTHLY_QUOTAS[plan],
+            PLAN_RATES_PER_MINUTE[plan],
+            settings.quota_max_share,
+            calls,
+            full_runs,
+            nightly_runs,
+        )
+        for plan in plans
+    ]
+
+
+class CronError(ValueError):
+    """A schedule the projection cannot count (names such as MON or JAN, or not five fields)."""
+
+
+_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
+_YEAR = date(2025, 1, 1)
+"""Runs are counted over a year that is not a leap year, then divided by 12."""
+
+
+def runs_a_month(cron: str) -> float:
+    """How many times ``cron`` (five fields, numbers, ``*``, ranges, lists and steps) fires in an average
+    month. A day matches as cron says: when both day of month and day of week are restricted, either."""
+    fields = _MACROS.get(cron.strip(), cron).split()
+    if len(fields) != len(_RANGES):
+        raise CronError(f"{cron!r}: five fields expected")
+    minutes, hours, days, months, weekdays = (
+        _values(spec, low, high, cron) for spec, (low, high) in zip(fields, _RANGES, strict=True)
+    )
+    weekdays = {day % 7 for day in weekdays}
+    either = fields[2] != "*" and fields[4] != "*"
+    fired = 0
+    for offset in range(365):
+        day = _YEAR + timedelta(days=offset)
+        by_date, by_weekday = day.day in days, (day.weekday() + 1) % 7 in weekdays
+        if day.month in months and ((by_date or by_weekday) if either else (by_date and by_weekday)):
+            fired += len(minutes) * len(hours)
+    return fired / 12
+
+
+def _values(spec: str, low: int, high: int, cron: str) -> set[int]:
+    values: set[int] = set()
+    for part in spec.split(","):
+        span, _, step = part.partition("/")
+        try:
+            if span == "*":
+                start, stop = low, high
+            elif "-" in span:
+                first, last = span.split("-")
+                start, stop = int(first), int(last)
+            else:
+                start = int(span)
+                stop = high if step else start
+            values.update(range(start, stop + 1, int(step or 1)))
+        except ValueError:
+            raise CronError(f"{cron!r}: {part!r} is not a number, a range or a step") from None
+    if not values or min(values) < low or max(values) > high:
+        raise CronError(f"{cron!r}: {spec!r} is outside {low}-{high}")
+    return values
