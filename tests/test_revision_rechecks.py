@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from tests.spec_generators import record
 from tests.standin import SPEC, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from warehouse.commit import connect
 from warehouse.reads import revision_plans
 
 NEW_REVISION = "added-without-touching-its-owner"
@@ -61,19 +60,6 @@ def tenants(draw: st.DrawFn) -> Tenant:
     }:
         tenant.revisions["documents"][document] = draw(revision_ids)
     return tenant
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty warehouse, copied for each example."""
-    path = tmp_path_factory.mktemp("template") / "warehouse.duckdb"
-    connect(path).close()
-    return path
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("examples")
 
 
 @pytest.mark.timeout(120)
