@@ -100,8 +100,6 @@ class TenantExtract:
     metrics: MetricsSnapshot
     contract: RecordContract = field(default_factory=RecordContract)
     """The schema contract the lists were read under, with its log of deviations and rejections."""
-    rechecked: dict[str, int] = field(default_factory=dict)
-    """Kind of revision list -> lists re-verified although their owner had not changed."""
 
     @property
     def tables(self) -> dict[str, int]:
@@ -277,10 +275,10 @@ def extract_tenant(request: ExtractRequest) -> TenantExtract:
             request.stop.set()
             raise failed.exception()  # type: ignore[misc]
     reports = {entity: future.result() for entity, future in futures.items()}
-    reports[CHECKS_TABLE], rechecked = stage_revision_checks(
+    reports[CHECKS_TABLE] = stage_revision_checks(
         request, [(reports[table], scopes[table]) for table in REVISION_LISTS]
     )
-    return TenantExtract(request.staging, reports, request.client.metrics, request.contract, rechecked)
+    return TenantExtract(request.staging, reports, request.client.metrics, request.contract)
 
 
 def extract_list(request: ExtractRequest, entity: str, scopes: Scopes) -> EntityReport:
@@ -449,23 +447,20 @@ def _outcome(revision_ids: list[str] | None) -> str:
 
 def stage_revision_checks(
     request: ExtractRequest, reads: list[tuple[EntityReport, RevisionScope]]
-) -> tuple[EntityReport, dict[str, int]]:
-    """Stage what each revision-list check of this run found and why it was made (``revision_checks``);
-    returns the report and, per kind, the lists re-verified although their owner had not changed."""
-    report, rechecked = EntityReport(CHECKS_TABLE, DEPENDENT), {}
+) -> EntityReport:
+    """Stage what each revision-list check of this run found and why it was made (``revision_checks``;
+    the commit keeps the re-verifications, ``reason`` = recheck, in ``revision_rechecks``)."""
+    report = EntityReport(CHECKS_TABLE, DEPENDENT)
     with StagingWriter(request.staging) as writer:
         writer.declare(CHECKS_TABLE)
         for revisions, scope in reads:
             kind = REVISION_KIND[revisions.entity]
-            rechecked[kind] = 0
             for parent_id, (outcome, count) in revisions.checks.items():
-                reason = scope.reason(parent_id)
-                rechecked[kind] += reason == RECHECK
-                row = check_row(request.tenant_id, kind, parent_id, outcome, count, reason)
+                row = check_row(request.tenant_id, kind, parent_id, outcome, count, scope.reason(parent_id))
                 writer.add({CHECKS_TABLE: [row]})
                 report.rows += 1
     report.tables = dict(writer.counts)
-    return report, rechecked
+    return report
 
 
 def _journal(request: ExtractRequest, table: str) -> RevisionJournal | None:
