@@ -50,7 +50,7 @@ from benchmarks.harness import (
     write_json,
 )
 from emulator.scale import Scale
-from pipelines.budget import MonthProjection, RunCalls, project_month
+from pipelines.budget import BudgetTerms, MonthProjection, RunCalls, project_month
 from pipelines.extract import LISTS
 from pipelines.settings import SyncSettings
 from warehouse.reads import tenant_sizes
@@ -288,7 +288,7 @@ def scenario_budget(console: Console, options: Options) -> dict[str, Any]:
         row.bound_s = latency_bound(row.api_calls, CONCURRENCY, LATENCY_MS / 1000)
     settings = SyncSettings(warehouse=warehouse, tenant_id=DEMO["tenant_id"])
     sizes = tenant_sizes(warehouse, DEMO["tenant_id"], tuple(LISTS))
-    after = project_month(sizes, settings) if sizes is not None and rows[2].ok else []
+    after = project_month(sizes, BudgetTerms.of(settings)) if sizes is not None and rows[2].ok else []
     before = [replace(month, calls=BEFORE_CALLS) for month in after]
     second = rows[1].api_calls / BEFORE_CALLS.full
     essential = after[0] if after else None

@@ -298,7 +298,7 @@ def _publish_metadata(published: Published | None) -> dict[str, Any]:
 
 def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
     """The run's figures: API calls, 429s, retries, the revision lists it re-verified (and how many held new
-    ids), the quota projection, warnings and errors."""
+    ids), the quota projection before the run and the month's after it, warnings and errors."""
     record = outcome.record
     metadata: dict[str, Any] = {
         "run_status": record.status.value,
@@ -316,6 +316,9 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
     if outcome.projection is not None:
         metadata["api_budget"] = dg.MetadataValue.text(outcome.projection.describe())
         metadata["api_budget_figures"] = dg.MetadataValue.json(outcome.projection.as_metadata())
+    if outcome.month is not None:
+        metadata["api_month"] = dg.MetadataValue.text(outcome.month.describe())
+        metadata["api_month_figures"] = dg.MetadataValue.json(outcome.month.as_metadata())
     return metadata
 
 

@@ -97,6 +97,8 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         max_retries=settings.max_retries,
         retry_wait_s=settings.retry_wait_s,
         revision_recheck_days=settings.revision_recheck_days,
+        nightly_cron=settings.nightly_cron,
+        full_refresh_cron=settings.full_refresh_cron,
     )
 
 

@@ -86,6 +86,15 @@ class MonthProjection:
         """Wall time of ``calls`` at the plan's rate, in minutes."""
         return calls / self.rate_per_minute
 
+    def describe(self) -> str:
+        """One line: the month's calls against the quota, and what each kind of run costs."""
+        return (
+            f"about {self.monthly_calls:,} API calls a month ({self.share:.0%} of the {self.plan.value} "
+            f"quota of {self.quota:,}; the limit is {self.max_share:.0%}): {self.full_runs:.1f} full "
+            f"refreshes of ~{self.calls.full:,} calls ({self.minutes(self.calls.full):.1f} min at "
+            f"{self.rate_per_minute:g}/min), {self.nightly_runs:.1f} nightly runs of ~{self.calls.nightly:,}"
+        )
+
     def as_metadata(self) -> dict[str, object]:
         """JSON-ready figures."""
         return {
@@ -103,18 +112,44 @@ class MonthProjection:
         }
 
 
-def project_month(sizes: TenantSizes, settings: SyncSettings) -> list[MonthProjection]:
-    """The tenant's month on each plan under the configured schedules; the configured plan first, with
-    ``ADM_MONTHLY_QUOTA`` if set."""
-    calls = run_calls(sizes, settings.revision_recheck_days)
-    full_runs, nightly_runs = runs_a_month(settings.full_refresh_cron), runs_a_month(settings.nightly_cron)
-    plans = [settings.rate_plan, *(plan for plan in RatePlan if plan != settings.rate_plan)]
+@dataclass(frozen=True)
+class BudgetTerms:
+    """What a month's projection assumes besides the tenant's sizes: the plan, the share of its quota a
+    month may take, the re-verification window and the two schedules."""
+
+    rate_plan: RatePlan
+    quota: int
+    """The configured plan's monthly calls (``ADM_MONTHLY_QUOTA`` when the contract differs)."""
+    max_share: float
+    recheck_days: int
+    nightly_cron: str
+    full_refresh_cron: str
+
+    @classmethod
+    def of(cls, settings: SyncSettings) -> BudgetTerms:
+        """The terms the settings configure."""
+        return cls(
+            settings.rate_plan,
+            settings.quota,
+            settings.quota_max_share,
+            settings.revision_recheck_days,
+            settings.nightly_cron,
+            settings.full_refresh_cron,
+        )
+
+
+def project_month(sizes: TenantSizes, terms: BudgetTerms) -> list[MonthProjection]:
+    """The tenant's month on each plan under the schedules of ``terms``; its plan first. Raises
+    `CronError` for a schedule it cannot count."""
+    calls = run_calls(sizes, terms.recheck_days)
+    full_runs, nightly_runs = runs_a_month(terms.full_refresh_cron), runs_a_month(terms.nightly_cron)
+    plans = [terms.rate_plan, *(plan for plan in RatePlan if plan != terms.rate_plan)]
     return [
         MonthProjection(
             plan,
-            settings.quota if plan == settings.rate_plan else MONTHLY_QUOTAS[plan],
+            terms.quota if plan == terms.rate_plan else MONTHLY_QUOTAS[plan],
             PLAN_RATES_PER_MINUTE[plan],
-            settings.quota_max_share,
+            terms.max_share,
             calls,
             full_runs,
             nightly_runs,

@@ -28,13 +28,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from models.errors import AuthoritySyncError
+from pipelines.budget import BudgetTerms, CronError, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
-from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from pipelines.extract import FULL, INCREMENTAL, LISTS, ExtractRequest, TenantExtract, extract_tenant
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
+from resources.settings import RatePlan
 from warehouse import reads
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private
@@ -90,6 +92,8 @@ class SyncOutcome:
 
     record: RunRecord
     projection: QuotaProjection | None = None
+    month: MonthProjection | None = None
+    """The tenant's month under the configured schedules and plan, projected after the commit."""
     extract: TenantExtract | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
     commit: CommitResult | None = None
@@ -173,6 +177,27 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
         _extract_check_commit(request, services, outcome, staging)
     finally:
         discard(staging)
+    outcome.month = _project_month(request.tenant_id, services)
+
+
+def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | None:
+    """The month the tenant's committed sizes make under the configured schedules, or None when one of
+    them is a schedule the projection cannot count (the run's data is committed all the same)."""
+    policy = services.policy
+    terms = BudgetTerms(
+        RatePlan(services.adm.rate_plan or RatePlan.ESSENTIAL),
+        policy.monthly_quota,
+        policy.quota_max_share,
+        policy.revision_recheck_days,
+        policy.nightly_cron,
+        policy.full_refresh_cron,
+    )
+    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, tuple(LISTS))
+    try:
+        return project_month(sizes, terms)[0] if sizes is not None else None
+    except CronError as error:
+        logger.warning("the month's API calls are not projected: %s", error)
+        return None
 
 
 def _extract_check_commit(

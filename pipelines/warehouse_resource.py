@@ -93,3 +93,5 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
         description="Each run re-verifies about 1/N of the revision lists whose owner did not change, so "
         "each is verified within N runs."
     )
+    nightly_cron: str = Field(description="When the nightly incremental runs (UTC): the month's projection.")
+    full_refresh_cron: str = Field(description="When the full refresh runs (UTC): the month's projection.")
