@@ -236,8 +236,10 @@ def tenant_sizes(path: Path, tenant_id: str, lists: tuple[str, ...], runs: int =
         for kind, live in _LIVE_PARENTS.items():
             found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
             revision_lists[kind] = int(found[0]) if found else 0
+        # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
+        rechecked = "coalesce(revisions_rechecked, 0)" if table_exists(con, "revision_rechecks") else "0"
         nightly = con.execute(
-            "SELECT api_calls, coalesce(revisions_rechecked, 0) FROM sync_runs WHERE tenant_id = ? "
+            f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
             "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
             [tenant_id, runs],
         ).fetchall()
