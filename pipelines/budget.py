@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, datetime, timedelta
+
+from croniter import croniter
 
 from pipelines.extract import LISTS, PAGE_LIMIT
 from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
@@ -139,8 +141,7 @@ class BudgetTerms:
 
 
 def project_month(sizes: TenantSizes, terms: BudgetTerms) -> list[MonthProjection]:
-    """The tenant's month on each plan under the schedules of ``terms``; its plan first. Raises
-    `CronError` for a schedule it cannot count."""
+    """The tenant's month on each plan under the schedules of ``terms``; its plan first."""
     calls = run_calls(sizes, terms.recheck_days)
     full_runs, nightly_runs = runs_a_month(terms.full_refresh_cron), runs_a_month(terms.nightly_cron)
     plans = [terms.rate_plan, *(plan for plan in RatePlan if plan != terms.rate_plan)]
@@ -158,52 +159,15 @@ def project_month(sizes: TenantSizes, terms: BudgetTerms) -> list[MonthProjectio
     ]
 
 
-class CronError(ValueError):
-    """A schedule the projection cannot count (names such as MON or JAN, or not five fields)."""
-
-
-_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
-_MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
-_YEAR = date(2025, 1, 1)
+_YEAR = datetime(2025, 1, 1, tzinfo=UTC)
 """Runs are counted over a year that is not a leap year, then divided by 12."""
 
 
 def runs_a_month(cron: str) -> float:
-    """How many times ``cron`` (five fields, numbers, ``*``, ranges, lists and steps) fires in an average
-    month. A day matches as cron says: when both day of month and day of week are restricted, either."""
-    fields = _MACROS.get(cron.strip(), cron).split()
-    if len(fields) != len(_RANGES):
-        raise CronError(f"{cron!r}: five fields expected")
-    minutes, hours, days, months, weekdays = (
-        _values(spec, low, high, cron) for spec, (low, high) in zip(fields, _RANGES, strict=True)
-    )
-    weekdays = {day % 7 for day in weekdays}
-    either = fields[2] != "*" and fields[4] != "*"
+    """How many times ``cron`` (checked by the settings: five fields) fires in an average month."""
+    end = _YEAR.replace(year=_YEAR.year + 1)
+    times = croniter(cron, _YEAR - timedelta(seconds=1))
     fired = 0
-    for offset in range(365):
-        day = _YEAR + timedelta(days=offset)
-        by_date, by_weekday = day.day in days, (day.weekday() + 1) % 7 in weekdays
-        if day.month in months and ((by_date or by_weekday) if either else (by_date and by_weekday)):
-            fired += len(minutes) * len(hours)
+    while times.get_next(datetime) < end:
+        fired += 1
     return fired / 12
-
-
-def _values(spec: str, low: int, high: int, cron: str) -> set[int]:
-    values: set[int] = set()
-    for part in spec.split(","):
-        span, _, step = part.partition("/")
-        try:
-            if span == "*":
-                start, stop = low, high
-            elif "-" in span:
-                first, last = span.split("-")
-                start, stop = int(first), int(last)
-            else:
-                start = int(span)
-                stop = high if step else start
-            values.update(range(start, stop + 1, int(step or 1)))
-        except ValueError:
-            raise CronError(f"{cron!r}: {part!r} is not a number, a range or a step") from None
-    if not values or min(values) < low or max(values) > high:
-        raise CronError(f"{cron!r}: {spec!r} is outside {low}-{high}")
-    return values

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
-from pipelines.budget import BudgetTerms, CronError, project_month
+from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
 from pipelines.extract import LISTS
@@ -277,12 +277,7 @@ def budget(
         if sizes is None or not any(sizes.records.values()):
             console.print(f"tenant {tenant_id}: nothing committed in {escape(str(settings.warehouse))} yet")
             continue
-        try:
-            projections = project_month(sizes, BudgetTerms.of(settings))
-        except CronError as error:
-            typer.echo(f"error: schedule {error}", err=True)
-            raise typer.Exit(2) from None
-        budget_table(console, tenant_id, projections)
+        budget_table(console, tenant_id, project_month(sizes, BudgetTerms.of(settings)))
 
 
 @app.command("tenant-label")

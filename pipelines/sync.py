@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from models.errors import AuthoritySyncError
-from pipelines.budget import BudgetTerms, CronError, MonthProjection, project_month
+from pipelines.budget import BudgetTerms, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
 from pipelines.extract import FULL, INCREMENTAL, LISTS, ExtractRequest, TenantExtract, extract_tenant
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
@@ -181,8 +181,7 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
 
 
 def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | None:
-    """The month the tenant's committed sizes make under the configured schedules, or None when one of
-    them is a schedule the projection cannot count (the run's data is committed all the same)."""
+    """The month the tenant's committed sizes make under the configured schedules and plan."""
     policy = services.policy
     terms = BudgetTerms(
         RatePlan(services.adm.rate_plan or RatePlan.ESSENTIAL),
@@ -193,11 +192,7 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
         policy.full_refresh_cron,
     )
     sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, tuple(LISTS))
-    try:
-        return project_month(sizes, terms)[0] if sizes is not None else None
-    except CronError as error:
-        logger.warning("the month's API calls are not projected: %s", error)
-        return None
+    return project_month(sizes, terms)[0] if sizes is not None else None
 
 
 def _extract_check_commit(
