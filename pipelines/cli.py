@@ -20,7 +20,7 @@ from pipelines.extract import LISTS
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
-from pipelines.settings import SyncSettings
+from pipelines.settings import NO_TENANT, SyncSettings
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
@@ -271,8 +271,12 @@ def budget(
     (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON) on each plan, from its sizes in the warehouse; warn when the
     configured plan's month would pass ADM_QUOTA_MAX_SHARE of its quota. Calls no service."""
     settings = settings_or_exit(warehouse)
+    tenants = tenants_or_exit(settings, tenant)
+    if not tenants:
+        typer.echo(f"error: {NO_TENANT}", err=True)
+        raise typer.Exit(2)
     console = Console()
-    for tenant_id in tenants_or_exit(settings, tenant):
+    for tenant_id in tenants:
         sizes = tenant_sizes(settings.warehouse, tenant_id, tuple(LISTS))
         if sizes is None or not any(sizes.records.values()):
             console.print(f"tenant {tenant_id}: nothing committed in {escape(str(settings.warehouse))} yet")

@@ -94,6 +94,13 @@ ACCEPTS: dict[str, str] = {
 CRON_FIELDS = 5
 """minute hour day-of-month month day-of-week."""
 
+NIGHTLY_CRON = "0 2 * * *"
+FULL_REFRESH_CRON = "0 3 * * 0"
+RECHECK_DAYS = 30
+"""The default schedules and re-verification window (``ADM_REVISION_RECHECK_DAYS``): with them the benchmark's
+tenant (20,000 decisions, 2,000 delegations, 1,000 documents, 1% changed a night) spends 48% of Essential's
+quota a month; docs/sync.md weighs other windows."""
+
 NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
 
 SECRET_FIELDS = frozenset({"token", "access_key"})
@@ -183,15 +190,15 @@ class SyncSettings(BaseSettings):
     """A Dagster step that failed for a passing reason (5xx, connection, 429s) runs again this often."""
     retry_wait_s: Annotated[float, Field(ge=0)] = 30.0
     """Seconds before the first of those retries, doubled for each next one."""
-    revision_recheck_days: Annotated[int, Field(ge=1)] = 30
+    revision_recheck_days: Annotated[int, Field(ge=1)] = RECHECK_DAYS
     """Each run (nightly or full) re-verifies about 1/N of the revision lists (E11, E12) whose delegation or
     decision did not change, the longest unverified first: a revision the service adds without touching its
     owner is found within N runs (N days on the nightly schedule), at a flat cost per run. A full re-pull of
     every list each week would cost what N = 7 costs; docs/sync.md weighs the choice."""
     warn_only_checks: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""
-    nightly_cron: str = "0 2 * * *"
-    full_refresh_cron: str = "0 3 * * 0"
+    nightly_cron: str = NIGHTLY_CRON
+    full_refresh_cron: str = FULL_REFRESH_CRON
     hr_drop_dir: Path = Path("data/hr/inbox")
     hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = 72.0
     """An HR plan older than this is not applied (plan the files again)."""

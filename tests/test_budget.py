@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from emulator.server import EmulatorServer
 from pipelines.budget import runs_a_month
 from pipelines.cli import app
+from pipelines.settings import NO_TENANT
 from tests.conftest import DEMO_TENANT_ID, fresh
 from tests.sync_support import settings_for, sync_direct
 
@@ -71,3 +72,13 @@ def test_the_projection_is_what_the_next_runs_cost_and_a_month_past_the_share_wa
 
     assert tight.exit_code == 0, tight.output
     assert "would pass 90% of the essential quota (100)" in tight.output
+
+
+def test_with_no_tenant_configured_it_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ADM_TENANTS", raising=False)
+    monkeypatch.delenv("ADM_TENANT_ID", raising=False)
+
+    shown = CliRunner().invoke(app, ["budget"])
+
+    assert shown.exit_code == 2
+    assert shown.output.strip() == f"error: {NO_TENANT}"
