@@ -3,10 +3,10 @@
 within ``ADM_REVISION_RECHECK_DAYS`` runs, nightly or full, whichever runs come, and each of those runs
 asks for no more than its share of the lists.
 
-The end-to-end examples generate tenants from the spec's tables (tests/spec_generators.py), served by the
-independent stand-in (tests/standin.py) over loopback HTTP, into real DuckDB files. The schedule itself
-(`warehouse.reads.revision_plans`) is checked on many more cases against a real DuckDB file whose runs are
-written by hand: a sync costs about a second, a plan a few milliseconds.
+The end-to-end test generates a tenant from the spec's tables (tests/spec_generators.py), served by the
+independent stand-in (tests/standin.py) over loopback HTTP, into a real DuckDB file: one example a run, since
+a sync costs about a second. The schedule itself (`warehouse.reads.revision_plans`) is checked on more cases
+against a real DuckDB file whose runs are written by hand: a plan costs a few milliseconds.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def tenants(draw: st.DrawFn) -> Tenant:
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
 @given(
     tenant=tenants(),
     days=st.integers(1, 2),
@@ -119,7 +119,7 @@ def _revision_calls(standin: StandIn) -> int:
     return sum(standin.requests[f"revisions of {kind}"] for kind in SPEC["revisions"])
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     lists=st.sets(st.uuids().map(str), min_size=1, max_size=40),
     days=st.integers(1, 5),
