@@ -15,6 +15,9 @@ holds. Figures also go to ``data/bench/<scenario>.json``.
 5. reverse sync: the HR apply of a 10,000-row file with 5% changed rows at 600 requests/minute.
 6. HR plan at scale: ``hr plan`` of a 50,000-row users file against a 50,000-user tenant (issue 17): wall
    time and the peak memory of the planning process, bound 500 MB.
+7. API budget (issue 20): as 1 and 3, a first full refresh, a second of the unchanged tenant, a nightly
+   incremental after a 1% change, dlt's first run and its two next runs; then the month `authority-sync
+   budget` projects under the default schedules on each plan, beside the month of the runs before issue 20.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from rich.console import Console
 
 from benchmarks.contenders import DLT, OURS, OursConfig, fresh, run_dlt, run_ours
 from benchmarks.harness import (
+    DEMO,
     OUTPUT,
     EmulatorProcess,
     EmulatorSpec,
@@ -46,6 +50,10 @@ from benchmarks.harness import (
     write_json,
 )
 from emulator.scale import Scale
+from pipelines.budget import BudgetTerms, MonthProjection, RunCalls, project_month
+from pipelines.extract import LISTS
+from pipelines.settings import SyncSettings
+from warehouse.reads import tenant_sizes
 
 WORK = Path("data/bench/work")
 LATENCY_MS = 50.0
@@ -63,6 +71,13 @@ MEMORY_LIMIT_MB = 500.0
 HR_PLAN_ROWS = 50_000
 """Rows of scenario 6's users file, and users of its tenant."""
 MEMORY_GROWTH_TARGET = 1.5
+BEFORE_CALLS = RunCalls(full=3_243, nightly=222)
+"""Scenario 7's tenant before issue 20: a full refresh asked every revision list again (issue 20's figures,
+measured by scenarios 1 and 3)."""
+SECOND_FULL_TARGET = 0.2
+"""A second full refresh of the unchanged tenant: at most this share of a full refresh before issue 20."""
+MONTH_SHARE_TARGET = 0.5
+"""The default schedules' month on Essential: at most this share of the quota."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +256,95 @@ def scenario_incremental(console: Console, options: Options) -> dict[str, Any]:
         "incremental cursors (updatedAt/updatedOn, start_param updatedAtStart)",
     ]
     return finish(console, "incremental", "3. Incremental run after a 1% change", setup, rows, targets, spec)
+
+
+def scenario_budget(console: Console, options: Options) -> dict[str, Any]:
+    """7. What each kind of run costs the tenant's API budget, and the month that makes."""
+    spec = full_scale(options.decisions)
+    change = one_percent(spec)
+    work = WORK / "budget"
+    warehouse = fresh(work / "ours.duckdb")
+    config = OursConfig(CONCURRENCY, UNLIMITED_RATE)
+    rows: list[Row] = []
+    with EmulatorProcess(spec, work / "emulator.log") as emulator:
+        rows.append(
+            run_ours(emulator, warehouse, config, full_refresh=True, label=f"{OURS} first full refresh")
+        )
+        rows.append(
+            run_ours(emulator, warehouse, config, full_refresh=True, label=f"{OURS} second, unchanged")
+        )
+        emulator.mutate(change)
+        rows.append(
+            run_ours(emulator, warehouse, config, full_refresh=False, label=f"{OURS} nightly, 1% changed")
+        )
+        if options.with_dlt:
+            emulator.reset()
+            workdir = fresh(work / "dlt")
+            rows.append(run_dlt(emulator, workdir, CONCURRENCY, label=f"{DLT} first run"))
+            rows.append(run_dlt(emulator, workdir, CONCURRENCY, label=f"{DLT} second, unchanged"))
+            emulator.mutate(change)
+            rows.append(run_dlt(emulator, workdir, CONCURRENCY, label=f"{DLT} nightly, 1% changed"))
+    for row in rows:
+        row.bound_s = latency_bound(row.api_calls, CONCURRENCY, LATENCY_MS / 1000)
+    settings = SyncSettings(warehouse=warehouse, tenant_id=DEMO["tenant_id"])
+    sizes = tenant_sizes(warehouse, DEMO["tenant_id"], tuple(LISTS))
+    after = project_month(sizes, BudgetTerms.of(settings)) if sizes is not None and rows[2].ok else []
+    before = [replace(month, calls=BEFORE_CALLS) for month in after]
+    second = rows[1].api_calls / BEFORE_CALLS.full
+    essential = after[0] if after else None
+    targets = [
+        Target(
+            f"a second full refresh of the unchanged tenant at most {SECOND_FULL_TARGET:.0%} of "
+            f"{BEFORE_CALLS.full:,} calls",
+            rows[1].ok and second <= SECOND_FULL_TARGET,
+            f"{rows[1].api_calls:,} calls, {second:.1%}",
+        ),
+        Target(
+            f"the default schedules' month at most {MONTH_SHARE_TARGET:.0%} of Essential's quota",
+            None if essential is None else essential.share <= MONTH_SHARE_TARGET,
+            "n/a" if essential is None else f"{essential.monthly_calls:,} calls, {essential.share:.0%}",
+        ),
+    ]
+    setup = [
+        f"emulator: {spec.describe()}; change before the nightly runs (/_admin/mutate): {change}",
+        "ours: extract --full-refresh twice, then extract; "
+        f"ADM_REVISION_RECHECK_DAYS={settings.revision_recheck_days} (default); dlt: three runs of its "
+        "pipeline (its next runs use its incremental cursors)",
+        *_month_lines(before, after, settings),
+    ]
+    return finish(
+        console,
+        "budget",
+        "7. API budget: full refreshes, a nightly run, the month",
+        setup,
+        rows,
+        targets,
+        spec,
+    )
+
+
+def _month_lines(
+    before: list[MonthProjection], after: list[MonthProjection], settings: SyncSettings
+) -> list[str]:
+    """The month under the default schedules on each plan, before issue 20 and now."""
+    if not after:
+        return ["month: not projected (a run failed)"]
+    month = after[0]
+    lines = [
+        f"month ({settings.nightly_cron!r} nightly, {settings.full_refresh_cron!r} full refresh: "
+        f"{month.nightly_runs:.1f} and {month.full_runs:.2f} runs); before issue 20: full refresh "
+        f"{BEFORE_CALLS.full:,}, nightly {BEFORE_CALLS.nightly:,} calls; now projected from the warehouse: "
+        f"full refresh {month.calls.full:,}, nightly {month.calls.nightly:,}"
+    ]
+    for old, new in zip(before, after, strict=True):
+        lines.append(
+            f"month on {new.plan.value} ({new.quota:,} calls, {new.rate_per_minute:g}/min): before "
+            f"{old.monthly_calls:,} calls ({old.share:.0%}), {old.minutes(old.monthly_calls) / 60:.1f} h, "
+            f"a full refresh {old.minutes(old.calls.full):.0f} min; now {new.monthly_calls:,} calls "
+            f"({new.share:.0%}), {new.minutes(new.monthly_calls) / 60:.1f} h, a full refresh "
+            f"{new.minutes(new.calls.full):.1f} min"
+        )
+    return lines
 
 
 def scenario_memory(console: Console, options: Options) -> dict[str, Any]:
@@ -495,6 +599,7 @@ SCENARIOS: dict[str, Callable[[Console, Options], dict[str, Any]]] = {
     "4": scenario_memory,
     "5": scenario_reverse,
     "6": scenario_hr_plan,
+    "7": scenario_budget,
 }
 
 

@@ -297,7 +297,8 @@ def _publish_metadata(published: Published | None) -> dict[str, Any]:
 
 
 def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
-    """The run's figures: API calls, 429s, retries, the quota projection, warnings and errors."""
+    """The run's figures: API calls, 429s, retries, the revision lists it re-verified (and how many held new
+    ids), the quota projection before the run and the month's after it, warnings and errors."""
     record = outcome.record
     metadata: dict[str, Any] = {
         "run_status": record.status.value,
@@ -308,10 +309,16 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
         "warnings": dg.MetadataValue.json(record.warnings),
         "deviations_tolerated": dg.MetadataValue.json(record.deviations),
         "records_rejected": len(record.rejections),
+        "revision_recheck_days": record.recheck_days,
+        "revisions_rechecked": record.revisions_rechecked,
+        "rechecks_found_new": record.rechecks_found_new,
     }
     if outcome.projection is not None:
         metadata["api_budget"] = dg.MetadataValue.text(outcome.projection.describe())
         metadata["api_budget_figures"] = dg.MetadataValue.json(outcome.projection.as_metadata())
+    if outcome.month is not None:
+        metadata["api_month"] = dg.MetadataValue.text(outcome.month.describe())
+        metadata["api_month_figures"] = dg.MetadataValue.json(outcome.month.as_metadata())
     return metadata
 
 

@@ -96,6 +96,9 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         resume_hours=settings.resume_hours,
         max_retries=settings.max_retries,
         retry_wait_s=settings.retry_wait_s,
+        revision_recheck_days=settings.revision_recheck_days,
+        nightly_cron=settings.nightly_cron,
+        full_refresh_cron=settings.full_refresh_cron,
     )
 
 

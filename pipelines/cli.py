@@ -13,19 +13,21 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
+from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
-from pipelines.console import query_results, run_summary
+from pipelines.console import budget_table, query_results, run_summary
+from pipelines.extract import LISTS
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
-from pipelines.settings import SyncSettings
+from pipelines.settings import NO_TENANT, SyncSettings
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
 from warehouse.locks import LockBusyError
 from warehouse.migrate import NewerWarehouseError
 from warehouse.publish import for_readers, try_publish
-from warehouse.reads import read_only
+from warehouse.reads import read_only, tenant_sizes
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
 
@@ -256,6 +258,30 @@ def sql(
         typer.echo(f"error: {str(error).strip().splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     write_rows(typer.get_text_stream("stdout"), columns, rows, output)
+
+
+@app.command()
+def budget(
+    tenant: Annotated[
+        list[str] | None, typer.Option(help="A configured tenant (repeat for several); default all.")
+    ] = None,
+    warehouse: Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")] = None,
+) -> None:
+    """Project each tenant's API calls and wall time a month under the configured schedules
+    (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON) on each plan, from its sizes in the warehouse; warn when the
+    configured plan's month would pass ADM_QUOTA_MAX_SHARE of its quota. Calls no service."""
+    settings = settings_or_exit(warehouse)
+    tenants = tenants_or_exit(settings, tenant)
+    if not tenants:
+        typer.echo(f"error: {NO_TENANT}", err=True)
+        raise typer.Exit(2)
+    console = Console()
+    for tenant_id in tenants:
+        sizes = tenant_sizes(settings.warehouse, tenant_id, tuple(LISTS))
+        if sizes is None or not any(sizes.records.values()):
+            console.print(f"tenant {tenant_id}: nothing committed in {escape(str(settings.warehouse))} yet")
+            continue
+        budget_table(console, tenant_id, project_month(sizes, BudgetTerms.of(settings)))
 
 
 @app.command("tenant-label")

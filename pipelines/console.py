@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pipelines.budget import MonthProjection
 from warehouse.publish import PublishTarget
 from warehouse.reads import read_only
 
@@ -26,9 +27,9 @@ def run_summary(
     label: Callable[[str], str] = str,
 ) -> None:
     """One table per run as ``sync_runs`` holds it: status, mode, API calls (and the month's against the
-    quota), 429s and rows changed per table; the error of a run that did not commit; where the copy for
-    readers was published (a failed publish is one of the run's warnings). ``label`` shows a tenant id
-    as people know it."""
+    quota), 429s and rows changed per table; the revision lists it re-verified; the error of a run that did
+    not commit; where the copy for readers was published (a failed publish is one of the run's warnings).
+    ``label`` shows a tenant id as people know it."""
     # The writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
     # and the publish's own time.
     with read_only(warehouse) as con:
@@ -40,7 +41,8 @@ def run_summary(
             "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
             "AND date_trunc('month', timezone('UTC', m.started_at)) "
             "= date_trunc('month', timezone('UTC', r.started_at))), coalesce(deviations, '[]'), "
-            "coalesce(rejected_records, 0), coalesce(phase_seconds, '{}') "
+            "coalesce(rejected_records, 0), revisions_rechecked, rechecks_found_new, recheck_days, "
+            "coalesce(phase_seconds, '{}') "
             "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
             [run_ids],
         ).fetchall()
@@ -68,6 +70,9 @@ def _print_run(
     month_calls: int,
     deviations: str,
     rejected: int,
+    rechecked: int | None,
+    found_new: int | None,
+    recheck_days: int | None,
 ) -> None:
     budget = f" ({month_calls:,} this month of {quota:,}, {month_calls / quota:.0%})" if quota else ""
     table = Table(
@@ -91,6 +96,11 @@ def _print_run(
     if rejected:
         console.print(
             f"[yellow]{rejected} record(s) rejected:[/] see the table rejected_records (run {run_id})"
+        )
+    if rechecked is not None:
+        console.print(
+            f"revision lists re-verified (1/{recheck_days} of the unchanged ones a run): {rechecked}, "
+            f"{found_new or 0} of them with new revision ids"
         )
 
 
@@ -124,3 +134,48 @@ def _cell(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(str(item) for item in value)
     return "" if value is None else str(value)
+
+
+def budget_table(console: Console, tenant_id: str, projections: Sequence[MonthProjection]) -> None:
+    """One tenant's projected month, one row per plan (the configured one first), and a warning when the
+    configured plan's month would pass the allowed share of its quota."""
+    configured, calls = projections[0], projections[0].calls
+    table = Table(
+        title=f"tenant {tenant_id} | a full refresh ~{calls.full:,} API calls, a nightly run "
+        f"~{calls.nightly:,} | {configured.full_runs:.1f} full refreshes and {configured.nightly_runs:.1f} "
+        "nightly runs a month",
+    )
+    for column in (
+        "plan",
+        "calls a month",
+        "of the quota",
+        "full refresh",
+        "nightly run",
+        "wall time a month",
+    ):
+        table.add_column(column, justify="left" if column == "plan" else "right")
+    for month in projections:
+        marker = " (set)" if month is configured else ""
+        table.add_row(
+            f"{month.plan.value}{marker}",
+            f"{month.monthly_calls:,}",
+            f"{month.share:.0%} of {month.quota:,}",
+            _duration(month.minutes(calls.full)),
+            _duration(month.minutes(calls.nightly)),
+            _duration(month.minutes(month.monthly_calls)),
+        )
+    console.print(table)
+    if configured.over:
+        console.print(
+            f"[yellow]warning:[/] tenant {tenant_id}: {configured.monthly_calls:,} API calls a month would "
+            f"pass {configured.max_share:.0%} of the {configured.plan.value} quota ({configured.quota:,}); "
+            "fewer runs (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON), a longer ADM_REVISION_RECHECK_DAYS or a "
+            "larger plan bring it down"
+        )
+
+
+def _duration(minutes: float) -> str:
+    """Minutes for people: 40 s, 54 min, 2.3 h."""
+    if minutes < 1:
+        return f"{minutes * 60:.0f} s"
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"

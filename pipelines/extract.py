@@ -9,15 +9,21 @@ Incremental by default: decisions, delegations, users and groups are asked only 
 the committed cursor minus an overlap window (records written during the previous run's read are read
 again rather than missed). If a returned record is older than the window, the service ignored the filter
 (its parameter name is an assumption): the answer is then the whole list, so the extract is treated as a
-full read (deletions detected too) and a warning is recorded. Revision ids are pulled only for delegations
-and documents that are new or changed in this run, and for documents the warehouse never got them for.
+full read (deletions detected too) and a warning is recorded.
+
+Revision ids (E11, E12: the bulk of a tenant's calls) are asked for, in either mode, only for delegations
+and documents that are new, whose owner record changed since the last commit (its content hash, which
+covers ``updatedAt``), that the warehouse never checked, or that fall in this run's share of the rolling
+re-verification (`warehouse.reads.revision_plans`): a revision the service adds without touching its owner
+is found within ``ADM_REVISION_RECHECK_DAYS`` runs, at a flat cost per run. A full refresh still reads
+every list whole, which is what finds deleted records.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,6 +38,7 @@ from resources.contract import LIST_ENDPOINTS, RecordContract
 from resources.errors import NotFoundError
 from resources.metrics import MetricsSnapshot
 from warehouse.merge import REVISIONS
+from warehouse.reads import RevisionPlan
 from warehouse.rows import (
     TableRows,
     check_row,
@@ -121,7 +128,9 @@ class ExtractRequest:
     full_refresh: bool
     cursors: dict[str, datetime | None]
     overlap: timedelta = DEFAULT_OVERLAP
-    documents_never_pulled: frozenset[str] = frozenset()
+    revision_plans: Mapping[str, RevisionPlan] = field(default_factory=dict)
+    """Per kind of revision list (delegation, document): what the warehouse knows (no plan: ask for every
+    list the lists name)."""
     contract: RecordContract = field(default_factory=RecordContract)
     """How records off the spec are read; its log collects deviations and rejected records."""
     stop: threading.Event = field(default_factory=threading.Event)
@@ -204,45 +213,84 @@ REVISION_KIND = {table: revisions.kind for table, revisions in REVISIONS.items()
 CHECKS_TABLE = "revision_checks"
 LISTED, EMPTY, NOT_FOUND = "listed", "empty", "not_found"
 """What the check of one revision list found: revision ids, an empty list, or no such record (404)."""
+NEW, CHANGED, RECHECK = "new", "changed", "recheck"
+"""Why a revision list was asked for: never checked, its owner changed, or its turn to be verified again."""
 
 ENTITIES = (*LISTS, "current_user_positions", *REVISION_LISTS)
 """Every entity one tenant's extract reads."""
 
 Parent = tuple[str, str]
 """A revision list to read: its parent's id and the stamp (content hash) of the record that named it."""
-Feeds = dict[str, Feed[Parent]]
+
+
+@dataclass
+class RevisionScope:
+    """Which revision lists of one kind this run asks for, fed to their reader as the lists stream: those
+    the plan says are due at once, then each one a streamed record names, unless that record is one the
+    warehouse holds unchanged and the list was checked before."""
+
+    plan: RevisionPlan
+    feed: Feed[Parent] = field(default_factory=Feed)
+    named: set[str] = field(default_factory=set)
+    """Lists a new or changed record named (written by the one thread reading the owners' list)."""
+
+    def start(self) -> None:
+        """Feed the lists due whatever their owners say (stamp "": no owner named them)."""
+        for parent_id in sorted(self.plan.due):
+            self.feed.put((parent_id, ""))
+
+    def offer(self, parent_id: str, owner_hash: str) -> None:
+        """A streamed record (whose content hash is ``owner_hash``) names this list."""
+        if parent_id in self.plan.checked and owner_hash in self.plan.owner_hashes:
+            return
+        self.named.add(parent_id)
+        self.feed.put((parent_id, owner_hash))
+
+    def reason(self, parent_id: str) -> str:
+        """Why the list was asked for (after every owner list was read)."""
+        if parent_id not in self.plan.checked:
+            return NEW
+        return RECHECK if parent_id in self.plan.recheck and parent_id not in self.named else CHANGED
+
+
+Scopes = dict[str, RevisionScope]
 
 
 def extract_tenant(request: ExtractRequest) -> TenantExtract:
     """Stage every entity of the tenant; the first failure of any read stops the others and is raised."""
-    feeds: Feeds = {table: Feed[Parent]() for table in REVISION_LISTS}
-    for document_id in sorted(request.documents_never_pulled):
-        feeds["document_revisions"].put((document_id, ""))
+    scopes: Scopes = {
+        table: RevisionScope(request.revision_plans.get(kind, RevisionPlan()))
+        for table, kind in REVISION_KIND.items()
+    }
+    for scope in scopes.values():
+        scope.start()
     with ThreadPoolExecutor(len(ENTITIES), thread_name_prefix="adm-extract") as pool:
-        futures = {entity: pool.submit(extract_list, request, entity, feeds) for entity in LISTS}
+        futures = {entity: pool.submit(extract_list, request, entity, scopes) for entity in LISTS}
         futures["current_user_positions"] = pool.submit(extract_current_user_positions, request)
-        for table, feed in feeds.items():
-            futures[table] = pool.submit(extract_revisions, request, table, feed)
+        for table, scope in scopes.items():
+            futures[table] = pool.submit(extract_revisions, request, table, scope.feed)
         done, _ = wait(futures.values(), return_when=FIRST_EXCEPTION)
         failed = next((future for future in done if future.exception() is not None), None)
         if failed is not None:
             request.stop.set()
             raise failed.exception()  # type: ignore[misc]
     reports = {entity: future.result() for entity, future in futures.items()}
-    reports[CHECKS_TABLE] = stage_revision_checks(request, [reports[table] for table in REVISION_LISTS])
+    reports[CHECKS_TABLE] = stage_revision_checks(
+        request, [(reports[table], scopes[table]) for table in REVISION_LISTS]
+    )
     return TenantExtract(request.staging, reports, request.client.metrics, request.contract)
 
 
-def extract_list(request: ExtractRequest, entity: str, feeds: Feeds) -> EntityReport:
+def extract_list(request: ExtractRequest, entity: str, scopes: Scopes) -> EntityReport:
     """Stage one paged list (what changed since the cursor, or all of it) and feed the revision reads
     with the ids its records name; the feeds are closed however the read ends."""
     spec = LISTS[entity]
     since = request.since(entity) if spec.incremental else None
     cursor = request.cursors.get(entity) if spec.updated_of is not None else None
     report = EntityReport(entity, INCREMENTAL if since is not None else FULL, cursor=cursor)
-    owned = [feed for table, feed in feeds.items() if REVISION_LISTS[table][1] == entity]
+    owned = [scope.feed for table, scope in scopes.items() if REVISION_LISTS[table][1] == entity]
     try:
-        _stage_list(request, spec, report, since, feeds)
+        _stage_list(request, spec, report, since, scopes)
     except BaseException as error:
         for feed in owned:
             feed.close(error)
@@ -254,7 +302,7 @@ def extract_list(request: ExtractRequest, entity: str, feeds: Feeds) -> EntityRe
 
 
 def _stage_list(
-    request: ExtractRequest, spec: ListExtract, report: EntityReport, since: datetime | None, feeds: Feeds
+    request: ExtractRequest, spec: ListExtract, report: EntityReport, since: datetime | None, scopes: Scopes
 ) -> None:
     stream = request.client.iter_pages(spec.query(request, since), request.contract)  # type: ignore[call-overload]
     with StagingWriter(request.staging) as writer:
@@ -263,7 +311,7 @@ def _stage_list(
             request.check_stop()
             rows = spec.flatten(request.tenant_id, record)
             writer.add(rows)
-            _feed_parents(report.entity, rows, feeds)
+            _offer_parents(report.entity, rows, scopes)
             report.rows += 1
             updated = spec.updated_of(record) if spec.updated_of is not None else None
             if updated is not None:
@@ -278,17 +326,17 @@ def _stage_list(
     _note_read(report, stream.page_size)
 
 
-def _feed_parents(entity: str, rows: TableRows, feeds: Feeds) -> None:
-    """Hand the revision reads the delegations and documents this record names."""
+def _offer_parents(entity: str, rows: TableRows, scopes: Scopes) -> None:
+    """Offer the revision reads the delegations and documents this record names."""
     if entity == "delegations":
         for row in rows["delegations"]:
-            feeds["delegation_revisions"].put((row["id"], row["content_hash"]))
+            scopes["delegation_revisions"].offer(row["id"], row["content_hash"])
     elif entity == "decisions":
         (decision,) = rows["decisions"]
         for row in rows["decision_documents"]:
             # A document cited without a usable id has no revision list to ask for.
             if isinstance(row["document_id"], str) and row["document_id"].strip():
-                feeds["document_revisions"].put((row["document_id"], decision["content_hash"]))
+                scopes["document_revisions"].offer(row["document_id"], decision["content_hash"])
 
 
 def _note_read(report: EntityReport, page_size: int) -> None:
@@ -397,15 +445,19 @@ def _outcome(revision_ids: list[str] | None) -> str:
     return LISTED if revision_ids else EMPTY
 
 
-def stage_revision_checks(request: ExtractRequest, reports: list[EntityReport]) -> EntityReport:
-    """Stage what each revision-list check of this run found (``revision_checks``)."""
+def stage_revision_checks(
+    request: ExtractRequest, reads: list[tuple[EntityReport, RevisionScope]]
+) -> EntityReport:
+    """Stage what each revision-list check of this run found and why it was made (``revision_checks``;
+    the commit keeps the re-verifications, ``reason`` = recheck, in ``revision_rechecks``)."""
     report = EntityReport(CHECKS_TABLE, DEPENDENT)
     with StagingWriter(request.staging) as writer:
         writer.declare(CHECKS_TABLE)
-        for revisions in reports:
+        for revisions, scope in reads:
             kind = REVISION_KIND[revisions.entity]
             for parent_id, (outcome, count) in revisions.checks.items():
-                writer.add({CHECKS_TABLE: [check_row(request.tenant_id, kind, parent_id, outcome, count)]})
+                row = check_row(request.tenant_id, kind, parent_id, outcome, count, scope.reason(parent_id))
+                writer.add({CHECKS_TABLE: [row]})
                 report.rows += 1
     report.tables = dict(writer.counts)
     return report

@@ -28,13 +28,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from models.errors import AuthoritySyncError
+from pipelines.budget import BudgetTerms, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
-from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from pipelines.extract import FULL, INCREMENTAL, LISTS, ExtractRequest, TenantExtract, extract_tenant
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
+from resources.settings import RatePlan
 from warehouse import reads
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private
@@ -90,6 +92,8 @@ class SyncOutcome:
 
     record: RunRecord
     projection: QuotaProjection | None = None
+    month: MonthProjection | None = None
+    """The tenant's month under the configured schedules and plan, projected after the commit."""
     extract: TenantExtract | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
     commit: CommitResult | None = None
@@ -173,12 +177,29 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
         _extract_check_commit(request, services, outcome, staging)
     finally:
         discard(staging)
+    outcome.month = _project_month(request.tenant_id, services)
+
+
+def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | None:
+    """The month the tenant's committed sizes make under the configured schedules and plan."""
+    policy = services.policy
+    terms = BudgetTerms(
+        RatePlan(services.adm.rate_plan or RatePlan.ESSENTIAL),
+        policy.monthly_quota,
+        policy.quota_max_share,
+        policy.revision_recheck_days,
+        policy.nightly_cron,
+        policy.full_refresh_cron,
+    )
+    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, tuple(LISTS))
+    return project_month(sizes, terms)[0] if sizes is not None else None
 
 
 def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
+    record.recheck_days = policy.revision_recheck_days
     default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
@@ -197,8 +218,8 @@ def _extract_check_commit(
                     full_refresh=request.full_refresh,
                     cursors=reads.cursors(warehouse, request.tenant_id),
                     overlap=timedelta(minutes=services.policy.overlap_minutes),
-                    documents_never_pulled=frozenset(
-                        reads.documents_never_pulled(warehouse, request.tenant_id)
+                    revision_plans=reads.revision_plans(
+                        warehouse, request.tenant_id, policy.revision_recheck_days, _now()
                     ),
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),

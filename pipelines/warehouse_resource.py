@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from pipelines.settings import FULL_REFRESH_CRON, NIGHTLY_CRON, RECHECK_DAYS
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import DEFAULT_STORAGE_VERSION, PublishTarget, default_publish_path
 
@@ -88,4 +89,15 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
     )
     warn_only_checks: str = Field(
         default="", description="Comma-separated blocking checks that only warn (an operator's override)."
+    )
+    revision_recheck_days: int = Field(
+        default=RECHECK_DAYS,
+        description="Each run re-verifies about 1/N of the revision lists whose owner did not change, so "
+        "each is verified within N runs.",
+    )
+    nightly_cron: str = Field(
+        default=NIGHTLY_CRON, description="When the nightly incremental runs (UTC): the month's projection."
+    )
+    full_refresh_cron: str = Field(
+        default=FULL_REFRESH_CRON, description="When the full refresh runs (UTC): the month's projection."
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator, EmulatorOptions
 from emulator.state import TenantState
 from resources import AdmClient
+from warehouse.commit import connect
 
 # Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a
 # Dagster partition. Set before any test module imports the pipelines (partitions are fixed at load).
@@ -328,3 +330,18 @@ __all__ = [
     "set_faults",
     "stored",
 ]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty warehouse, copied for each example of a property test (migrating costs more than
+    a small sync)."""
+    path = tmp_path_factory.mktemp("template") / "warehouse.duckdb"
+    connect(path).close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where a property test's examples keep their warehouses."""
+    return tmp_path_factory.mktemp("examples")

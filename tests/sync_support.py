@@ -109,7 +109,6 @@ def sync_standin(
     """One run of the tenant sync (free of Dagster) against a stand-in of the service; ``changes`` are
     settings (the rate is unlimited unless they say otherwise). Raises what the run raises; the outcome
     holds its ``sync_runs`` row."""
-    clear_buckets()
     values: dict[str, Any] = {"rate_per_minute": 60_000} | changes
     config = SyncSettings(
         base_url=standin.base_url,
@@ -118,7 +117,13 @@ def sync_standin(
         warehouse=warehouse,
         **values,
     )
-    bound = resources(config)
+    return sync_direct(config, STANDIN_TENANT_ID, full_refresh=full_refresh)
+
+
+def sync_direct(settings: SyncSettings, tenant_id: str, *, full_refresh: bool) -> SyncOutcome:
+    """One run of the tenant sync under ``settings``, free of Dagster (a second faster than a job run)."""
+    clear_buckets()
+    bound = resources(settings)
     services = SyncServices(bound["adm"], bound["warehouse"], bound["sync_policy"])
-    request = SyncRequest(STANDIN_TENANT_ID, f"run-{uuid.uuid4()}", full_refresh=full_refresh)
+    request = SyncRequest(tenant_id, f"run-{uuid.uuid4()}", full_refresh=full_refresh)
     return sync_tenant(request, services)

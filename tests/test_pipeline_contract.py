@@ -247,6 +247,9 @@ def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(settings: 
         if event and event.step_materialization_data.materialization.asset_key == table_key("sync_runs")
     )
     assert runs.metadata["records_rejected"].value == 1
+    # A first run re-verifies nothing (every revision list is new); the month it projects is metadata too.
+    assert runs.metadata["revisions_rechecked"].value == 0
+    assert "API calls a month" in str(runs.metadata["api_month"].value)
     tolerated = runs.metadata["deviations_tolerated"].value
     assert isinstance(tolerated, list) and {row["kind"] for row in tolerated} >= {"null", "unknown_enum"}
     warning = next(

@@ -4,6 +4,7 @@ file."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,6 +167,9 @@ def test_incremental_run_fetches_only_what_changed(
         entity: format_timestamp(cursor - DEFAULT_OVERLAP)
         for entity, cursor in rows(settings, "SELECT entity, cursor_value FROM extract_cursors")
     }
+    checked = {kind: set[str]() for kind in ("delegation", "document")}
+    for kind, parent in rows(settings, "SELECT parent_kind, parent_id FROM revision_checks"):
+        checked[kind].add(parent)
     changed = mutate(
         server,
         decisionsUpdated=5,
@@ -179,12 +183,17 @@ def test_incremental_run_fetches_only_what_changed(
 
     sync(settings)
 
-    # What the service holds as updated since each cursor (minus the overlap window) is what is read again.
-    delegations = {d for d, r in state.delegations.items() if r["updatedAt"] >= windows["delegations"]}
-    decisions = {d for d, r in state.decisions.items() if r["updatedAt"] >= windows["decisions"]}
+    # The lists are asked for what changed since each cursor (minus the overlap window): one page each.
+    window = {d for d, r in state.delegations.items() if r["updatedAt"] >= windows["delegations"]}
+    assert set(changed["delegationsUpdated"]) | set(changed["delegationsInserted"]) <= window
+    assert len(window) < len(state.delegations) // 4
+    # Revision ids only of the records that changed, and of this run's share of the re-verification.
+    delegations = set(changed["delegationsUpdated"]) | set(changed["delegationsInserted"])
+    decisions = set(changed["decisionsUpdated"]) | set(changed["decisionsInserted"])
     documents = {item["documentId"] for d in decisions for item in state.decisions[d]["decisionDocuments"]}
-    assert set(changed["delegationsUpdated"]) | set(changed["delegationsInserted"]) <= delegations
-    assert len(delegations) < len(state.delegations) // 4
+    rechecked = {kind: set[str]() for kind in ("delegation", "document")}
+    for kind, parent in rows(settings, "SELECT parent_kind, parent_id FROM revision_rechecks"):
+        rechecked[kind].add(parent)
     assert requests_by_endpoint(server) == {
         "E8": 1,
         "delegations": 1,
@@ -192,9 +201,14 @@ def test_incremental_run_fetches_only_what_changed(
         "groups": 1,
         "positions": 1,
         "E9": 1,
-        "E11": len(delegations),
-        **({"E12": len(documents)} if documents else {}),
+        "E11": len(delegations | rechecked["delegation"]),
+        "E12": len(documents | rechecked["document"]),
     }
+    # The second of 30 shares (ADM_REVISION_RECHECK_DAYS) of the lists the first run checked, all at one
+    # time, so in the order of their ids; those a changed record named were asked for as changed anyway.
+    for kind, named in (("delegation", delegations), ("document", documents)):
+        share = math.ceil(len(checked[kind]) * 2 / 30) - math.ceil(len(checked[kind]) / 30)
+        assert rechecked[kind] == set(sorted(checked[kind])[:share]) - named
     names = dict(rows(settings, "SELECT id, name FROM decisions"))
     assert names == {d: record["name"] for d, record in state.decisions.items()}
 
@@ -217,13 +231,31 @@ def test_history_gains_exactly_one_version_per_changed_record(
     assert current == [(len(state.decisions),)]
 
 
-def test_full_refresh_marks_vanished_records_deleted(
+def test_full_refresh_marks_vanished_records_deleted_and_asks_only_its_share_of_revision_ids(
     server: EmulatorServer, settings: SyncSettings, state: TenantState
 ) -> None:
     sync(settings)
     deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
+    known = dict(rows(settings, "SELECT parent_kind, count(*) FROM revision_checks GROUP BY ALL"))
+    server.emulator.reset_stats()
 
     sync(settings, full_refresh=True)
+
+    # Every list read whole, but no revision list of a record that did not change, except the run's share
+    # of the re-verification (before: every delegation's and document's again, 618 calls in all).
+    calls = requests_by_endpoint(server)
+    assert calls["E8"] == len(state.decisions) // 100 + 1
+    ((total, rechecked, days),) = rows(
+        settings,
+        "SELECT api_calls_total, revisions_rechecked, recheck_days FROM sync_runs ORDER BY finished_at DESC "
+        "LIMIT 1",
+    )
+    assert calls.get("E11", 0) + calls.get("E12", 0) == rechecked > 0
+    # The client's own count: each list's pages (100 records a page, the last one short), the current
+    # user's positions (E9), and at most 1/N of each kind's lists.
+    lists = (state.decisions, state.delegations, state.users, state.groups, state.positions)
+    pages = sum(len(records) // 100 + 1 for records in lists) + 1
+    assert total <= pages + sum(math.ceil(count / days) for count in known.values())
 
     # Soft deletes: the vanished decisions stay, marked deleted after they were last synced, with their
     # authority limits as last seen; the others are the service's.

@@ -32,7 +32,6 @@ from models.base import canonical_id
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, Quirks, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from warehouse.commit import connect
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
@@ -194,19 +193,6 @@ def _change_while_paged(draw: st.DrawFn, served: Served, name: str) -> None:
 def _usable(item: dict[str, Any]) -> bool:
     value = item.get("id")
     return isinstance(value, str) and bool(value.strip()) and item.get("tenantId") != FOREIGN_TENANT_ID
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty warehouse, copied for each example (migrating costs more than a small sync)."""
-    path = tmp_path_factory.mktemp("template") / "warehouse.duckdb"
-    connect(path).close()
-    return path
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("examples")
 
 
 # A failing example's generated tenant is large; its summary (Served.__repr__) is what the report shows.

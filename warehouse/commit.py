@@ -33,6 +33,7 @@ from warehouse.merge import (
     merge_revision_checks,
     merge_revisions,
     prune_orphan_revisions,
+    record_rechecks,
 )
 from warehouse.migrate import migrate
 from warehouse.publish import Published, PublishTarget, publish_run
@@ -304,6 +305,8 @@ def _merge_staged(
             vanished = tuple(staged.vanished.get(name, ()))
             counts |= merge_family(MergeContext(con, tenant, run_id, now, full, vanished), family, files)
     ctx = MergeContext(con, tenant, run_id, now, full=False)
+    if "revision_checks" in files:
+        _note_rechecks(record, *record_rechecks(ctx))
     for table in REVISIONS:
         if table in files:
             counts[table] = merge_revisions(ctx, table, "revision_checks" in files)
@@ -315,6 +318,20 @@ def _merge_staged(
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned
     return counts
+
+
+def _note_rechecks(record: RunRecord, rechecked: int, found_new: int) -> None:
+    """The run's re-verifications, and a warning when some found revisions the owner's record never
+    announced: the evidence for verifying more often."""
+    record.revisions_rechecked, record.rechecks_found_new = rechecked, found_new
+    warning = (
+        f"{found_new} of {rechecked} revision list(s) re-verified held revision ids the warehouse did not "
+        f"have, added without a change of their delegation or decision (see revision_rechecks); they are "
+        f"found within ADM_REVISION_RECHECK_DAYS ({record.recheck_days}) runs, fewer days find them sooner"
+    )
+    # A commit run again (unbounded, after running out of its buffer) must not say it twice.
+    if found_new and warning not in record.warnings:
+        record.warnings.append(warning)
 
 
 def _move_cursors(

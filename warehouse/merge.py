@@ -197,6 +197,32 @@ def merge_revision_checks(ctx: MergeContext) -> None:
     )
 
 
+def record_rechecks(ctx: MergeContext) -> tuple[int, int]:
+    """Keep this run's re-verifications in ``revision_rechecks``, each with the revision ids it found that
+    the warehouse did not hold (run it before `merge_revisions` replaces the lists); returns how many lists
+    were re-verified and how many of them held new ids."""
+    for table, revisions in REVISIONS.items():
+        column = revisions.parent_column
+        ctx.con.execute(
+            f"INSERT INTO revision_rechecks BY NAME "
+            f"SELECT c.tenant_id, c.parent_kind, c.parent_id, c.outcome, c.revisions, "
+            f"count(s.revision_id) FILTER (WHERE k.revision_id IS NULL) AS new_revisions, "
+            f"? AS run_id, ?::TIMESTAMPTZ AS synced_at "
+            f"FROM stg_revision_checks c LEFT JOIN stg_{table} s ON s.{column} = c.parent_id "
+            f"LEFT JOIN (SELECT DISTINCT {column}, revision_id FROM {table} WHERE tenant_id = ?) k "
+            f"ON k.{column} = s.{column} AND k.revision_id = s.revision_id "
+            f"WHERE c.reason = 'recheck' AND c.parent_kind = ? "
+            f"GROUP BY c.tenant_id, c.parent_kind, c.parent_id, c.outcome, c.revisions",
+            [ctx.run_id, ctx.now, ctx.tenant_id, revisions.kind],
+        )
+    found = ctx.con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE new_revisions > 0) FROM revision_rechecks "
+        "WHERE tenant_id = ? AND run_id = ?",
+        [ctx.tenant_id, ctx.run_id],
+    ).fetchone()
+    return (int(found[0]), int(found[1])) if found else (0, 0)
+
+
 def prune_orphan_revisions(ctx: MergeContext, table: str) -> int:
     """After a full refresh, drop revision lists (and their checks) whose delegation or document no longer
     exists; returns the revision rows dropped."""

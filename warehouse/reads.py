@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -93,10 +95,92 @@ def column_values(path: Path, tenant_id: str, table: str, column: str) -> set[st
     return {str(row[0]) for row in rows if row[0] is not None}
 
 
-def documents_never_pulled(path: Path, tenant_id: str) -> set[str]:
-    """Documents referenced by committed decisions whose revision list was never checked."""
-    referenced = column_values(path, tenant_id, "decision_documents", "document_id")
-    return referenced - checked_parents(path, tenant_id, "document")
+@dataclass(frozen=True)
+class RevisionPlan:
+    """What the committed warehouse says about one kind of revision list (``delegation`` or ``document``)
+    as a run starts: the lists it checked, the content hashes of the records owning them (a delegation; the
+    decisions citing a document), and the lists the run checks whatever their owners say."""
+
+    checked: frozenset[str] = frozenset()
+    owner_hashes: frozenset[str] = frozenset()
+    """A content hash covers its record's id, so a hash found here is that very record, unchanged."""
+    never_checked: frozenset[str] = frozenset()
+    """Live lists no committed run checked (a warehouse from before ``revision_checks`` knew only those
+    with revisions)."""
+    recheck: frozenset[str] = frozenset()
+    """This run's share of the rolling re-verification (`revision_plans`)."""
+
+    @property
+    def due(self) -> frozenset[str]:
+        """The lists the run checks whatever their owners say."""
+        return self.never_checked | self.recheck
+
+
+_LIVE_PARENTS = {
+    "delegation": "SELECT id AS parent_id FROM delegations WHERE tenant_id = $tenant "
+    "AND NOT coalesce(is_deleted, FALSE)",
+    "document": "SELECT DISTINCT dd.document_id AS parent_id FROM decision_documents dd "
+    "JOIN decisions d ON d.tenant_id = dd.tenant_id AND d.id = dd.decision_id "
+    "WHERE dd.tenant_id = $tenant AND NOT coalesce(d.is_deleted, FALSE) AND trim(dd.document_id) <> ''",
+}
+"""The lists worth verifying of each kind: those of live delegations, and of documents live decisions cite."""
+_OWNER_HASHES = {
+    "delegation": "SELECT content_hash FROM delegations WHERE tenant_id = $tenant",
+    "document": "SELECT content_hash FROM decisions WHERE tenant_id = $tenant "
+    "AND id IN (SELECT decision_id FROM decision_documents WHERE tenant_id = $tenant)",
+}
+# The r-th of N shares of K lists is ceil(K(r+1)/N) - ceil(Kr/N): N runs in a row re-check K lists in all,
+# a tenant with fewer lists than N days re-checks one now and then rather than one every run, and the
+# longest unverified go first, so every list is verified within N runs. A list unverified for N days (runs
+# were missed) is due whatever its turn.
+_RECHECK = """
+WITH aged AS (
+    SELECT live.parent_id, c.synced_at,
+           row_number() OVER (ORDER BY c.synced_at NULLS FIRST, live.parent_id) AS place,
+           count(*) OVER () AS known
+    FROM ({live}) live JOIN revision_checks c
+      ON c.tenant_id = $tenant AND c.parent_kind = $kind AND c.parent_id = live.parent_id
+)
+SELECT parent_id FROM aged
+WHERE place <= (known * ($runs + 1) + $days - 1) // $days - (known * $runs + $days - 1) // $days
+   OR synced_at < $overdue
+"""
+_CHECKED = "SELECT parent_id FROM revision_checks WHERE tenant_id = $tenant AND parent_kind = $kind"
+_NEVER_CHECKED = """
+SELECT parent_id FROM ({live}) live WHERE parent_id NOT IN
+    (SELECT parent_id FROM revision_checks WHERE tenant_id = $tenant AND parent_kind = $kind)
+"""
+
+
+def revision_plans(path: Path, tenant_id: str, recheck_days: int, now: datetime) -> dict[str, RevisionPlan]:
+    """The `RevisionPlan` of each kind of revision list for the tenant's next run, which re-checks about
+    1/``recheck_days`` of the lists it would otherwise not ask for (see ``_RECHECK``)."""
+    with read_only(path) as con:
+        if con is None:
+            return {}
+        found = con.execute(
+            "SELECT count(*) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'", [tenant_id]
+        ).fetchone()
+        share: dict[str, object] = {"runs": int(found[0]) if found else 0, "days": recheck_days}
+        share["overdue"] = now - timedelta(days=recheck_days)
+        return {kind: _plan(con, tenant_id, kind, share) for kind in _LIVE_PARENTS}
+
+
+def _plan(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, kind: str, share: dict[str, object]
+) -> RevisionPlan:
+    live = _LIVE_PARENTS[kind]
+
+    def ids(sql: str, **values: object) -> frozenset[str]:
+        rows = con.execute(sql, {"tenant": tenant_id, **values}).fetchall()
+        return frozenset(str(row[0]) for row in rows)
+
+    return RevisionPlan(
+        checked=ids(_CHECKED, kind=kind),
+        owner_hashes=ids(_OWNER_HASHES[kind]),
+        never_checked=ids(_NEVER_CHECKED.format(live=live), kind=kind),
+        recheck=ids(_RECHECK.format(live=live), kind=kind, **share),
+    )
 
 
 def checked_parents(path: Path, tenant_id: str, kind: str) -> set[str]:
@@ -119,3 +203,49 @@ def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
     ).fetchone()
     return bool(found and found[0])
+
+
+@dataclass(frozen=True)
+class TenantSizes:
+    """What one tenant's runs cost depends on, as the committed warehouse says it."""
+
+    records: dict[str, int]
+    """Live records of each list (those a full refresh pages through)."""
+    revision_lists: dict[str, int]
+    """Live revision lists of each kind (delegation, document): what the re-verification rotates over."""
+    nightly_calls: list[dict[str, int]]
+    """API calls per endpoint of the last few committed incremental runs, newest first."""
+    nightly_rechecked: list[int]
+    """Of those runs, the revision lists each re-verified (0 before migration 0030)."""
+
+
+def tenant_sizes(path: Path, tenant_id: str, lists: tuple[str, ...], runs: int = 7) -> TenantSizes | None:
+    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
+    each of the ``lists`` tables, live revision lists, and the calls of its last ``runs`` incremental runs."""
+    with read_only(path) as con:
+        if con is None or not table_exists(con, "sync_runs"):
+            return None
+        records = {}
+        for table in lists:
+            found = con.execute(
+                f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
+                [tenant_id],
+            ).fetchone()
+            records[table] = int(found[0]) if found else 0
+        revision_lists = {}
+        for kind, live in _LIVE_PARENTS.items():
+            found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
+            revision_lists[kind] = int(found[0]) if found else 0
+        # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
+        rechecked = "coalesce(revisions_rechecked, 0)" if table_exists(con, "revision_rechecks") else "0"
+        nightly = con.execute(
+            f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
+            "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
+            [tenant_id, runs],
+        ).fetchall()
+    return TenantSizes(
+        records,
+        revision_lists,
+        [{endpoint: int(calls) for endpoint, calls in json.loads(row[0]).items()} for row in nightly],
+        [int(row[1]) for row in nightly],
+    )

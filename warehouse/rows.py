@@ -504,13 +504,16 @@ def revision_rows(tenant_id: str, parent_column: str, parent_id: str, revision_i
     ]
 
 
-def check_row(tenant_id: str, parent_kind: str, parent_id: str, outcome: str, revisions: int) -> Row:
-    """A row of ``revision_checks``: what this run's check of one revision list found, and how many
-    revision ids it listed."""
+def check_row(
+    tenant_id: str, parent_kind: str, parent_id: str, outcome: str, revisions: int, reason: str
+) -> Row:
+    """A row of ``revision_checks``: what this run's check of one revision list found, how many revision
+    ids it listed, and why it was made."""
     return {
         "tenant_id": tenant_id,
         "parent_kind": parent_kind,
         "parent_id": parent_id,
         "outcome": outcome,
         "revisions": revisions,
+        "reason": reason,
     }

@@ -62,6 +62,12 @@ class RunRecord:
     """Tolerated deviations from the spec: endpoint, field, kind, records, sample ids."""
     rejections: list[Rejection] = field(default_factory=list)
     """Records kept out by the schema contract, written to ``rejected_records`` with the run."""
+    recheck_days: int | None = None
+    """ADM_REVISION_RECHECK_DAYS of the run: it re-verified about 1/N of the unchanged revision lists."""
+    revisions_rechecked: int | None = None
+    """Revision lists re-verified although their owner had not changed (known once committed)."""
+    rechecks_found_new: int | None = None
+    """How many of them held revision ids the warehouse did not have."""
     pid: int = field(default_factory=os.getpid)
     host: str = field(default_factory=socket.gethostname)
 
@@ -74,7 +80,7 @@ class RunRecord:
 _COLUMNS = (
     "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
     "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds, deviations, "
-    "rejected_records, pid, host"
+    "rejected_records, pid, host, recheck_days, revisions_rechecked, rechecks_found_new"
 )
 _PLACEHOLDERS = ", ".join("?" * len(_COLUMNS.split(",")))
 
@@ -106,6 +112,9 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
             len(record.rejections),
             record.pid,
             record.host,
+            record.recheck_days,
+            record.revisions_rechecked,
+            record.rechecks_found_new,
         ],
     )
     if record.rejections:
