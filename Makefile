@@ -33,7 +33,9 @@ test: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -n auto --dist loadfile
+	@# Two workers per core: many tests wait (on latency, Retry-After, a Dagster daemon) rather than
+	@# compute, so twice the cores overlaps those waits (1,267 tests on 2 cores: 434 s against 516 s).
+	$(VENV)/bin/pytest -n $$(( 2 * $$(nproc) )) --dist loadfile
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
