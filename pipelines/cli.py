@@ -20,7 +20,7 @@ from pipelines.extract import LISTS
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
-from pipelines.settings import NO_TENANT, SyncSettings
+from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
@@ -60,8 +60,8 @@ def main(
 
 @app.command()
 def emulator(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = EMULATOR_HOST,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = EMULATOR_PORT,
     seed: Annotated[int, typer.Option(help="Seed of the generated tenants (same seed, same records).")] = 42,
     token: Annotated[str | None, typer.Option(help="Bearer token of the demo tenant.")] = None,
     tenant_id: Annotated[str | None, typer.Option(help="Id of the demo tenant.")] = None,
@@ -203,9 +203,7 @@ def warehouse_upgrade(
 
 @app.command()
 def demo(
-    warehouse: Annotated[Path, typer.Option(help="DuckDB file of the demo.")] = Path(
-        "data/demo/warehouse.duckdb"
-    ),
+    warehouse: Annotated[Path, typer.Option(help="DuckDB file of the demo.")] = DEMO_WAREHOUSE,
 ) -> None:
     """The product in one go on an embedded emulator: a first (full) sync, a change of about 1% of the
     records, an incremental sync, example analyst queries, then a dry-run HR plan."""

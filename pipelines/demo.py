@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from pipelines.settings import UNLIMITED_RATE, SyncSettings
+from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, UNLIMITED_RATE, SyncSettings
 
 if TYPE_CHECKING:
     from emulator.server import EmulatorServer
@@ -89,8 +89,7 @@ def serve_emulator(
     serve(options, host, port, log_level)
 
 
-DEMO_EMULATOR_URL = "http://127.0.0.1:8080"
-"""Where `authority-sync emulator` (``make emulator``) listens by default."""
+DEMO_EMULATOR_URL = f"http://{EMULATOR_HOST}:{EMULATOR_PORT}"
 
 
 def demo_environment(base_url: str = DEMO_EMULATOR_URL) -> dict[str, str]:
@@ -100,7 +99,7 @@ def demo_environment(base_url: str = DEMO_EMULATOR_URL) -> dict[str, str]:
         "ADM_BASE_URL": base_url,
         "ADM_TENANT_ID": DEMO_TENANT_ID,
         "ADM_TOKEN": DEMO_TOKEN,
-        "ADM_WAREHOUSE": "data/demo/warehouse.duckdb",
+        "ADM_WAREHOUSE": str(DEMO_WAREHOUSE),
         "ADM_RATE_PER_MINUTE": str(int(UNLIMITED_RATE)),
     }
 

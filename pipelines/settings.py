@@ -44,6 +44,10 @@ TOKEN_PREFIX = "ADM_TOKEN__"  # noqa: S105 - a variable name, not a secret
 ACCESS_KEY_PREFIX = "ADM_ACCESS_KEY__"
 UNLIMITED_RATE = 60_000.0
 """Rate budget against a local emulator, which enforces none unless told to."""
+EMULATOR_HOST, EMULATOR_PORT = "127.0.0.1", 8080
+"""Where `authority-sync emulator` (``make emulator``) listens unless told otherwise."""
+DEMO_WAREHOUSE = Path("data/demo/warehouse.duckdb")
+"""The demo's own warehouse, apart from where production data lives."""
 
 MONTHLY_QUOTAS: dict[RatePlan, int] = {
     RatePlan.ESSENTIAL: 25_000,
