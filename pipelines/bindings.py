@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 from pydantic import SecretStr
 
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.settings import (
     ACCESS_KEY_PREFIX,
     TOKEN_PREFIX,
@@ -29,6 +30,11 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "access_key": _secret("ADM_ACCESS_KEY", settings.access_key),
         "tenant_id": next(iter(settings.sync_tenants), None),
         "rate_plan": settings.rate_plan.value,
+        "tenant_rate_plans": {
+            tenant: plan.value
+            for tenant in settings.sync_tenants
+            if (plan := settings.rate_plan_of(tenant)) != settings.rate_plan
+        },
         "rate_per_minute": settings.rate_per_minute,
         "burst": settings.burst,
         "concurrency": settings.concurrency,
@@ -78,17 +84,22 @@ def warehouse_resource(settings: SyncSettings) -> WarehouseResource:
         publish_storage_version=settings.publish_storage_version,
         publish_parquet=settings.publish_parquet,
         readers_group=settings.readers_group,
+        lock_wait_s=settings.lock_wait_s,
     )
 
 
 def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
-    """How a tenant sync behaves: overlap, API quota, lock waits, the schema contract."""
+    """How a tenant sync behaves: overlap, API quotas, the schema contract, retries."""
     return SyncPolicyResource(
         overlap_minutes=settings.overlap_minutes,
         monthly_quota=settings.quota,
+        tenant_quotas={
+            tenant: quota
+            for tenant in settings.sync_tenants
+            if (quota := settings.quota_of(tenant)) != settings.quota
+        },
         quota_max_share=settings.quota_max_share,
         allow_over_quota=settings.allow_over_quota,
-        lock_wait_s=settings.lock_wait_s,
         schema_contract=settings.schema_contract,
         reject_max_count=settings.reject_max_count,
         reject_max_share=settings.reject_max_share,
@@ -102,10 +113,21 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
     )
 
 
+def hr_policy_resource(settings: SyncSettings) -> HrPolicyResource:
+    """How the HR reverse sync behaves: its drop folder, plan age, invalid share and four eyes."""
+    return HrPolicyResource(
+        drop_dir=str(settings.hr_drop_dir),
+        plan_max_age_hours=settings.hr_plan_max_age_hours,
+        max_invalid_share=settings.hr_max_invalid_share,
+        four_eyes=settings.hr_four_eyes,
+    )
+
+
 def resources(settings: SyncSettings) -> dict[str, Any]:
-    """Every resource of the code location, by the name assets and ops ask for."""
+    """Every resource of the code location, by the name assets, ops, sensors and schedules ask for."""
     return {
         "adm": client_resource(settings),
         "warehouse": warehouse_resource(settings),
         "sync_policy": policy_resource(settings),
+        "hr_policy": hr_policy_resource(settings),
     }

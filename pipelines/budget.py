@@ -128,11 +128,11 @@ class BudgetTerms:
     full_refresh_cron: str
 
     @classmethod
-    def of(cls, settings: SyncSettings) -> BudgetTerms:
-        """The terms the settings configure."""
+    def of(cls, settings: SyncSettings, tenant_id: str | None = None) -> BudgetTerms:
+        """The terms the settings configure (for ``tenant_id``: its own plan and quota, where it has them)."""
         return cls(
-            settings.rate_plan,
-            settings.quota,
+            settings.rate_plan_of(tenant_id) if tenant_id else settings.rate_plan,
+            settings.quota_of(tenant_id) if tenant_id else settings.quota,
             settings.quota_max_share,
             settings.revision_recheck_days,
             settings.nightly_cron,

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
+from pipelines.bindings import warehouse_resource
 from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
@@ -231,7 +232,7 @@ def demo(
         assert con is not None
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
-    show_demo_plan(console, warehouse, settings.default_tenant)
+    show_demo_plan(console, warehouse_resource(settings), settings.default_tenant)
 
 
 @app.command()
@@ -275,11 +276,12 @@ def budget(
         raise typer.Exit(2)
     console = Console()
     for tenant_id in tenants:
-        sizes = tenant_sizes(settings.warehouse, tenant_id, tuple(LISTS))
+        sizes = tenant_sizes(settings.warehouse, tenant_id, tuple(LISTS), wait_s=settings.lock_wait_s)
         if sizes is None or not any(sizes.records.values()):
             console.print(f"tenant {tenant_id}: nothing committed in {escape(str(settings.warehouse))} yet")
             continue
-        budget_table(console, tenant_id, project_month(sizes, BudgetTerms.of(settings)))
+        terms = BudgetTerms.of(settings, tenant_id)
+        budget_table(console, settings.tenant_label(tenant_id), project_month(sizes, terms))
 
 
 @app.command("tenant-label")

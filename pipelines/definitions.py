@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.hr.dagster import HR_CHECKS, HR_JOBS, HR_SCHEDULES, HR_SENSORS
+from pipelines.bindings import resources
+from pipelines.hr.dagster import hr_definitions
 from pipelines.location import sync_definitions
 from pipelines.settings import load_settings
 
-defs = dg.Definitions.merge(
-    sync_definitions(load_settings()),
-    dg.Definitions(jobs=HR_JOBS, sensors=HR_SENSORS, schedules=HR_SCHEDULES, asset_checks=HR_CHECKS),
-)
+settings = load_settings()
+defs = dg.Definitions.merge(sync_definitions(settings), hr_definitions(resources(settings)))

@@ -8,12 +8,17 @@ instance's run queue (``pipelines/dagster.yaml``) runs at most one run per tenan
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import dagster as dg
 
 from pipelines.assets import MODE_TAG
 
+TENANT_TAG = "adm/tenant"
+"""Run tag: the tenant a run syncs, plans or applies for. The run queue (``pipelines/dagster.yaml``) runs one
+run per value at a time, so a tenant's HR runs and syncs take turns; searchable in the runs list."""
+TENANT_NAME_TAG = "adm/tenant_name"
+"""Run tag: the tenant's name (``ADM_TENANTS=acme=<uuid>``), for people reading the runs list."""
 NIGHTLY_JOB = "nightly_sync"
 FULL_REFRESH_JOB = "full_refresh"
 
@@ -40,17 +45,25 @@ def sync_jobs(
     ]
 
 
+def tenant_tags(tenant_id: str, names: Mapping[str, str]) -> dict[str, str]:
+    """The tags of a run for one tenant: its id, and its name when it has one."""
+    name = names.get(tenant_id)
+    return {TENANT_TAG: tenant_id, **({TENANT_NAME_TAG: name} if name else {})}
+
+
 def sync_schedules(
-    tenants: list[str], nightly_cron: str, full_refresh_cron: str
+    tenants: list[str], names: Mapping[str, str], nightly_cron: str, full_refresh_cron: str
 ) -> list[dg.ScheduleDefinition]:
-    """One run per tenant nightly (incremental) and weekly (full), in UTC."""
+    """One run per tenant nightly (incremental) and weekly (full), in UTC; ``names``: tenant id -> name."""
     return [
-        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants),
-        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants),
+        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants, names),
+        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants, names),
     ]
 
 
-def _schedule(name: str, job: str, cron: str, tenants: list[str]) -> dg.ScheduleDefinition:
+def _schedule(
+    name: str, job: str, cron: str, tenants: list[str], names: Mapping[str, str]
+) -> dg.ScheduleDefinition:
     description = f"One {job} run per tenant ({cron}, UTC)."
 
     @dg.schedule(
@@ -59,6 +72,8 @@ def _schedule(name: str, job: str, cron: str, tenants: list[str]) -> dg.Schedule
     def every_tenant(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
         for tenant in tenants:
-            yield dg.RunRequest(run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant)
+            yield dg.RunRequest(
+                run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant, tags=tenant_tags(tenant, names)
+            )
 
     return every_tenant

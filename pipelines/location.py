@@ -34,7 +34,9 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
         assets=[sync],
         asset_checks=[fresh],
         jobs=[*sync_jobs(sync, fresh), check_job],
-        schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
+        schedules=sync_schedules(
+            tenants, settings.tenant_names, settings.nightly_cron, settings.full_refresh_cron
+        ),
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )

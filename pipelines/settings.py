@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 from urllib.parse import urlsplit
 
 from croniter import croniter
@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from models.base import UUID_PATTERN, is_uuid
 from models.errors import AuthoritySyncError
 from pipelines.checks import parse_check_names
+from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
 from warehouse.files import group_id
@@ -42,6 +43,8 @@ from warehouse.reads import warehouse_problem
 PREFIX = "ADM_"
 TOKEN_PREFIX = "ADM_TOKEN__"  # noqa: S105 - a variable name, not a secret
 ACCESS_KEY_PREFIX = "ADM_ACCESS_KEY__"
+RATE_PLAN_PREFIX = "ADM_RATE_PLAN__"
+QUOTA_PREFIX = "ADM_MONTHLY_QUOTA__"
 UNLIMITED_RATE = 60_000.0
 """Rate budget against a local emulator, which enforces none unless told to."""
 EMULATOR_HOST, EMULATOR_PORT = "127.0.0.1", 8080
@@ -92,8 +95,13 @@ ACCEPTS: dict[str, str] = {
     "hr_plan_max_age_hours": "a number of hours above 0",
     "hr_max_invalid_share": "a share from 0 to 1 (e.g. 0.1)",
     "hr_four_eyes": "true or false",
+    "tenant_rate_plans": "one of essential, premium, enterprise",
+    "tenant_quotas": "a whole number of API calls of at least 1",
 }
 """What each setting accepts, as the one-line error says it."""
+
+PER_TENANT_PREFIXES = {"tenant_rate_plans": RATE_PLAN_PREFIX, "tenant_quotas": QUOTA_PREFIX}
+"""The settings one tenant may have of its own, and their variables' prefix (``<prefix><TENANT>``)."""
 
 CRON_FIELDS = 5
 """minute hour day-of-month month day-of-week."""
@@ -108,6 +116,7 @@ quota a month; docs/sync.md weighs other windows."""
 NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
 
 SECRET_FIELDS = frozenset({"token", "access_key"})
+_V = TypeVar("_V")
 
 
 def _private_address(url: str) -> bool:
@@ -203,10 +212,10 @@ class SyncSettings(BaseSettings):
     """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""
     nightly_cron: str = NIGHTLY_CRON
     full_refresh_cron: str = FULL_REFRESH_CRON
-    hr_drop_dir: Path = Path("data/hr/inbox")
-    hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = 72.0
+    hr_drop_dir: Path = Path(DEFAULT_DROP_DIR)
+    hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = DEFAULT_PLAN_MAX_AGE_HOURS
     """An HR plan older than this is not applied (plan the files again)."""
-    hr_max_invalid_share: Annotated[float, Field(ge=0, le=1)] = 0.10
+    hr_max_invalid_share: Annotated[float, Field(ge=0, le=1)] = DEFAULT_MAX_INVALID_SHARE
     """An HR upload with a larger share of invalid rows is refused (nothing planned): a wrong file."""
     hr_four_eyes: bool = False
     """Refuse a threshold lift by the person who made the plan (approver and planner must differ)."""
@@ -214,6 +223,10 @@ class SyncSettings(BaseSettings):
     """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
     tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
     """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
+    tenant_rate_plans: dict[str, RatePlan] = Field(default_factory=dict)
+    """Per-tenant rate plans (variable suffix -> plan) from ``ADM_RATE_PLAN__<TENANT>``."""
+    tenant_quotas: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    """Per-tenant monthly quotas (variable suffix -> calls) from ``ADM_MONTHLY_QUOTA__<TENANT>``."""
 
     @field_validator("nightly_cron", "full_refresh_cron")
     @classmethod
@@ -234,6 +247,13 @@ class SyncSettings(BaseSettings):
     def _lower_case(cls, value: object) -> object:
         # Operators write PROD-US or Premium.
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("tenant_rate_plans", mode="before")
+    @classmethod
+    def _lower_case_plans(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {key: cls._lower_case(plan) for key, plan in value.items()}
+        return value
 
     @field_validator("base_url")
     @classmethod
@@ -326,6 +346,14 @@ class SyncSettings(BaseSettings):
             )
         if self.address_configured and not self.sync_tenants:
             raise ValueError(NO_TENANT)
+        suffixes = {tenant_variable_suffix(tenant) for tenant in self.sync_tenants}
+        for prefix, values in (
+            (RATE_PLAN_PREFIX, self.tenant_rate_plans),
+            (QUOTA_PREFIX, self.tenant_quotas),
+        ):
+            stray = sorted(f"{prefix}{key}" for key in values if key.upper() not in suffixes)
+            if stray:
+                raise ValueError(f"{', '.join(stray)} names no tenant of ADM_TENANTS / ADM_TENANT_ID")
         if self.address_configured:
             missing = [t for t in self.sync_tenants if not self.has_credential(t)]
             if missing:
@@ -404,6 +432,19 @@ class SyncSettings(BaseSettings):
         """API calls a month: ``ADM_MONTHLY_QUOTA``, else the plan's."""
         return self.monthly_quota or MONTHLY_QUOTAS[self.rate_plan]
 
+    def rate_plan_of(self, tenant_id: str) -> RatePlan:
+        """The tenant's rate plan: ``ADM_RATE_PLAN__<TENANT>``, else ``ADM_RATE_PLAN``."""
+        return _of_tenant(self.tenant_rate_plans, tenant_id) or self.rate_plan
+
+    def quota_of(self, tenant_id: str) -> int:
+        """The tenant's API calls a month: ``ADM_MONTHLY_QUOTA__<TENANT>``, else its own plan's quota when
+        it has a plan of its own, else `quota`."""
+        own = _of_tenant(self.tenant_quotas, tenant_id)
+        if own is not None:
+            return own
+        plan = _of_tenant(self.tenant_rate_plans, tenant_id)
+        return MONTHLY_QUOTAS[plan] if plan is not None else self.quota
+
     def has_credential(self, tenant_id: str) -> bool:
         """Whether ``tenant_id`` has a token or an access key, its own or the shared one."""
         own = credential_for(self.tenant_tokens, tenant_id) or credential_for(
@@ -424,6 +465,8 @@ def load_settings() -> SyncSettings:
         settings = SyncSettings(
             tenant_tokens=_per_tenant(os.environ, TOKEN_PREFIX),
             tenant_access_keys=_per_tenant(os.environ, ACCESS_KEY_PREFIX),
+            tenant_rate_plans=_per_tenant_values(os.environ, RATE_PLAN_PREFIX),
+            tenant_quotas=_per_tenant_values(os.environ, QUOTA_PREFIX),
         )
     except ValidationError as error:
         raise SettingsError(describe(error, os.environ)) from None
@@ -437,10 +480,22 @@ def _per_tenant(env: Mapping[str, str], prefix: str) -> dict[str, SecretStr]:
     }
 
 
+def _per_tenant_values(env: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Per-tenant plain values keyed by their variable's suffix (empty ones unset, like every variable)."""
+    return {
+        name.removeprefix(prefix): value for name, value in env.items() if name.startswith(prefix) and value
+    }
+
+
 def credential_for(secrets: Mapping[str, SecretStr], tenant_id: str) -> SecretStr | None:
     """A tenant's own secret, whatever the case of its variable's suffix."""
+    return _of_tenant(secrets, tenant_id)
+
+
+def _of_tenant(values: Mapping[str, _V], tenant_id: str) -> _V | None:
+    """A tenant's own value of a per-tenant variable (keyed by suffix, any case)."""
     wanted = tenant_variable_suffix(tenant_id)
-    return next((value for key, value in secrets.items() if key.upper() == wanted), None)
+    return next((value for key, value in values.items() if key.upper() == wanted), None)
 
 
 def describe(error: ValidationError, env: Mapping[str, str]) -> str:
@@ -451,7 +506,8 @@ def describe(error: ValidationError, env: Mapping[str, str]) -> str:
         if not field:
             parts.append(str(problem["msg"]).removeprefix("Value error, "))
             continue
-        variable = f"{PREFIX}{field.upper()}"
+        per_tenant = PER_TENANT_PREFIXES.get(field)
+        variable = f"{per_tenant}{problem['loc'][1]}" if per_tenant else f"{PREFIX}{field.upper()}"
         shown = "(hidden)" if field in SECRET_FIELDS else repr(env.get(variable, ""))
         reason = str(problem["msg"]).removeprefix("Value error, ") if problem["type"] == "value_error" else ""
         parts.append(

@@ -36,7 +36,6 @@ from resources.client import AdmClient
 from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
-from resources.settings import RatePlan
 from warehouse import reads
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private
@@ -123,7 +122,8 @@ def sync_tenant(
     outcome = outcome or SyncOutcome(
         RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC))
     )
-    outcome.record.job_name, outcome.record.monthly_quota = request.job_name, services.policy.monthly_quota
+    outcome.record.job_name = request.job_name
+    outcome.record.monthly_quota = services.policy.quota_of(request.tenant_id)
     warehouse = services.warehouse.file
     keep_private()
     try:
@@ -131,7 +131,7 @@ def sync_tenant(
             _run(request, services, outcome)
     except BaseException as error:
         outcome.record.error = outcome.record.error or _one_line(error)
-        record_unfinished(warehouse, outcome.record, services.policy.lock_wait_s)
+        record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s)
         raise
     return outcome
 
@@ -156,12 +156,12 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
     warehouse, policy = services.warehouse.file, services.policy
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
-    outcome.killed = start_run(warehouse, outcome.record, killed, policy.lock_wait_s)
+    outcome.killed = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s)
     outcome.projection = project_quota(
         warehouse,
         request.tenant_id,
         request.mode,
-        policy.monthly_quota,
+        policy.quota_of(request.tenant_id),
         policy.quota_max_share,
         datetime.now(UTC),
     )
@@ -184,14 +184,16 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
     """The month the tenant's committed sizes make under the configured schedules and plan."""
     policy = services.policy
     terms = BudgetTerms(
-        RatePlan(services.adm.rate_plan or RatePlan.ESSENTIAL),
-        policy.monthly_quota,
+        services.adm.rate_plan_of(tenant_id),
+        policy.quota_of(tenant_id),
         policy.quota_max_share,
         policy.revision_recheck_days,
         policy.nightly_cron,
         policy.full_refresh_cron,
     )
-    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, tuple(LISTS))
+    sizes = reads.tenant_sizes(
+        services.warehouse.file, tenant_id, tuple(LISTS), wait_s=services.warehouse.lock_wait_s
+    )
     return project_month(sizes, terms)[0] if sizes is not None else None
 
 
@@ -199,6 +201,7 @@ def _extract_check_commit(
     request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
+    wait = services.warehouse.lock_wait_s
     record.recheck_days = policy.revision_recheck_days
     default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
     contract = RecordContract(
@@ -216,10 +219,10 @@ def _extract_check_commit(
                     tenant_id=request.tenant_id,
                     staging=staging,
                     full_refresh=request.full_refresh,
-                    cursors=reads.cursors(warehouse, request.tenant_id),
+                    cursors=reads.cursors(warehouse, request.tenant_id, wait),
                     overlap=timedelta(minutes=services.policy.overlap_minutes),
                     revision_plans=reads.revision_plans(
-                        warehouse, request.tenant_id, policy.revision_recheck_days, _now()
+                        warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait
                     ),
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),
@@ -253,7 +256,7 @@ def _extract_check_commit(
         {entity: report.vanished for entity, report in reports.items() if report.vanished},
     )
     outcome.commit = commit_run(
-        warehouse, staged, record, services.policy.lock_wait_s, services.warehouse.publish_target
+        warehouse, staged, record, services.warehouse.lock_wait_s, services.warehouse.publish_target
     )
     forget_resume(Path(services.warehouse.staging_root), request.tenant_id)
 

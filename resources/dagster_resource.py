@@ -26,7 +26,7 @@ import dagster as dg
 from pydantic import Field, SecretStr
 
 from resources.client import AdmClient
-from resources.settings import ClientSettings
+from resources.settings import ClientSettings, RatePlan
 
 
 class TenantCredential(dg.Config):
@@ -52,6 +52,9 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
         default=None, description="The tenant's id (UUID); or name it per call with client_for."
     )
     rate_plan: str | None = Field(default=None, description="essential (default), premium or enterprise.")
+    tenant_rate_plans: dict[str, str] = Field(
+        default_factory=dict, description="Tenant id -> its own rate plan, where it differs from rate_plan."
+    )
     rate_per_minute: float | None = Field(
         default=None, description="Overrides the plan's requests per minute."
     )
@@ -75,7 +78,7 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
             "token": SecretStr(token) if token else None,
             "access_key": SecretStr(access_key) if access_key else None,
             "tenant_id": tenant,
-            "rate_plan": self.rate_plan,
+            "rate_plan": self.tenant_rate_plans.get(tenant or "", self.rate_plan),
             "rate_per_minute": self.rate_per_minute,
             "burst": self.burst,
             "concurrency": self.concurrency,
@@ -88,6 +91,10 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
         """(token, access key) of the tenant: its own when listed, else the shared ones."""
         own = next((c for c in self.tenant_credentials if c.tenant_id == tenant_id), None)
         return (own.token, own.access_key) if own else (self.token, self.access_key)
+
+    def rate_plan_of(self, tenant_id: str) -> RatePlan:
+        """The tenant's rate plan: its own, else the shared one, else the settings' default."""
+        return self.client_settings(tenant_id).rate_plan
 
     def get_client(self) -> AdmClient:
         """A new client of the configured tenant (close it, or use it in a ``with`` block)."""

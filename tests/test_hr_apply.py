@@ -36,6 +36,7 @@ from resources.errors import AuthenticationError
 from tests.conftest import stored
 from tests.sync_support import adm_for, query, settings_for, sync, sync_env
 from tests.test_hr_support import (
+    SETTINGS,
     apply,
     client_of,
     faults,
@@ -111,7 +112,7 @@ def test_reapplying_the_same_file_after_success_writes_nothing(
     apply(hr_store, adm, made.plan_id)
     with pytest.raises(PlanNotApplicableError, match="applies once"):
         apply(hr_store, adm, made.plan_id)
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
     again = plan(hr_store, *DEMO).plan
     assert again is not None and again.entities == [] and len(again.new) == 2
     assert apply(hr_store, adm, again.plan_id).writes == 0
@@ -341,7 +342,7 @@ def test_a_refused_token_leaves_the_plan_incomplete_and_counts_no_write(
     monkeypatch.setattr(AdmClient, "update_user_entities", revoking)
     with pytest.raises(AuthenticationError):
         apply(hr_store, adm, made.plan_id)
-    stopped = stored_plan(hr_store.file, made.plan_id)
+    stopped = stored_plan(hr_store, made.plan_id)
     assert stopped.status == PlanStatus.INCOMPLETE and "401" in (stopped.apply_error or "")
     refused = [entry for entry in journal(hr_store, made.plan_id).values() if "401" in (entry[2] or "")]
     assert refused and {(status, count) for status, count, _ in refused} == {("planned", 0)}
@@ -349,7 +350,7 @@ def test_a_refused_token_leaves_the_plan_incomplete_and_counts_no_write(
     monkeypatch.setattr(AdmClient, "update_user_entities", send)
     resumed = apply(hr_store, adm, made.plan_id)
     assert (resumed.status, resumed.outcomes) == (PlanStatus.APPLIED, {"applied": 19})
-    assert stored_plan(hr_store.file, made.plan_id).apply_error is None
+    assert stored_plan(hr_store, made.plan_id).apply_error is None
     assert sum(count for _, count, _ in journal(hr_store, made.plan_id).values()) == 19
     assert each_written_once(server, made)
 
@@ -374,8 +375,8 @@ def test_an_expired_plan_is_refused(
 ) -> None:
     made = renames(hr_store, tmp_path, 1)
     with client_of(adm) as client, pytest.raises(PlanNotApplicableError, match="expired"):
-        apply_stored(hr_store.file, made.plan_id, client, str(uuid.uuid4()), max_age=timedelta(seconds=0.001))
-    assert stored_plan(hr_store.file, made.plan_id).status == PlanStatus.READY
+        apply_stored(hr_store, made.plan_id, client, str(uuid.uuid4()), max_age=timedelta(seconds=0.001))
+    assert stored_plan(hr_store, made.plan_id).status == PlanStatus.READY
 
 
 def test_a_sync_commits_while_an_hr_apply_of_the_same_warehouse_waits_on_the_service(

@@ -16,11 +16,22 @@ from pydantic import ValidationError
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import TENANT_TAG, HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync
+from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync_job
 from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.policy import HrPolicyResource
+from pipelines.jobs import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from tests.test_hr_support import demo_files, faults, step_failure, user_rows, write_users, writes
+from tests.test_hr_support import (
+    demo_files,
+    drop_sensor_context,
+    faults,
+    hr_sync,
+    step_failure,
+    user_rows,
+    write_users,
+    writes,
+)
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -38,7 +49,7 @@ def run(
     """Run ``hr_sync`` in process with the test's emulator and warehouse."""
     return hr_sync.execute_in_process(
         run_config=dg.RunConfig(ops={"hr_plan": config}),
-        resources={"adm": adm, "warehouse": store},
+        resources={"adm": adm, "warehouse": store, "hr_policy": HrPolicyResource()},
         instance=instance or dg.DagsterInstance.ephemeral(),
         raise_on_error=raise_on_error,
     )
@@ -113,7 +124,7 @@ def test_a_run_with_nothing_to_do_is_a_config_error(
     with dg.DagsterInstance.ephemeral() as instance:
         result = hr_sync.execute_in_process(
             run_config={"ops": {"hr_plan": {"config": {}}}},
-            resources={"adm": adm, "warehouse": hr_store},
+            resources={"adm": adm, "warehouse": hr_store, "hr_policy": HrPolicyResource()},
             instance=instance,
             raise_on_error=False,
         )
@@ -153,17 +164,14 @@ def test_a_blocked_plan_waits_for_approval_by_id(
     assert len(writes(server)) == 19
 
 
-def test_the_sensor_starts_one_run_per_file_once_it_stopped_growing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
+def test_the_sensor_starts_one_run_per_file_once_it_stopped_growing(tmp_path: Path) -> None:
     drop = tmp_path / "users.csv"
     drop.write_bytes(b"Employee ID\n")
 
     instance = dg.DagsterInstance.ephemeral()
 
     def tick(cursor: str | None) -> dg.SensorResult:
-        result = hr_drop_folder(dg.build_sensor_context(cursor=cursor, instance=instance))
+        result = hr_drop_folder(drop_sensor_context(tmp_path, instance, cursor))
         assert isinstance(result, dg.SensorResult)
         return result
 
@@ -181,15 +189,11 @@ def test_the_sensor_starts_one_run_per_file_once_it_stopped_growing(
     assert json.loads(stable.cursor or "{}")["users.csv"][0] == drop.stat().st_size
 
 
-def test_the_sensor_skips_without_a_drop_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path / "missing"))
-    assert isinstance(hr_drop_folder(dg.build_sensor_context()), dg.SkipReason)
+def test_the_sensor_skips_without_a_drop_folder(tmp_path: Path) -> None:
+    assert isinstance(hr_drop_folder(drop_sensor_context(tmp_path / "missing")), dg.SkipReason)
 
 
-def test_a_file_dropped_again_after_a_failed_run_runs_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
+def test_a_file_dropped_again_after_a_failed_run_runs_again(tmp_path: Path) -> None:
     content = b"Employee ID\nE100010\n"
     drop = tmp_path / "users.csv"
     drop.write_bytes(content)
@@ -201,7 +205,7 @@ def test_a_file_dropped_again_after_a_failed_run_runs_again(
         """Two ticks (a file must keep its size and mtime over two); the run keys requested."""
         keys: list[str] = []
         for _ in range(2):
-            result = hr_drop_folder(dg.build_sensor_context(cursor=cursor[0], instance=instance))
+            result = hr_drop_folder(drop_sensor_context(tmp_path, instance, cursor[0]))
             assert isinstance(result, dg.SensorResult)
             cursor[0] = result.cursor
             keys += [str(request.run_key) for request in result.run_requests or []]
@@ -251,18 +255,20 @@ def test_a_refused_upload_shows_its_rejected_rows_and_error_report_on_the_run(
 
 
 def test_an_hr_run_whose_config_overrides_the_warehouse_setting_is_refused(
-    adm: AdmClientResource, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    adm: AdmClientResource, hr_store: WarehouseResource, tmp_path: Path
 ) -> None:
     # A launchpad copy made when ADM_WAREHOUSE named another file would plan into that old file.
-    monkeypatch.setenv("ADM_WAREHOUSE", hr_store.path)
-    stale = {"resources": {"warehouse": {"config": {"path": str(tmp_path / "old.duckdb")}}}}
+    old = {"path": str(tmp_path / "old.duckdb"), "staging_root": hr_store.staging_root}
+    stale = {"resources": {"warehouse": {"config": old}}}
+    guarded = hr_sync_job({"warehouse": hr_store})
     with dg.DagsterInstance.ephemeral() as instance:
-        result = hr_sync.execute_in_process(
+        result = guarded.execute_in_process(
             run_config={**stale, "ops": {"hr_plan": {"config": {"files": DEMO}}}},
             instance=instance,
             resources={
                 "adm": adm,
                 "warehouse": hr_store.model_copy(update={"path": str(tmp_path / "old.duckdb")}),
+                "hr_policy": HrPolicyResource(),
             },
             raise_on_error=False,
         )

@@ -16,15 +16,18 @@ import xlsxwriter
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import hr_drop_folder, hr_sync
+from pipelines.hr.dagster import hr_drop_folder
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import PlanRequest, plan_upload
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_safety import rows_before_leaving
 from tests.test_hr_support import (
     MAPPING,
+    drop_sensor_context,
+    hr_sync,
     plan,
     row_of,
     step_failure,
@@ -48,9 +51,7 @@ class Folder:
 
     def tick(self) -> list[dg.RunRequest]:
         """One sensor evaluation; the run requests it made."""
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("ADM_HR_DROP_DIR", str(self.root))
-            result = hr_drop_folder(dg.build_sensor_context(cursor=self.cursor, instance=self.instance))
+        result = hr_drop_folder(drop_sensor_context(self.root, self.instance, self.cursor))
         assert isinstance(result, dg.SensorResult)
         self.cursor = result.cursor
         return list(result.run_requests or [])
@@ -60,7 +61,7 @@ class Folder:
         return [
             hr_sync.execute_in_process(
                 run_config=request.run_config,
-                resources={"adm": self.adm, "warehouse": self.store},
+                resources={"adm": self.adm, "warehouse": self.store, "hr_policy": HrPolicyResource()},
                 instance=self.instance,
                 tags={**request.tags, "dagster/run_key": str(request.run_key)},
                 raise_on_error=False,
@@ -156,9 +157,8 @@ def test_a_rejected_file_goes_to_failed_beside_its_error_report(
 def test_a_broken_folder_setting_is_a_sensor_error_not_a_silent_skip(tmp_path: Path) -> None:
     (tmp_path / "acme").mkdir()
     (tmp_path / "acme" / "hr-folder.toml").write_text('tenant = "typo"\n')
-    with pytest.MonkeyPatch.context() as patch, pytest.raises(dg.Failure, match=r"hr-folder\.toml"):
-        patch.setenv("ADM_HR_DROP_DIR", str(tmp_path))
-        hr_drop_folder(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()))
+    with pytest.raises(dg.Failure, match=r"hr-folder\.toml"):
+        hr_drop_folder(drop_sensor_context(tmp_path, dg.DagsterInstance.ephemeral()))
     shutil.rmtree(tmp_path / "acme")
 
 
@@ -191,5 +191,5 @@ def test_an_export_older_than_allowed_is_refused_unless_allowed(
     assert refused.plan is None and (problem.rule, problem.line) == ("stale_export", 0)
     assert "the file's modification time), 30 days ago" in problem.message
     request = PlanRequest((path,), DEMO_TENANT_ID, MAPPING, allow_old_export=True)
-    allowed = plan_upload(hr_store.file, request)
+    allowed = plan_upload(hr_store, request)
     assert allowed.plan is not None and allowed.plan.counts == {"position": 1}

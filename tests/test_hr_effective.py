@@ -31,6 +31,7 @@ from tests.test_hr_cli import hr, service_env  # noqa: F401 - a fixture of the C
 from tests.test_hr_revert import leaver
 from tests.test_hr_support import (
     MAPPING,
+    SETTINGS,
     client_of,
     group_rows,
     plan,
@@ -56,7 +57,7 @@ def at(day: date) -> datetime:
 def apply_on(store: WarehouseResource, adm: AdmClientResource, plan_id: str, day: date) -> ApplyReport:
     """Apply a stored plan as if the clock showed ``day``."""
     with client_of(adm) as client:
-        return apply_stored(store.file, plan_id, client, str(uuid.uuid4()), now=at(day))
+        return apply_stored(store, plan_id, client, str(uuid.uuid4()), now=at(day))
 
 
 def termination_plan(store: WarehouseResource, tmp_path: Path, name: str = "u.csv") -> Plan:
@@ -86,16 +87,16 @@ def test_a_future_termination_waits_for_its_day_and_is_applied_on_it(
     assert current(server, "user", key)["termination_date"] == LEAVING.isoformat()  # data: written now
     status, _, message = journal(hr_store, made.plan_id)[leaver()]
     assert status == "scheduled" and message == f"waiting: status on {LEAVING}"
-    assert plans_due(hr_store.file, DEMO_TENANT_ID, at(LEAVING - timedelta(days=1))) == []
+    assert plans_due(hr_store, DEMO_TENANT_ID, at(LEAVING - timedelta(days=1))) == []
     assert apply_on(hr_store, adm, made.plan_id, LEAVING - timedelta(days=1)).writes == 0
 
-    assert plans_due(hr_store.file, DEMO_TENANT_ID, at(LEAVING)) == [made.plan_id]
+    assert plans_due(hr_store, DEMO_TENANT_ID, at(LEAVING)) == [made.plan_id]
     due = apply_on(hr_store, adm, made.plan_id, LEAVING)
 
     assert (due.status, due.outcomes, due.writes) == (PlanStatus.APPLIED, {"applied": 1}, 1)
     assert current(server, "user", key)["status"] == "INACTIVE"
     assert writes(server) == {f"user:{key}": 2}
-    assert plans_due(hr_store.file, DEMO_TENANT_ID, at(LEAVING)) == []
+    assert plans_due(hr_store, DEMO_TENANT_ID, at(LEAVING)) == []
 
 
 def test_a_change_come_due_is_skipped_when_the_record_changed_since(
@@ -148,7 +149,7 @@ def test_a_later_upload_supersedes_a_pending_change(
 ) -> None:
     made = termination_plan(hr_store, tmp_path)
     apply_on(hr_store, adm, made.plan_id, NOW.date())
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
 
     # HR cancels the termination: the employee is Active again, termination date left as the service has it.
     rows = user_rows()
@@ -158,8 +159,8 @@ def test_a_later_upload_supersedes_a_pending_change(
 
     status, _, message = journal(hr_store, made.plan_id)[leaver()]
     assert status == "superseded" and message == f"superseded by plan {later.plan_id}"
-    assert stored_plan(hr_store.file, made.plan_id).status == PlanStatus.APPLIED
-    assert plans_due(hr_store.file, DEMO_TENANT_ID, at(LEAVING)) == []
+    assert stored_plan(hr_store, made.plan_id).status == PlanStatus.APPLIED
+    assert plans_due(hr_store, DEMO_TENANT_ID, at(LEAVING)) == []
     with pytest.raises(PlanNotApplicableError, match="applies once"):
         apply_on(hr_store, adm, made.plan_id, LEAVING)
     assert current(server, "user", user_id(leaver()))["status"] == "ACTIVE"
@@ -191,14 +192,16 @@ def test_the_nightly_schedule_requests_a_run_for_each_plan_come_due(
     hr_store: WarehouseResource,
     adm: AdmClientResource,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("ADM_WAREHOUSE", hr_store.path)
     made = termination_plan(hr_store, tmp_path)
     apply_on(hr_store, adm, made.plan_id, NOW.date())
 
-    before = hr_apply_due(dg.build_schedule_context(scheduled_execution_time=at(LEAVING - timedelta(days=1))))
-    on_the_day = hr_apply_due(dg.build_schedule_context(scheduled_execution_time=at(LEAVING)))
+    store = {"warehouse": hr_store}
+    day_before = at(LEAVING - timedelta(days=1))
+    before = hr_apply_due(dg.build_schedule_context(scheduled_execution_time=day_before, resources=store))
+    on_the_day = hr_apply_due(
+        dg.build_schedule_context(scheduled_execution_time=at(LEAVING), resources=store)
+    )
 
     assert isinstance(before, dg.SkipReason)
     assert isinstance(on_the_day, list)

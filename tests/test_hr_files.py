@@ -26,7 +26,7 @@ from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import adm_headers
-from tests.test_hr_support import MAPPING, plan, row_of, seeded_snapshot, user_id, user_rows
+from tests.test_hr_support import MAPPING, SETTINGS, plan, row_of, seeded_snapshot, user_id, user_rows
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -247,7 +247,7 @@ def test_a_name_in_another_unicode_form_is_no_change_and_is_written_composed(
     with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
         body = {"tenantId": DEMO_TENANT_ID, "firstName": decomposed}
         http.patch(f"/auth/v1/user/update-entities/{user_id('E100010')}", json=body).raise_for_status()
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
     rows = renamed_rows()[:1]
     for form in (composed, decomposed):
         rows[0].update(first_name=form, last_name=row_of(user_rows(), "E100010")["last_name"])

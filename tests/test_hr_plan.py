@@ -25,6 +25,7 @@ from resources.dagster_resource import AdmClientResource
 from tests.sync_support import query
 from tests.test_hr_support import (
     MAPPING,
+    SETTINGS,
     apply,
     demo_files,
     plan,
@@ -95,9 +96,9 @@ def test_a_stale_warehouse_is_refused_until_refreshed(
     late = datetime.now(UTC) + MAPPING.max_warehouse_age + timedelta(minutes=1)
     request = PlanRequest(DEMO, DEMO_TENANT_ID, MAPPING)
     with pytest.raises(StaleWarehouseError, match="refresh"):
-        plan_upload(hr_store.file, request, late)
-    refresh(DEMO_TENANT_ID, adm, hr_store)
-    assert plan_upload(hr_store.file, request).plan is not None
+        plan_upload(hr_store, request, late)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
+    assert plan_upload(hr_store, request).plan is not None
 
 
 def test_a_warehouse_older_than_the_last_apply_is_refused(
@@ -151,14 +152,12 @@ def test_thresholds_block_and_allow_lifts_one_kind_only(
     assert blocked.blocked == ["manager", "email"]
     with pytest.raises(PlanNotApplicableError, match="manager, email"):
         apply(hr_store, adm, blocked.plan_id)
-    lifted = allow(
-        hr_store.file, blocked.plan_id, {"manager": "Q1 reorganisation, approved by HR"}, "hr.lead"
-    )
+    lifted = allow(hr_store, blocked.plan_id, {"manager": "Q1 reorganisation, approved by HR"}, "hr.lead")
     assert (lifted.status, lifted.blocked) == ("blocked", ["email"])
     assert lifted.allowed == {"manager": "Q1 reorganisation, approved by HR"}
     with pytest.raises(PlanNotApplicableError, match="email"):
         apply(hr_store, adm, blocked.plan_id)
-    assert allow(hr_store.file, blocked.plan_id, {"email": "domain migration"}, "hr.lead").status == "ready"
+    assert allow(hr_store, blocked.plan_id, {"email": "domain migration"}, "hr.lead").status == "ready"
     assert apply(hr_store, adm, blocked.plan_id).status == "applied"
 
 

@@ -19,6 +19,7 @@ from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import adm_headers, current
 from tests.test_hr_support import (
     MAPPING,
+    SETTINGS,
     apply,
     plan,
     row_of,
@@ -51,7 +52,7 @@ def applied_plan(store: WarehouseResource, adm: AdmClientResource, tmp_path: Pat
         leaver(),
     }
     assert apply(store, adm, made.plan_id).outcomes == {"applied": 3}
-    refresh(DEMO_TENANT_ID, adm, store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, store)
     return made.plan_id
 
 
@@ -65,9 +66,9 @@ def test_a_revert_restores_the_before_values_and_leaves_an_entity_changed_since(
         http.patch(
             path, json={"tenantId": DEMO_TENANT_ID, "managerId": user_id("E100001")}
         ).raise_for_status()
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
 
-    revert = revert_stored(hr_store.file, plan_id, MAPPING)
+    revert = revert_stored(hr_store, plan_id, MAPPING)
 
     assert [(left.entity.hr_key, "manager" in left.reason) for left in revert.left] == [("E100011", True)]
     kinds = {entity.hr_key: {c.kind for c in entity.changes} for entity in revert.plan.entities}
@@ -88,7 +89,7 @@ def test_only_an_applied_plan_can_be_reverted(
     assert made is not None
 
     with pytest.raises(NotRevertibleError, match="only an applied or incomplete plan"):
-        revert_stored(hr_store.file, made.plan_id, MAPPING)
+        revert_stored(hr_store, made.plan_id, MAPPING)
 
 
 def test_the_revert_of_a_termination_with_a_date_restores_the_status_and_says_what_it_keeps(
@@ -98,9 +99,9 @@ def test_the_revert_of_a_termination_with_a_date_restores_the_status_and_says_wh
     row_of(rows, leaver()).update(status="Terminated", termination_date="2026-01-15")
     made = plan(hr_store, write_users(tmp_path / "u.csv", [row_of(rows, leaver())])).plan
     assert made is not None and apply(hr_store, adm, made.plan_id).outcomes == {"applied": 1}
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
 
-    revert = revert_stored(hr_store.file, made.plan_id, MAPPING)
+    revert = revert_stored(hr_store, made.plan_id, MAPPING)
 
     # Said before anything is applied: the date cannot be emptied (E1 refuses null); the status is restored.
     assert [(part.entity.hr_key, part.reason) for part in revert.partial] == [

@@ -16,15 +16,19 @@ from models.hr.kinds import Watched
 from models.hr.plan import Plan
 from models.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, ThresholdLimit, Thresholds
 from pipelines.hr.apply import PlanNotApplicableError
-from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_sync
+from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder
 from pipelines.hr.demo_export import Row
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.report import kind_rows
 from pipelines.hr.workflow import allow, refresh
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import (
     MAPPING,
+    SETTINGS,
     apply,
+    drop_sensor_context,
+    hr_sync,
     plan,
     seeded_state,
     step_failure,
@@ -63,9 +67,9 @@ def deactivate(store: WarehouseResource, adm: AdmClientResource, path: Path, row
         row["status"] = "Inactive"
     made = planned(store, write_users(path, rows))
     if made.blocked:
-        allow(store.file, made.plan_id, dict.fromkeys(made.blocked, "test: prepared state"), "tester")
+        allow(store, made.plan_id, dict.fromkeys(made.blocked, "test: prepared state"), "tester")
     assert apply(store, adm, made.plan_id).status == "applied"
-    refresh(DEMO_TENANT_ID, adm, store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, store)
     return made
 
 
@@ -164,7 +168,7 @@ def test_terminations_split_into_small_plans_are_counted_over_the_window(
     finally:
         con.close()
     # A third plan of 15 made after the apply counts the first 15 at once.
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
     later = planned(
         hr_store, write_users(tmp_path / "third.csv", [dict(row, status="Inactive") for row in third])
     )
@@ -197,11 +201,11 @@ def test_a_lift_records_who_and_why_and_is_never_replaced(
         row["status"] = "Inactive"
     made = planned(hr_store, write_users(tmp_path / "u.csv", rows))
     assert made.blocked == ["deactivation"]
-    allow(hr_store.file, made.plan_id, {"deactivation": "restructuring, signed off"}, "hr.lead")
-    allow(hr_store.file, made.plan_id, {"deactivation": "a later reason"}, "someone.else")
+    allow(hr_store, made.plan_id, {"deactivation": "restructuring, signed off"}, "hr.lead")
+    allow(hr_store, made.plan_id, {"deactivation": "a later reason"}, "someone.else")
     assert apply(hr_store, adm, made.plan_id).status == "applied"
     with pytest.raises(AllowancesFinalError, match="final"):
-        allow(hr_store.file, made.plan_id, {"deactivation": "after the fact"}, "someone.else")
+        allow(hr_store, made.plan_id, {"deactivation": "after the fact"}, "someone.else")
     con = connect(hr_store.file)
     try:
         lifted = allowances(con, made.plan_id)
@@ -217,15 +221,13 @@ def test_a_lift_records_who_and_why_and_is_never_replaced(
 def run_unattended(adm: AdmClientResource, store: WarehouseResource, path: Path) -> dg.ExecuteInProcessResult:
     """``hr_sync`` run with the config the drop-folder sensor requests for ``path`` (alone in its folder)."""
     instance = dg.DagsterInstance.ephemeral()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ADM_HR_DROP_DIR", str(path.parent))
-        first = hr_drop_folder(dg.build_sensor_context(instance=instance))
-        assert isinstance(first, dg.SensorResult)
-        stable = hr_drop_folder(dg.build_sensor_context(cursor=first.cursor, instance=instance))
+    first = hr_drop_folder(drop_sensor_context(path.parent, instance))
+    assert isinstance(first, dg.SensorResult)
+    stable = hr_drop_folder(drop_sensor_context(path.parent, instance, first.cursor))
     assert isinstance(stable, dg.SensorResult) and stable.run_requests
     return hr_sync.execute_in_process(
         run_config=stable.run_requests[0].run_config,
-        resources={"adm": adm, "warehouse": store},
+        resources={"adm": adm, "warehouse": store, "hr_policy": HrPolicyResource()},
         instance=instance,
         raise_on_error=False,
     )
@@ -294,7 +296,7 @@ def run_attended(
     """``hr_sync`` run by a person with ``config``."""
     return hr_sync.execute_in_process(
         run_config=dg.RunConfig(ops={"hr_plan": config}),
-        resources={"adm": adm, "warehouse": store},
+        resources={"adm": adm, "warehouse": store, "hr_policy": HrPolicyResource()},
         instance=dg.DagsterInstance.ephemeral(),
         raise_on_error=raise_on_error,
     )
@@ -347,9 +349,9 @@ def test_an_approved_mass_change_does_not_block_an_unrelated_plan_of_its_window(
         row["last_name"] = f"{row['last_name']}-Hale"[:20]
     first = planned(hr_store, write_users(tmp_path / "names.csv", rows[:70]))
     assert first.blocked == ["total"]
-    allow(hr_store.file, first.plan_id, {"total": "surname fix, signed off"}, "hr.lead")
+    allow(hr_store, first.plan_id, {"total": "surname fix, signed off"}, "hr.lead")
     assert apply(hr_store, adm, first.plan_id).status == "applied"
-    refresh(DEMO_TENANT_ID, adm, hr_store)
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
     # A single promotion in the same window is not blocked by what was approved.
     later = user_rows()[200]
     later["positions"] = "Buyer" if later["positions"] != "Buyer" else "Analyst"

@@ -29,6 +29,7 @@ from emulator.state import TenantState
 from models.groups import Group
 from models.users import User
 from pipelines.hr.apply import ApplyReport
+from pipelines.hr.dagster import hr_sync_job
 from pipelines.hr.demo_export import (
     GROUP_EXTRA,
     GROUP_FIELDS_ORDER,
@@ -42,8 +43,10 @@ from pipelines.hr.demo_export import (
     write_export,
 )
 from pipelines.hr.mapping import SAMPLES, Mapping, load_mapping
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.snapshot import Snapshot, SyncRun
 from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_upload
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
@@ -51,6 +54,26 @@ from tests.conftest import set_faults
 from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
+
+
+SETTINGS = SyncSettings(tenants=[DEMO_TENANT_ID])
+"""The settings of the tests' refreshes: the demo tenant (the tests give the resources themselves)."""
+hr_sync = hr_sync_job({})
+"""The ``hr_sync`` job without settings to guard (the guard has a test of its own)."""
+
+
+def drop_sensor_context(
+    root: Path, instance: dg.DagsterInstance | None = None, cursor: str | None = None
+) -> dg.SensorEvaluationContext:
+    """A tick of the drop-folder sensor over ``root``, with the demo tenant as the configured one."""
+    return dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={
+            "hr_policy": HrPolicyResource(drop_dir=str(root)),
+            "adm": AdmClientResource(tenant_id=DEMO_TENANT_ID),
+        },
+    )
 
 
 @cache
@@ -150,7 +173,7 @@ def plan(
 ) -> PlanOutcome:
     """Plan ``files`` for the demo tenant."""
     request = PlanRequest(tuple(files), DEMO_TENANT_ID, mapping, strict, allow or {})
-    return plan_upload(store.file, request, datetime.now(UTC))
+    return plan_upload(store, request, datetime.now(UTC))
 
 
 TEST_TIMEOUTS = {"connect_timeout_s": 1.0, "write_timeout_s": 1.0, "read_timeout_s": 3.0}
@@ -166,7 +189,7 @@ def client_of(adm: AdmClientResource, **timeouts: float) -> AdmClient:
 def apply(store: WarehouseResource, adm: AdmClientResource, plan_id: str) -> ApplyReport:
     """Apply a stored plan with a client of the demo tenant."""
     with client_of(adm) as client:
-        return apply_stored(store.file, plan_id, client, str(uuid.uuid4()))
+        return apply_stored(store, plan_id, client, str(uuid.uuid4()))
 
 
 def writes(server: EmulatorServer) -> dict[str, int]:

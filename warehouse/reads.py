@@ -72,9 +72,9 @@ def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
         raise
 
 
-def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
+def cursors(path: Path, tenant_id: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> dict[str, datetime | None]:
     """The committed extract cursor of each entity of a tenant."""
-    with read_only(path) as con:
+    with read_only(path, wait_s) as con:
         if con is None or not table_exists(con, "extract_cursors"):
             return {}
         rows = con.execute(
@@ -83,9 +83,11 @@ def cursors(path: Path, tenant_id: str) -> dict[str, datetime | None]:
     return {str(entity): value for entity, value in rows}
 
 
-def column_values(path: Path, tenant_id: str, table: str, column: str) -> set[str]:
+def column_values(
+    path: Path, tenant_id: str, table: str, column: str, wait_s: float = DEFAULT_LOCK_WAIT_S
+) -> set[str]:
     """Distinct values of one column of a committed table, for one tenant."""
-    with read_only(path) as con:
+    with read_only(path, wait_s) as con:
         if con is None or not table_exists(con, table):
             return set()
         rows = con.execute(
@@ -152,10 +154,12 @@ SELECT parent_id FROM ({live}) live WHERE parent_id NOT IN
 """
 
 
-def revision_plans(path: Path, tenant_id: str, recheck_days: int, now: datetime) -> dict[str, RevisionPlan]:
+def revision_plans(
+    path: Path, tenant_id: str, recheck_days: int, now: datetime, wait_s: float = DEFAULT_LOCK_WAIT_S
+) -> dict[str, RevisionPlan]:
     """The `RevisionPlan` of each kind of revision list for the tenant's next run, which re-checks about
     1/``recheck_days`` of the lists it would otherwise not ask for (see ``_RECHECK``)."""
-    with read_only(path) as con:
+    with read_only(path, wait_s) as con:
         if con is None:
             return {}
         found = con.execute(
@@ -183,14 +187,14 @@ def _plan(
     )
 
 
-def checked_parents(path: Path, tenant_id: str, kind: str) -> set[str]:
+def checked_parents(path: Path, tenant_id: str, kind: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> set[str]:
     """The delegations or documents (``kind``) whose revision list a committed run checked; a warehouse
     from before ``revision_checks`` knows only those with revisions."""
-    with read_only(path) as con:
+    with read_only(path, wait_s) as con:
         if con is None:
             return set()
         if not table_exists(con, "revision_checks"):
-            return column_values(path, tenant_id, f"{kind}_revisions", f"{kind}_id")
+            return column_values(path, tenant_id, f"{kind}_revisions", f"{kind}_id", wait_s)
         rows = con.execute(
             "SELECT parent_id FROM revision_checks WHERE tenant_id = ? AND parent_kind = ?", [tenant_id, kind]
         ).fetchall()
@@ -219,10 +223,12 @@ class TenantSizes:
     """Of those runs, the revision lists each re-verified (0 before migration 0030)."""
 
 
-def tenant_sizes(path: Path, tenant_id: str, lists: tuple[str, ...], runs: int = 7) -> TenantSizes | None:
+def tenant_sizes(
+    path: Path, tenant_id: str, lists: tuple[str, ...], runs: int = 7, wait_s: float = DEFAULT_LOCK_WAIT_S
+) -> TenantSizes | None:
     """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
     each of the ``lists`` tables, live revision lists, and the calls of its last ``runs`` incremental runs."""
-    with read_only(path) as con:
+    with read_only(path, wait_s) as con:
         if con is None or not table_exists(con, "sync_runs"):
             return None
         records = {}

@@ -25,11 +25,12 @@ from rich.markup import escape
 
 from models.hr.status import EntityStatus, PlanStatus
 from models.hr.thresholds import watched_kind
-from pipelines.bindings import client_resource, warehouse_resource
+from pipelines.bindings import client_resource, hr_policy_resource, warehouse_resource
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
 from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.report import (
     pending_summary,
     plan_detail,
@@ -58,6 +59,7 @@ from pipelines.hr.workflow import (
     stored_plan,
 )
 from pipelines.settings import SyncSettings
+from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.errors import ServiceError
 from warehouse.hr_store import (
@@ -170,14 +172,14 @@ def plan_command(
         _allowances(allow_kind, reason),
         approved_by=_approver(approved_by, settings),
         planned_by=os_user(),
-        max_invalid_share=settings.hr_max_invalid_share,
+        policy=hr_policy_resource(settings),
         as_of=as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
         allow_old_export=allow_old_export,
     )
     if refresh_first:
         _refresh(console, tenant_id, service_or_exit(settings))
     store = warehouse_resource(settings)
-    outcome = show_plan(console, store.file, request, errors, limit)
+    outcome = show_plan(console, store, request, errors, limit)
     if outcome.plan is None:
         raise typer.Exit(1)
     if csv:
@@ -201,18 +203,17 @@ def apply_command(
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
     console = hr_console()
     settings = service_or_exit(settings_or_exit(warehouse))
-    store = warehouse_resource(settings)
-    stored = _stored(store.file, plan_id)
+    store, policy = warehouse_resource(settings), hr_policy_resource(settings)
+    stored = _stored(store, plan_id)
     plan_id = stored.plan_id
     if allow_kind:
         approver = _approver(approved_by, settings)
-        stored = _allow(console, store.file, plan_id, _allowances(allow_kind, reason), approver)
+        stored = _allow(console, store, plan_id, _allowances(allow_kind, reason), approver, policy)
     # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
     adm = client_resource(settings).process_config_and_initialize()
     with adm.client_for(stored.tenant_id) as client:
         try:
-            max_age = timedelta(hours=settings.hr_plan_max_age_hours)
-            report = apply_stored(store.file, plan_id, client, str(uuid.uuid4()), max_age)
+            report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy.plan_max_age)
         except PlanBlockedError as error:
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(BLOCKED) from None
@@ -240,23 +241,23 @@ def apply_due_command(
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
     store = warehouse_resource(settings)
-    due = plans_due(store.file, tenant_id)
+    due = plans_due(store, tenant_id)
     if not due:
         console.print("No scheduled change is due.")
         return
     settings = service_or_exit(settings)
     adm = client_resource(settings).process_config_and_initialize()
     with adm.client_for(tenant_id) as client:
-        settled = [_apply_due(console, store.file, plan_id, client) for plan_id in due]
+        settled = [_apply_due(console, store, plan_id, client) for plan_id in due]
     if refresh_after:
         _refresh(console, tenant_id, settings)
     raise typer.Exit(0 if all(settled) else 1)
 
 
-def _apply_due(console: Console, warehouse: Path, plan_id: str, client: AdmClient) -> bool:
+def _apply_due(console: Console, store: WarehouseResource, plan_id: str, client: AdmClient) -> bool:
     """Apply one plan's due changes and print what happened; whether everything settled."""
     try:
-        report = apply_stored(warehouse, plan_id, client, str(uuid.uuid4()))
+        report = apply_stored(store, plan_id, client, str(uuid.uuid4()))
     except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         return False
@@ -351,9 +352,11 @@ def revert_command(
     """Plan the revert of an applied plan: its entities' values from before it, except for an entity
     changed since (listed, left alone). Apply the new plan with `hr apply`."""
     console = hr_console()
-    path = warehouse_resource(settings_or_exit(warehouse)).file
+    store = warehouse_resource(settings_or_exit(warehouse))
     try:
-        revert = revert_stored(path, _stored(path, plan_id).plan_id, _mapping(mapping), planned_by=os_user())
+        revert = revert_stored(
+            store, _stored(store, plan_id).plan_id, _mapping(mapping), planned_by=os_user()
+        )
     except (NotRevertibleError, StaleWarehouseError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
@@ -366,11 +369,11 @@ def revert_command(
 
 
 def show_plan(
-    console: Console, warehouse: Path, request: PlanRequest, errors: Path, limit: int
+    console: Console, store: WarehouseResource, request: PlanRequest, errors: Path, limit: int
 ) -> PlanOutcome:
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
-        outcome = plan_upload(warehouse, request)
+        outcome = plan_upload(store, request)
     except (StaleWarehouseError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
@@ -384,12 +387,12 @@ def show_plan(
     return outcome
 
 
-def show_demo_plan(console: Console, warehouse: Path, tenant_id: str) -> None:
+def show_demo_plan(console: Console, store: WarehouseResource, tenant_id: str) -> None:
     """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
     console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
     # The sample files describe the seeded tenant as of now, however long ago they were checked out.
     request = PlanRequest(DEMO_FILES, tenant_id, load_mapping(), as_of=datetime.now(UTC))
-    show_plan(console, warehouse, request, warehouse.parent / "hr", limit=60)
+    show_plan(console, store, request, store.file.parent / "hr", limit=60)
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 
 
@@ -432,11 +435,16 @@ def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
 
 
 def _allow(
-    console: Console, warehouse: Path, plan_id: str, kinds: dict[str, str], approved_by: str
+    console: Console,
+    store: WarehouseResource,
+    plan_id: str,
+    kinds: dict[str, str],
+    approved_by: str,
+    policy: HrPolicyResource,
 ) -> StoredPlan:
     """Lift ``kinds`` for a plan; a plan that began applying keeps its lifts, and nothing is applied."""
     try:
-        return allow(warehouse, plan_id, kinds, approved_by)
+        return allow(store, plan_id, kinds, approved_by, policy)
     except (AllowancesFinalError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
@@ -466,10 +474,10 @@ def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
         raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
 
 
-def _stored(warehouse: Path, plan_id: str) -> StoredPlan:
+def _stored(store: WarehouseResource, plan_id: str) -> StoredPlan:
     """`_loaded`, opening the warehouse for it."""
     try:
-        return stored_plan(warehouse, plan_id)
+        return stored_plan(store, plan_id)
     except PlanNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
     except LockBusyError as error:  # another apply or a sync holds the warehouse
@@ -481,7 +489,7 @@ def _refresh(console: Console, tenant_id: str, settings: SyncSettings) -> None:
     """The incremental tenant sync, so that the warehouse holds what the service holds now."""
     adm = client_resource(settings).process_config_and_initialize()
     try:
-        run_id = refresh(tenant_id, adm, warehouse_resource(settings))
+        run_id = refresh(settings, tenant_id, adm, warehouse_resource(settings))
     except RefreshFailedError as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None

@@ -24,7 +24,7 @@ due (run key: plan and day): the same apply as any other, writing only what is d
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from pydantic import Field, model_validator
 from models.hr.plan import Plan
 from models.hr.status import PlanStatus
 from pipelines.assets import table_key
-from pipelines.bindings import resources, warehouse_resource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
     FAILED,
@@ -50,6 +49,7 @@ from pipelines.hr.drop_folder import (
 )
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
@@ -62,12 +62,11 @@ from pipelines.hr.workflow import (
     overdue_changes,
     plan_upload,
     plans_due,
-    refresh,
     stored_plan,
 )
-from pipelines.jobs import NIGHTLY_JOB
+from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
-from pipelines.settings import SettingsError, load_settings
+from pipelines.settings import NO_TENANT
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
@@ -79,10 +78,10 @@ REFRESH_TAG = "adm/hr_refresh_tenant"
 FILE_TAG = "adm/hr_file_sha256"
 """The content hash of the dropped file a sensor's run plans."""
 FOLDER_TAG = "adm/hr_drop_folder"
-TENANT_TAG = "adm/tenant"
-"""Run tag: the tenant an HR run plans or applies for (searchable in the runs list)."""
 """The drop folder (``.`` for ``ADM_HR_DROP_DIR`` itself) the file of a sensor's run was dropped in."""
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+RUN_FINISHED = [dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES]
+RUN_UNFINISHED = [status for status in dg.DagsterRunStatus if status not in RUN_FINISHED]
 CHECK_CRON = "0 6 * * *"
 """When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
 DUE_CRON = "0 5 * * *"
@@ -96,10 +95,9 @@ class HrSyncConfig(dg.Config):
     files: list[str] = Field(default_factory=list, description="HR users and/or org-units CSV files.")
     mapping: str | None = Field(default=None, description="Column-mapping TOML; default the shipped one.")
     tenant_id: str | None = Field(
-        default=None, description="Tenant; default ADM_TENANT_ID (or the demo tenant)."
+        default=None, description="Tenant; default the first configured one (ADM_TENANTS)."
     )
     strict: bool = Field(default=False, description="Refuse the whole upload if any row is invalid.")
-    refresh: bool = Field(default=False, description="Run the incremental extract before planning.")
     approve_plan_id: str | None = Field(
         default=None, description="Apply this stored plan instead of planning."
     )
@@ -135,39 +133,51 @@ class HrSyncConfig(dg.Config):
         return self
 
 
-@dg.op(
-    out={
-        "plan_id": dg.Out(str, description="The plan made (or approved)."),
-        "approved": dg.Out(str, is_required=False, description="The plan, when it may be applied."),
-    }
-)
-def hr_plan(
-    context: dg.OpExecutionContext, config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource
-) -> Iterator[dg.Output[str]]:
-    """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
-    be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows, a run
-    config overriding the settings)."""
-    try:
-        if context.run.run_config.get("resources"):  # the HR jobs are declared once, not per settings
-            refuse_stale_config(context.run.run_config, resources(load_settings()))
-    except (StaleRunConfigError, SettingsError) as error:
-        raise dg.Failure(description=str(error)) from None
-    if config.approve_plan_id:
-        stored = _approve(config, warehouse, run_actor(context))
-        context.instance.add_run_tags(context.run_id, {TENANT_TAG: stored.tenant_id})
-        plan_id, blocked = stored.plan_id, stored.blocked
-        yield dg.Output(plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)})
-        why = _blocked(plan_id, blocked)
-    else:
-        plan, metadata = _plan(config, adm, warehouse, run_actor(context))
-        context.instance.add_run_tags(context.run_id, {TENANT_TAG: plan.tenant_id})
-        plan_id = plan.plan_id
-        yield dg.Output(plan_id, "plan_id", metadata=metadata)
-        why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
-    if why:
-        context.log.warning(why)
-        raise dg.Failure(description=why, metadata={"plan_id": plan_id})
-    yield dg.Output(plan_id, "approved")
+def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
+    """The planning op; a run whose config overrides a value of the ``bound`` resources (a launchpad copy
+    of older settings) is refused (`pipelines.launch`)."""
+
+    @dg.op(
+        name="hr_plan",
+        out={
+            "plan_id": dg.Out(str, description="The plan made (or approved)."),
+            "approved": dg.Out(str, is_required=False, description="The plan, when it may be applied."),
+        },
+    )
+    def hr_plan(
+        context: dg.OpExecutionContext,
+        config: HrSyncConfig,
+        adm: AdmClientResource,
+        warehouse: WarehouseResource,
+        hr_policy: HrPolicyResource,
+    ) -> Iterator[dg.Output[str]]:
+        """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
+        be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows, a run
+        config overriding the settings)."""
+        try:
+            refuse_stale_config(context.run.run_config, bound)
+        except StaleRunConfigError as error:
+            raise dg.Failure(description=str(error)) from None
+        if config.approve_plan_id:
+            stored = _approve(config, warehouse, hr_policy, run_actor(context))
+            context.instance.add_run_tags(context.run_id, {TENANT_TAG: stored.tenant_id})
+            plan_id, blocked = stored.plan_id, stored.blocked
+            yield dg.Output(
+                plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)}
+            )
+            why = _blocked(plan_id, blocked)
+        else:
+            plan, metadata = _plan(config, adm, warehouse, hr_policy, run_actor(context))
+            context.instance.add_run_tags(context.run_id, {TENANT_TAG: plan.tenant_id})
+            plan_id = plan.plan_id
+            yield dg.Output(plan_id, "plan_id", metadata=metadata)
+            why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
+        if why:
+            context.log.warning(why)
+            raise dg.Failure(description=why, metadata={"plan_id": plan_id})
+        yield dg.Output(plan_id, "approved")
+
+    return hr_plan
 
 
 def run_actor(context: dg.OpExecutionContext) -> str:
@@ -209,13 +219,17 @@ def _unattended_refusal(config: HrSyncConfig, plan_id: str, metadata: dict[str, 
 
 
 def _plan(
-    config: HrSyncConfig, adm: AdmClientResource, warehouse: WarehouseResource, actor: str
+    config: HrSyncConfig,
+    adm: AdmClientResource,
+    warehouse: WarehouseResource,
+    policy: HrPolicyResource,
+    actor: str,
 ) -> tuple[Plan, dict[str, Any]]:
     """Plan the configured files as ``actor``, writing error reports; returns the plan and the run's
     metadata about it. A refused upload fails the op (with the same metadata but the plan)."""
-    tenant_id = config.tenant_id or load_settings().default_tenant
-    if config.refresh:
-        refresh(tenant_id, adm, warehouse)
+    tenant_id = config.tenant_id or adm.tenant_id
+    if tenant_id is None:
+        raise dg.Failure(description=NO_TENANT)
     try:
         mapping = with_file_options(
             load_mapping(Path(config.mapping) if config.mapping else None),
@@ -229,12 +243,17 @@ def _plan(
             mapping,
             config.strict,
             planned_by=actor,
+            policy=policy,
             # Unattended runs never plan an old export: nobody would see what it puts back.
             allow_old_export=config.allow_old_export and not config.unattended,
         )
-        outcome = plan_upload(warehouse.file, request)
-    except (MappingError, StaleWarehouseError) as error:  # one line on the run, not a traceback
+        outcome = plan_upload(warehouse, request)
+    except MappingError as error:  # one line on the run, not a traceback
         raise dg.Failure(description=str(error)) from None
+    except StaleWarehouseError as error:
+        raise dg.Failure(
+            description=f"{error}. In Dagster: run {NIGHTLY_JOB} for tenant {tenant_id} first"
+        ) from None
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
     metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
@@ -265,7 +284,9 @@ def _plan_metadata(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _approve(config: HrSyncConfig, warehouse: WarehouseResource, actor: str) -> StoredPlan:
+def _approve(
+    config: HrSyncConfig, warehouse: WarehouseResource, policy: HrPolicyResource, actor: str
+) -> StoredPlan:
     """Lift the configured kinds (default: every blocked kind) of a stored plan (its id or a unique
     prefix), with the reason, as ``config.approved_by`` or else ``actor``."""
     if config.unattended:
@@ -273,32 +294,38 @@ def _approve(config: HrSyncConfig, warehouse: WarehouseResource, actor: str) -> 
             description="an unattended run never approves a plan: run hr_sync with approve_plan_id"
         )
     try:
-        stored = stored_plan(warehouse.file, str(config.approve_plan_id))
+        stored = stored_plan(warehouse, str(config.approve_plan_id))
         kinds = config.allow or stored.blocked
         if not kinds:  # nothing to lift: approving applies the plan as it is, or resumes an incomplete apply
             return stored
         if not (config.reason or "").strip():
             raise dg.Failure(description="approving a blocked plan needs a reason")
-        if load_settings().hr_four_eyes and config.approved_by:
+        if policy.four_eyes and config.approved_by:
             raise dg.Failure(description="ADM_HR_FOUR_EYES: the approver is who launches the run")
         approver = config.approved_by or actor
-        return allow(warehouse.file, stored.plan_id, dict.fromkeys(kinds, config.reason or ""), approver)
+        return allow(warehouse, stored.plan_id, dict.fromkeys(kinds, config.reason or ""), approver, policy)
     except (AllowancesFinalError, FourEyesError, PlanNotFoundError) as error:
         raise dg.Failure(description=str(error)) from None
 
 
 @dg.op
 def hr_apply(
-    context: dg.OpExecutionContext, plan_id: str, adm: AdmClientResource, warehouse: WarehouseResource
+    context: dg.OpExecutionContext,
+    plan_id: str,
+    adm: AdmClientResource,
+    warehouse: WarehouseResource,
+    hr_policy: HrPolicyResource,
 ) -> dg.Output[str]:
     """Apply (or resume) the plan; fails when any entity is left failed, unknown or unsent (plan
     ``incomplete``). Either way the refresh sensor then syncs the tenant, as a run of its own."""
-    tenant_id = stored_plan(warehouse.file, plan_id).tenant_id
+    tenant_id = stored_plan(warehouse, plan_id).tenant_id
     # Tagged before any write: from here on the warehouse needs a refresh, whatever happens next.
     context.instance.add_run_tags(context.run_id, {REFRESH_TAG: tenant_id})
     with adm.client_for(tenant_id) as client:
         try:
-            report = apply_stored(warehouse.file, plan_id, client, context.run_id, actor=run_actor(context))
+            report = apply_stored(
+                warehouse, plan_id, client, context.run_id, hr_policy.plan_max_age, actor=run_actor(context)
+            )
         except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
             raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
@@ -317,11 +344,17 @@ def hr_apply(
     return dg.Output(report.status.value, metadata=metadata)
 
 
-@dg.job(description="HR reverse sync: plan HR files, then apply the plan when within safety thresholds.")
-def hr_sync() -> None:
-    """Plan, then apply what is approved."""
-    _, approved = hr_plan()
-    hr_apply(approved)
+def hr_sync_job(bound: Mapping[str, Any]) -> dg.JobDefinition:
+    """The ``hr_sync`` job, refusing run configs that override the ``bound`` resources."""
+    plan = hr_plan_op(bound)
+
+    @dg.job(description="HR reverse sync: plan HR files, then apply the plan when within safety thresholds.")
+    def hr_sync() -> None:
+        """Plan, then apply what is approved."""
+        _, approved = plan()
+        hr_apply(approved)
+
+    return hr_sync
 
 
 # Targeted by name: a sensor given the job object is copied when Definitions binds resources, and that
@@ -331,10 +364,13 @@ def hr_sync() -> None:
     minimum_interval_seconds=30,
     description="New HR files in ADM_HR_DROP_DIR and its configured folders (unattended runs).",
 )
-def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-    """One ``hr_sync`` run per complete, stable file content in each drop folder; files whose run ended
-    are moved to ``processed/`` or ``failed/``."""
-    root = load_settings().hr_drop_dir
+def hr_drop_folder(
+    context: dg.SensorEvaluationContext, hr_policy: HrPolicyResource, adm: AdmClientResource
+) -> dg.SensorResult | dg.SkipReason:
+    """One ``hr_sync`` run per complete, stable file content in each drop folder, once its tenant's
+    warehouse shows the tenant's last HR writes; files whose run ended are moved to ``processed/`` or
+    ``failed/``."""
+    root = hr_policy.drop_folder
     if not root.is_dir():
         return dg.SkipReason(f"no drop folder {root}")
     try:
@@ -343,19 +379,50 @@ def hr_drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.
         raise dg.Failure(description=str(error)) from None  # a broken folder setting is loud, not skipped
     previous = json.loads(context.cursor) if context.cursor else {}
     seen: dict[str, list[int]] = {}
-    requests = []
+    requests: list[dg.RunRequest] = []
     for folder in folders:
+        tenant_id = folder.settings.tenant_id or adm.tenant_id or ""
         for path in uploads(folder):
             key = path.name if folder.key == ROOT else f"{folder.key}/{path.name}"
             seen[key] = signature(path)
-            if previous.get(key) == seen[key] and complete(path, folder.settings):
-                requests += _run_request(context.instance, folder, path)
+            if previous.get(key) != seen[key] or not complete(path, folder.settings):
+                continue
+            requests += _run_request(context, folder, path, tenant_id)
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
 
 
-def _run_request(instance: dg.DagsterInstance, folder: DropFolder, path: Path) -> list[dg.RunRequest]:
+def _waiting_for(instance: dg.DagsterInstance, tenant_id: str) -> str | None:
+    """Why a dropped file of the tenant must wait, or None: an HR run of the tenant has not finished, or
+    its warehouse has not yet been refreshed after the tenant's last apply (the refresh is a sync run of
+    its own, started by ``hr_refresh_after_apply``; planning before it ends would be refused as stale).
+    A refresh that ended in failure releases the file: its run then fails saying the warehouse is stale."""
+    unfinished = dg.RunsFilter(tags={TENANT_TAG: tenant_id}, statuses=RUN_UNFINISHED)
+    busy = instance.get_run_records(unfinished, limit=1)
+    if busy:
+        run = busy[0].dagster_run
+        return f"{run.job_name} run {run.run_id} of tenant {tenant_id} has not finished"
+    applied = instance.get_run_records(
+        dg.RunsFilter(job_name="hr_sync", tags={REFRESH_TAG: tenant_id}, statuses=RUN_FINISHED), limit=1
+    )
+    if not applied or applied[0].end_time is None:
+        return None
+    ended = datetime.fromtimestamp(applied[0].end_time, UTC)
+    since = dg.RunsFilter(tags={"dagster/partition": tenant_id}, created_after=ended, statuses=RUN_FINISHED)
+    refreshes = instance.get_run_records(since, limit=1)
+    if refreshes:
+        return None
+    return (
+        f"the refresh of tenant {tenant_id} after hr_sync run {applied[0].dagster_run.run_id} has not run yet"
+    )
+
+
+def _run_request(
+    context: dg.SensorEvaluationContext, folder: DropFolder, path: Path, tenant_id: str
+) -> list[dg.RunRequest]:
     """A run of the file's content: its first, or a new attempt when the last run of that content failed
-    and the file was dropped again since. A file whose last run ended otherwise is filed away."""
+    and the file was dropped again since; none while the tenant is busy (`_waiting_for`: the file is
+    asked for again at the next tick). A file whose last run ended otherwise is filed away."""
+    instance = context.instance
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     earlier = [
         record
@@ -370,24 +437,29 @@ def _run_request(instance: dg.DagsterInstance, folder: DropFolder, path: Path) -
         if not failed or path.stat().st_mtime <= last.create_timestamp.timestamp():
             file_away(path, not failed, last.create_timestamp)
             return []
+    waiting = _waiting_for(instance, tenant_id)
+    if waiting:
+        context.log.info(f"{path.name} waits: {waiting}")
+        return []
     key = digest if folder.key == ROOT else f"{folder.key}/{digest}"
     return [
         dg.RunRequest(
             run_key=f"{key}.{len(earlier) + 1}" if earlier else key,
-            run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path)}),
-            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key},
+            run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path, tenant_id)}),
+            # The tenant tag queues the run with the tenant's syncs (pipelines/dagster.yaml).
+            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key, TENANT_TAG: tenant_id},
         )
     ]
 
 
-def _folder_config(folder: DropFolder, path: Path) -> HrSyncConfig:
+def _folder_config(folder: DropFolder, path: Path, tenant_id: str) -> HrSyncConfig:
     """The unattended run of one dropped file, with its folder's settings."""
     settings = folder.settings
     mapping = folder.mapping_path()
     return HrSyncConfig(
         files=[str(path)],
         unattended=True,
-        tenant_id=settings.tenant_id,
+        tenant_id=tenant_id or None,
         mapping=str(mapping) if mapping else None,
         encoding=settings.encoding,
         delimiter=settings.delimiter,
@@ -410,14 +482,16 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
     finished = context.instance.get_run_records(
         dg.RunsFilter(
             job_name="hr_sync",
-            statuses=[dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES],
+            statuses=RUN_FINISHED,
             updated_after=since,
         ),
         order_by="update_timestamp",
         ascending=True,
     )
     requests = [
-        dg.RunRequest(run_key=f"hr_refresh:{record.dagster_run.run_id}", partition_key=tenant)
+        dg.RunRequest(
+            run_key=f"hr_refresh:{record.dagster_run.run_id}", partition_key=tenant, tags={TENANT_TAG: tenant}
+        )
         for record in finished
         if (tenant := record.dagster_run.tags.get(REFRESH_TAG))
     ]
@@ -435,11 +509,13 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
     execution_timezone="UTC",
     description="Applies the HR plans whose dated changes (effective dates) have come due.",
 )
-def hr_apply_due(context: dg.ScheduleEvaluationContext) -> dg.SkipReason | list[dg.RunRequest]:
+def hr_apply_due(
+    context: dg.ScheduleEvaluationContext, warehouse: WarehouseResource
+) -> dg.SkipReason | list[dg.RunRequest]:
     """One ``hr_sync`` run approving (applying) each plan with changes due on the tick's day."""
     moment = context.scheduled_execution_time or datetime.now(UTC)
     try:
-        due = plans_due(warehouse_resource(load_settings()).file, None, moment)
+        due = plans_due(warehouse, None, moment)
     except LockBusyError as error:  # a sync is committing: the next tick finds the plans still due
         return dg.SkipReason(str(error))
     if not due:
@@ -463,7 +539,7 @@ def hr_apply_due(context: dg.ScheduleEvaluationContext) -> dg.SkipReason | list[
 )
 def hr_dated_changes_on_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     """Fails while any dated change's day has passed and it still waits, naming each."""
-    late = overdue_changes(warehouse.file, datetime.now(UTC).date())
+    late = overdue_changes(warehouse, datetime.now(UTC).date())
     shown = [
         f"{c.entity_kind} {c.hr_key} {c.field} -> {c.after_label} on {c.effective_on} (plan {c.plan_id})"
         for c in late
@@ -496,7 +572,12 @@ def hr_dated_changes_check_schedule() -> dg.RunRequest:
     return dg.RunRequest()
 
 
-HR_JOBS: "list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition]" = [hr_sync, hr_dated_changes_check]
-HR_SENSORS = [hr_drop_folder, hr_refresh_after_apply]
-HR_SCHEDULES = [hr_apply_due, hr_dated_changes_check_schedule]
-HR_CHECKS = [hr_dated_changes_on_time]
+def hr_definitions(bound: Mapping[str, Any]) -> dg.Definitions:
+    """The HR reverse sync's jobs, sensors, schedules and check; its runs refuse a config overriding the
+    ``bound`` resources (the code location binds every resource once, `pipelines.bindings`)."""
+    return dg.Definitions(
+        jobs=[hr_sync_job(bound), hr_dated_changes_check],
+        sensors=[hr_drop_folder, hr_refresh_after_apply],
+        schedules=[hr_apply_due, hr_dated_changes_check_schedule],
+        asset_checks=[hr_dated_changes_on_time],
+    )

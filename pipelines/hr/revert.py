@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from models.errors import AuthoritySyncError
 from models.hr.fields import same
@@ -32,6 +31,7 @@ from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import apply_allowances, change_kind
 from pipelines.hr.snapshot import Snapshot, fresh_run, load_snapshot
 from pipelines.hr.workflow import short_write, window_entities
+from pipelines.warehouse_resource import WarehouseResource
 from warehouse.hr_store import (
     JournalEntry,
     StoredPlan,
@@ -68,14 +68,18 @@ class Revert:
 
 
 def revert_stored(
-    warehouse: Path, plan_id: str, mapping: HrMapping, now: datetime | None = None, planned_by: str = ""
+    store: WarehouseResource,
+    plan_id: str,
+    mapping: HrMapping,
+    now: datetime | None = None,
+    planned_by: str = "",
 ) -> Revert:
     """Build, check and store the revert of an applied plan against a fresh enough warehouse, as planned
     by ``planned_by``. Raises
     `NotRevertibleError`, `warehouse.hr_store.PlanNotFoundError` or
     `pipelines.hr.snapshot.StaleWarehouseError`."""
     moment = now or datetime.now(UTC)
-    with short_write(warehouse) as con:
+    with short_write(store) as con:
         applied = load_plan(con, plan_id)
         if applied.status not in REVERTIBLE:
             raise NotRevertibleError(

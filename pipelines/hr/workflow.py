@@ -38,14 +38,15 @@ from models.hr.thresholds import (
 from pipelines.hr.apply import ApplyReport, apply_plan
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import make_plan
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.snapshot import fresh_run, load_snapshot
 from pipelines.hr.staleness import ExportTimes
 from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.location import sync_definitions
-from pipelines.publishing import republish_warehouse
+from pipelines.publishing import republish
 from pipelines.runner import cli_instance, run_tenant
-from pipelines.settings import load_settings
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
@@ -90,8 +91,8 @@ class PlanRequest:
     """Who lifts the ``allow`` kinds (the CLI's default: the OS user)."""
     planned_by: str = ""
     """Who makes the plan (the CLI: the OS user; Dagster: the run's launcher, sensor or schedule)."""
-    max_invalid_share: float | None = None
-    """A larger share of invalid rows refuses the upload; None: ``ADM_HR_MAX_INVALID_SHARE``."""
+    policy: HrPolicyResource = field(default_factory=HrPolicyResource)
+    """The invalid share that refuses an upload, and whether a lift needs a second person."""
     as_of: datetime | None = None
     """When the files were exported; None: each file's modification time (or its as-of column)."""
     allow_old_export: bool = False
@@ -107,9 +108,12 @@ class PlanOutcome:
     refusal: str | None = None
 
 
-def refresh(tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource) -> str:
-    """Run the incremental tenant sync of one tenant with these resources; returns its run id."""
-    defs = sync_definitions(load_settings(), {"adm": adm, "warehouse": warehouse})
+def refresh(
+    settings: SyncSettings, tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource
+) -> str:
+    """Run the incremental tenant sync of one tenant (the CLI's, in this process) with the settings' other
+    resources; returns its run id."""
+    defs = sync_definitions(settings, {"adm": adm, "warehouse": warehouse})
     with cli_instance() as instance:
         run = run_tenant(defs, tenant_id, instance)
     if not run.success:
@@ -117,27 +121,24 @@ def refresh(tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource
     return run.run_id
 
 
-def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = None) -> PlanOutcome:
+def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | None = None) -> PlanOutcome:
     """Validate the files against a fresh enough warehouse and store the plan of their valid rows.
     Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
     moment = now or datetime.now(UTC)
     checked_allowances(request.allow)
     if request.allow:
-        four_eyes(request.planned_by, request.approved_by)
+        four_eyes(request.policy, request.planned_by, request.approved_by)
     options = request.mapping.csv
     files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
     # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
     # users are scanned in batches; a large buffer would only hold pages never read again).
-    with short_write(warehouse, memory_limit=PLAN_MEMORY_LIMIT) as con:
+    with short_write(store, memory_limit=PLAN_MEMORY_LIMIT) as con:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
         max_age = None if request.allow_old_export else request.mapping.max_export_age
         times = ExportTimes.of(files, request.as_of, moment, max_age)
         validation = validate(files, request.mapping, snapshot, moment.date(), times)
-        share = request.max_invalid_share
-        refusal = _refusal(
-            validation, request.strict, load_settings().hr_max_invalid_share if share is None else share
-        )
+        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share)
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -152,7 +153,7 @@ def plan_upload(warehouse: Path, request: PlanRequest, now: datetime | None = No
             planned_by=request.planned_by,
         )
         save_plan(con, plan)
-    republish_warehouse(warehouse, "hr-plan")
+    republish(store, "hr-plan")
     return PlanOutcome(validation, plan)
 
 
@@ -184,21 +185,27 @@ def checked_allowances(allow: Mapping[str, str]) -> dict[str, str]:
 
 
 def allow(
-    warehouse: Path, plan_id: str, kinds: Mapping[str, str], approved_by: str, now: datetime | None = None
+    store: WarehouseResource,
+    plan_id: str,
+    kinds: Mapping[str, str],
+    approved_by: str,
+    policy: HrPolicyResource | None = None,
+    now: datetime | None = None,
 ) -> StoredPlan:
-    """Lift watched kinds (-> reasons) for one stored plan, recorded as lifted by ``approved_by``; returns
-    the plan as now stored. `warehouse.hr_store.AllowancesFinalError` once the plan began applying."""
+    """Lift watched kinds (-> reasons) for one stored plan, recorded as lifted by ``approved_by`` (under
+    the ``policy``'s four eyes: default the settings' defaults); returns the plan as now stored.
+    `warehouse.hr_store.AllowancesFinalError` once the plan began applying."""
     lifted = checked_allowances(kinds)
     moment = now or datetime.now(UTC)
-    with short_write(warehouse) as con:
-        four_eyes(load_plan(con, plan_id).planned_by, approved_by)
+    with short_write(store) as con:
+        four_eyes(policy or HrPolicyResource(), load_plan(con, plan_id).planned_by, approved_by)
         record_allowances(con, plan_id, lifted, approved_by, moment)
         return recheck_thresholds(con, plan_id, moment)
 
 
-def four_eyes(planned_by: str | None, approved_by: str) -> None:
+def four_eyes(policy: HrPolicyResource, planned_by: str | None, approved_by: str) -> None:
     """Under ``ADM_HR_FOUR_EYES``, refuse a lift by the plan's own planner (`FourEyesError`)."""
-    if load_settings().hr_four_eyes and (planned_by or "").casefold() == approved_by.casefold():
+    if policy.four_eyes and (planned_by or "").casefold() == approved_by.casefold():
         raise FourEyesError(
             f"ADM_HR_FOUR_EYES: {approved_by} made this plan, so another person must lift its thresholds"
         )
@@ -241,12 +248,12 @@ def window_entities(
 
 
 def short_write(
-    warehouse: Path, memory_limit: str | None = MEMORY_LIMIT
+    store: WarehouseResource, memory_limit: str | None = MEMORY_LIMIT
 ) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
-    """The warehouse for one short step of the HR workflow: the writer lock (waiting up to
-    ``ADM_LOCK_WAIT_S`` for a sync's commit, then one line naming it) and a connection, released at the
-    end of the step."""
-    return writing(warehouse, f"hr {os_user()}", load_settings().lock_wait_s, memory_limit)
+    """The warehouse for one short step of the HR workflow: the writer lock (waiting up to the store's
+    ``lock_wait_s`` for a sync's commit, then one line naming it) and a connection, released at the end of
+    the step."""
+    return writing(store.file, f"hr {os_user()}", store.lock_wait_s, memory_limit)
 
 
 def os_user() -> str:
@@ -257,15 +264,15 @@ def os_user() -> str:
         return f"uid {os.getuid()}"
 
 
-def stored_plan(warehouse: Path, plan_id: str) -> StoredPlan:
+def stored_plan(store: WarehouseResource, plan_id: str) -> StoredPlan:
     """A stored plan by its id or a unique prefix of it; `warehouse.hr_store.PlanNotFoundError` when there
     is none."""
-    with short_write(warehouse) as con:
+    with short_write(store) as con:
         return find_plan(con, plan_id)
 
 
 def apply_stored(
-    warehouse: Path,
+    store: WarehouseResource,
     plan_id: str,
     client: AdmClient,
     run_id: str,
@@ -274,25 +281,25 @@ def apply_stored(
     actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
-    older than ``max_age`` (default ``ADM_HR_PLAN_MAX_AGE_HOURS``) is refused, unless scheduled. The apply
-    is recorded as run by ``actor`` (default: the OS user)."""
-    age = max_age or timedelta(hours=load_settings().hr_plan_max_age_hours)
+    older than ``max_age`` (default: the HR policy's default) is refused, unless scheduled. The apply is
+    recorded as run by ``actor`` (default: the OS user)."""
+    age = max_age or HrPolicyResource().plan_max_age
     moment = now or datetime.now(UTC)
-    open_write = partial(writing, warehouse, f"hr apply of plan {plan_id}", load_settings().lock_wait_s)
+    open_write = partial(writing, store.file, f"hr apply of plan {plan_id}", store.lock_wait_s)
     with open_write() as con:
         plan = recheck_thresholds(con, plan_id, moment)
     report = apply_plan(open_write, client, plan, run_id, age, moment, actor or os_user())
-    republish_warehouse(warehouse, "hr-apply")
+    republish(store, "hr-apply")
     return report
 
 
-def overdue_changes(warehouse: Path, today: date) -> list[PendingChange]:
+def overdue_changes(store: WarehouseResource, today: date) -> list[PendingChange]:
     """The dated changes (of every tenant) whose day is past while they still wait."""
-    with short_write(warehouse) as con:
+    with short_write(store) as con:
         return [change for change in pending_changes(con, None) if change.overdue(today)]
 
 
-def plans_due(warehouse: Path, tenant_id: str | None, now: datetime | None = None) -> list[str]:
+def plans_due(store: WarehouseResource, tenant_id: str | None, now: datetime | None = None) -> list[str]:
     """The plans (of one tenant, or of all) with changes come due by ``now``'s day, oldest first."""
-    with short_write(warehouse) as con:
+    with short_write(store) as con:
         return due_plans(con, tenant_id, (now or datetime.now(UTC)).date())
