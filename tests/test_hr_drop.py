@@ -21,11 +21,14 @@ from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import PlanRequest, plan_upload
+from pipelines.location import sync_definitions
+from pipelines.runner import run_tenant
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_safety import rows_before_leaving
 from tests.test_hr_support import (
     MAPPING,
+    SETTINGS,
     drop_sensor_context,
     hr_sync,
     plan,
@@ -100,6 +103,30 @@ def test_a_file_cut_short_mid_row_is_never_planned_however_long_its_writer_pause
     drop.write_bytes(full)  # the writer finishes
     (result,) = folder.settle()
     assert result.success and writes(server) == {f"user:{user_id('E100010')}": 1}
+
+
+def test_a_second_dropped_file_waits_for_the_refresh_after_the_first_apply_then_applies(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    write_users(inbox / "first.csv", promotion())
+    drops = Folder(inbox, adm, hr_store)
+    (first,) = drops.settle()
+    assert first.success and writes(server) == {f"user:{user_id('E100010')}": 1}
+    rows = promotion()
+    row_of(rows, "E100011")["positions"] = (
+        "Buyer" if row_of(rows, "E100011")["positions"] != "Buyer" else "Controller"
+    )
+    write_users(inbox / "second.csv", rows)
+    # Planned now, it would be refused as stale (the warehouse does not show the first apply): it waits.
+    assert drops.settle() == []
+    refreshed = run_tenant(
+        sync_definitions(SETTINGS, {"adm": adm, "warehouse": hr_store}), DEMO_TENANT_ID, drops.instance
+    )
+    assert refreshed.success  # the tenant's sync, as the refresh sensor starts it
+    (second,) = drops.run(drops.tick())  # the file is stable already: the next tick takes it
+    assert second.success, second.all_events
+    assert writes(server) == {f"user:{user_id('E100010')}": 1, f"user:{user_id('E100011')}": 1}
 
 
 def test_each_folder_has_its_tenant_mapping_and_date_formats_and_takes_workbooks_in_any_case(

@@ -6,13 +6,18 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from pipelines.bindings import resources
 from pipelines.cli import app
+from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
+from pipelines.location import sync_definitions
 from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, load_settings
 from resources.settings import RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
@@ -91,6 +96,63 @@ def test_each_tenant_may_have_its_own_credential(monkeypatch: pytest.MonkeyPatch
     assert demo_key is not None and demo_key.get_secret_value() == "key-demo"
     assert other_token is not None and other_token.get_secret_value() == "token-other"
     assert "key-demo" not in repr(settings) and "token-other" not in repr(settings)
+
+
+def test_each_tenant_may_have_its_own_rate_plan_and_quota_and_name_in_dagster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ADM_BASE_URL", "https://adm.example.com")
+    monkeypatch.setenv("ADM_TOKEN", "shared")
+    monkeypatch.setenv("ADM_TENANTS", f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}")
+    monkeypatch.setenv("ADM_RATE_PLAN", "essential")
+    monkeypatch.setenv(f"ADM_RATE_PLAN__{DEMO_TENANT_ID.upper().replace('-', '_')}", "Premium")
+    monkeypatch.setenv(f"ADM_MONTHLY_QUOTA__{OTHER_TENANT_ID.replace('-', '_')}", "1234")
+
+    settings = load_settings()
+    bound = resources(settings)
+
+    # The acme tenant: its own plan, so its plan's quota; the other: the shared plan, its own quota.
+    assert (settings.rate_plan_of(DEMO_TENANT_ID), settings.quota_of(DEMO_TENANT_ID)) == (
+        RatePlan.PREMIUM,
+        MONTHLY_QUOTAS[RatePlan.PREMIUM],
+    )
+    assert (settings.rate_plan_of(OTHER_TENANT_ID), settings.quota_of(OTHER_TENANT_ID)) == (
+        RatePlan.ESSENTIAL,
+        1234,
+    )
+    # The resources a run gets carry them: the client limits each tenant at its plan's rate.
+    adm = bound["adm"].process_config_and_initialize()
+    assert adm.client_settings(DEMO_TENANT_ID).rate_plan == RatePlan.PREMIUM
+    assert adm.client_settings(OTHER_TENANT_ID).rate_plan == RatePlan.ESSENTIAL
+    policy = bound["sync_policy"]
+    assert (policy.quota_of(DEMO_TENANT_ID), policy.quota_of(OTHER_TENANT_ID)) == (100_000, 1234)
+    # Dagster shows the name: the schedules tag each tenant's runs with its id and, if it has one, name.
+    repository = sync_definitions(settings).get_repository_def()
+    schedule = repository.get_schedule_def("nightly_sync_schedule")
+    moment = datetime(2026, 11, 23, 2, tzinfo=UTC)
+    tick = dg.build_schedule_context(scheduled_execution_time=moment, repository_def=repository)
+    requests = schedule.evaluate_tick(tick).run_requests or []
+    named = (TENANT_TAG, TENANT_NAME_TAG)
+    assert [{k: v for k, v in request.tags.items() if k in named} for request in requests] == [
+        {TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"},
+        {TENANT_TAG: OTHER_TENANT_ID},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "value", "expected"),
+    [
+        ("DEMO", "gold", "ADM_RATE_PLAN__{tenant}='gold' is not accepted: expected one of essential"),
+        ("UNKNOWN", "premium", "ADM_RATE_PLAN__UNKNOWN names no tenant of ADM_TENANTS"),
+    ],
+)
+def test_a_tenant_setting_that_is_wrong_or_names_no_tenant_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, suffix: str, value: str, expected: str
+) -> None:
+    tenant = DEMO_TENANT_ID.upper().replace("-", "_")
+    name = tenant if suffix == "DEMO" else suffix
+    message = refusal(monkeypatch, ADM_TENANTS=DEMO_TENANT_ID, **{f"ADM_RATE_PLAN__{name}": value})
+    assert message.startswith(expected.format(tenant=tenant))
 
 
 def test_a_tenant_without_any_credential_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
