@@ -16,7 +16,7 @@ from rich.table import Table
 
 from pipelines.budget import MonthProjection
 from warehouse.publish import PublishTarget
-from warehouse.reads import read_only
+from warehouse.runs import run_summaries
 
 
 def run_summary(
@@ -30,22 +30,7 @@ def run_summary(
     quota), 429s and rows changed per table; the revision lists it re-verified; the error of a run that did
     not commit; where the copy for readers was published (a failed publish is one of the run's warnings).
     ``label`` shows a tenant id as people know it."""
-    # The writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
-    # and the publish's own time.
-    with read_only(warehouse) as con:
-        if con is None:
-            return
-        rows = con.execute(
-            "SELECT tenant_id, run_id, status, mode, api_calls_total, rate_limited_429, retries, row_counts, "
-            "warnings, finished_at - started_at, error, monthly_quota, (SELECT sum(api_calls_total) "
-            "FROM sync_runs m WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at "
-            "AND date_trunc('month', timezone('UTC', m.started_at)) "
-            "= date_trunc('month', timezone('UTC', r.started_at))), coalesce(deviations, '[]'), "
-            "coalesce(rejected_records, 0), revisions_rechecked, rechecks_found_new, recheck_days, "
-            "coalesce(phase_seconds, '{}') "
-            "FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at",
-            [run_ids],
-        ).fetchall()
+    rows = run_summaries(warehouse, run_ids)
     for tenant, *row, phases in rows:
         _print_run(console, escape(label(tenant)), *row)
         publish_s = json.loads(phases).get("publish")

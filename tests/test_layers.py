@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -77,6 +78,23 @@ def test_warehouse_modules_form_no_cycle() -> None:
     }
     cycles = [(a, b) for a, targets in graph.items() for b in targets if a in graph.get(b, set())]
     assert cycles == []
+
+
+STATEMENT = re.compile(
+    r"^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s|CREATE\s|ALTER\s|DROP\s|WITH\s)"
+)
+"""The start of a SQL statement (not an HTTP method nor an enum value)."""
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if not name.startswith("warehouse")))
+def test_every_sql_statement_is_under_warehouse(module: str) -> None:
+    # Before: the HR snapshot's reads and the CLI's run summary held SQL in pipelines/.
+    statements = [
+        node.value
+        for node in ast.walk(MODULES[module])
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and STATEMENT.match(node.value)
+    ]
+    assert statements == []
 
 
 def test_loading_the_code_location_and_the_cli_loads_no_emulator() -> None:

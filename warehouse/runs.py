@@ -267,6 +267,29 @@ def last_success(warehouse: Path, tenant_id: str) -> datetime | None:
 RUNS_TABLE = "sync_runs"
 """The table of run rows, one per run and tenant (the ``adm/sync_runs`` asset)."""
 
+SUMMARY = """
+SELECT tenant_id, run_id, status, mode, api_calls_total, rate_limited_429, retries, row_counts, warnings,
+       finished_at - started_at, error, monthly_quota,
+       -- The month's calls up to this run (months in UTC, as the quota counts them).
+       (SELECT sum(api_calls_total) FROM sync_runs m
+        WHERE m.tenant_id = r.tenant_id AND m.finished_at <= r.finished_at
+          AND date_trunc('month', timezone('UTC', m.started_at))
+            = date_trunc('month', timezone('UTC', r.started_at))),
+       coalesce(deviations, '[]'), coalesce(rejected_records, 0), revisions_rechecked, rechecks_found_new,
+       recheck_days, coalesce(phase_seconds, '{}')
+FROM sync_runs r WHERE list_contains(?, run_id) ORDER BY finished_at
+"""
+
+
+def run_summaries(warehouse: Path, run_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The rows the CLI's run summary prints (`SUMMARY`'s columns), of the runs named, oldest first. Read
+    from the writer's file, not the copy for readers: only it holds the rows of runs that did not commit,
+    and the publish's own time."""
+    with read_only(warehouse) as con:
+        if con is None:
+            return []
+        return con.execute(SUMMARY, [run_ids]).fetchall()
+
 
 def table_rows(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: list[str]) -> dict[str, int]:
     """Rows each table holds for the tenant."""

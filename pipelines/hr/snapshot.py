@@ -20,6 +20,13 @@ from models.errors import AuthoritySyncError
 from models.groups import Group
 from models.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
 from models.users import User
+from warehouse.hr_snapshot import (
+    last_hr_write,
+    latest_sync,
+    listed_group_records,
+    listed_position_names,
+    listed_user_records,
+)
 
 BATCH = 2_000
 """Users read from the warehouse at a time: their JSON text is dropped once read."""
@@ -163,45 +170,28 @@ def _index(pairs: Iterable[tuple[str | None, str]]) -> dict[str, list[str]]:
 
 def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None:
     """The tenant's latest successful extract, if any."""
-    row = con.execute(
-        "SELECT run_id, started_at, finished_at FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded' "
-        "ORDER BY finished_at DESC LIMIT 1",
-        [tenant_id],
-    ).fetchone()
-    return SyncRun(*row) if row else None
+    found = latest_sync(con, tenant_id)
+    return SyncRun(*found) if found else None
 
 
 def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
     """The tenant's current users, groups and positions from the warehouse: those the service still lists
     (a record it says is deleted included, one it stopped listing not). Users are read in batches and
     kept as `models.hr.fields.UserFields` values, never whole."""
-    # A record a full read did not find is marked deleted after the synced_at of the run that last saw it.
-    groups = con.execute(
-        "SELECT raw FROM groups WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
-        [tenant_id],
-    ).fetchall()
-    positions = con.execute(
-        "SELECT id, position_name FROM positions WHERE tenant_id = ? "
-        "AND NOT (is_deleted AND deleted_at > synced_at)",
-        [tenant_id],
-    ).fetchall()
+    groups = (Group.model_validate_json(raw) for raw in listed_group_records(con, tenant_id))
     return Snapshot.build(
         tenant_id,
         run,
         _users(con, tenant_id),
-        {group.id: group for group in (Group.model_validate_json(raw) for (raw,) in groups)},
-        {str(key): str(name) for key, name in positions if name},
+        {group.id: group for group in groups},
+        listed_position_names(con, tenant_id),
     )
 
 
 def _users(con: duckdb.DuckDBPyConnection, tenant_id: str) -> Iterator[UserFields]:
     """The tenant's current users, read `BATCH` records at a time."""
-    cursor = con.execute(
-        "SELECT raw FROM users WHERE tenant_id = ? AND NOT (is_deleted AND deleted_at > synced_at)",
-        [tenant_id],
-    )
-    while batch := cursor.fetchmany(BATCH):
-        yield from (UserFields.model_validate_json(raw) for (raw,) in batch)
+    for batch in listed_user_records(con, tenant_id, BATCH):
+        yield from (UserFields.model_validate_json(raw) for raw in batch)
 
 
 def fresh_run(con: duckdb.DuckDBPyConnection, tenant_id: str, max_age: timedelta, now: datetime) -> SyncRun:
@@ -225,16 +215,6 @@ def fresh_run(con: duckdb.DuckDBPyConnection, tenant_id: str, max_age: timedelta
             "UTC and does not show them: refresh it (--refresh, or `authority-sync extract`)"
         )
     return run
-
-
-def last_hr_write(con: duckdb.DuckDBPyConnection, tenant_id: str) -> datetime | None:
-    """When the tenant's last HR write was journaled (None if there was none)."""
-    row = con.execute(
-        "SELECT max(e.updated_at) FROM hr_plan_entities e JOIN hr_plans p USING (plan_id) "
-        "WHERE p.tenant_id = ? AND e.write_count > 0",
-        [tenant_id],
-    ).fetchone()
-    return row[0] if row else None
 
 
 def _hours(span: timedelta) -> str:
