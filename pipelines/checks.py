@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from pipelines.extract import LISTS, TenantExtract
 from warehouse import reads
+from warehouse.reads import Committed
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ class CheckOutcome:
 
 ROW_COUNT_CHECK = "row_count_matches_service_total"
 
-Check = Callable[[TenantExtract, Path, str], CheckOutcome]
-"""A check: the staged extract, the warehouse file (for what is committed already) and the tenant."""
+Check = Callable[[TenantExtract, Committed, str], CheckOutcome]
+"""A check: the staged extract, the committed warehouse (what is committed already) and the tenant."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class CheckSpec:
 def row_count_matches_total(entity: str) -> Check:
     """Records staged, plus those the schema contract rejected, equal the list's final ``total``."""
 
-    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
         report = extract.reports[entity]
         total, first, rejected = report.service_total, report.first_total, report.rejected
         listed = report.rows + rejected - len(report.vanished)
@@ -104,7 +105,7 @@ def row_count_matches_total(entity: str) -> Check:
 def rejected_within_threshold(entity: str) -> Check:
     """The records the schema contract rejected stay within the count and the share the settings allow."""
 
-    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
         contract, report = extract.contract, extract.reports[entity]
         endpoint = LISTS[entity].endpoint
         rejections = contract.log.rejected_from(endpoint)
@@ -187,7 +188,7 @@ def limits_parse(extract: TenantExtract) -> CheckOutcome:
 def ids_unique(entity: str) -> Check:
     """No id is staged twice (the merge keys every table by tenant and id)."""
 
-    def check(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
         duplicates = _duplicates(extract.staging / f"{entity}.parquet")
         description = f"{len(duplicates)} id(s) staged twice" + (
             f": {', '.join(duplicates[:5])}" if duplicates else ""
@@ -207,11 +208,13 @@ def _reading(complete: bool, passed: bool) -> str:
     return "; the read did not reach the list's end"
 
 
-def managers_resolve(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+def managers_resolve(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
     """Every staged user's ``manager_id`` is a user staged now or already in the warehouse (a warning: a
     manager the user list does not show is the service's to resolve, and the user is loaded as sent)."""
     staged = extract.staging / "users.parquet"
-    known = staged_values(staged, "id") | reads.column_values(warehouse, tenant_id, "users", "id")
+    known = staged_values(staged, "id") | reads.column_values(
+        warehouse.path, tenant_id, "users", "id", warehouse.wait_s
+    )
     missing = sorted(staged_values(staged, "manager_id") - known)
     return CheckOutcome(
         "users",
@@ -223,11 +226,11 @@ def managers_resolve(extract: TenantExtract, warehouse: Path, tenant_id: str) ->
     )
 
 
-def documents_have_revisions(extract: TenantExtract, warehouse: Path, tenant_id: str) -> CheckOutcome:
+def documents_have_revisions(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
     """Every document of a staged decision had its revision list checked (now or by an earlier run); a
     warning naming the documents, since the service may list a document it cannot show."""
     checked = staged_values(extract.staging / "revision_checks.parquet", "parent_id") | reads.checked_parents(
-        warehouse, tenant_id, "document"
+        warehouse.path, tenant_id, "document", warehouse.wait_s
     )
     cited = {
         doc
@@ -287,7 +290,7 @@ BLOCKING_CHECK_NAMES = frozenset(spec.name for spec in BLOCKING_CHECKS)
 
 
 def run_checks(
-    extract: TenantExtract, warehouse: Path, tenant_id: str, warn_only: frozenset[str] = frozenset()
+    extract: TenantExtract, warehouse: Committed, tenant_id: str, warn_only: frozenset[str] = frozenset()
 ) -> list[CheckOutcome]:
     """Every blocking check's outcome; those named in ``warn_only`` only warn."""
     outcomes = [spec.run(extract, warehouse, tenant_id) for spec in BLOCKING_CHECKS]

@@ -237,7 +237,8 @@ def _extract_check_commit(
     with _phase(record, "checks"):
         warnings = [*conformity(extract), limits_parse(extract)]
         warn_only = parse_check_names(policy.warn_only_checks) | request.warn_only_checks
-        outcome.checks = run_checks(extract, warehouse, request.tenant_id, warn_only) + warnings
+        committed = reads.Committed(warehouse, wait)
+        outcome.checks = run_checks(extract, committed, request.tenant_id, warn_only) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK

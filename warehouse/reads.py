@@ -19,6 +19,15 @@ _MAGIC = b"DUCK"
 """What a DuckDB database file holds at bytes 8..12."""
 
 
+@dataclass(frozen=True)
+class Committed:
+    """The committed warehouse as a run's own reads open it: the file, and how long an open waits while its
+    writer (another tenant's commit, a step of an HR apply) holds it (``ADM_LOCK_WAIT_S``)."""
+
+    path: Path
+    wait_s: float = DEFAULT_LOCK_WAIT_S
+
+
 def warehouse_problem(path: Path) -> str | None:
     """Why ``path`` cannot be the warehouse (a folder, a file that is not a DuckDB database, a folder
     path through a file), or None: it is a DuckDB file or can become one."""
