@@ -54,6 +54,10 @@ generative: $(VENV)/.synced
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator
 
+# `dagster dev` tells every start to use `dg dev` instead; dg needs another package (dagster-dg-cli) and a
+# dg project definition, while `dagster dev -w workspace.yaml` is supported as it is: that one warning is not shown.
+NOT_DG := ignore:Function `dev_command` is superseded
+
 # The Dagster UI with every asset, check, job and schedule (start `make emulator` beside it, or set ADM_*).
 dagster: $(VENV)/.synced
 	mkdir -p data/dagster_home && cp pipelines/dagster.yaml data/dagster_home/dagster.yaml
@@ -61,7 +65,8 @@ dagster: $(VENV)/.synced
 	@if [ -z "$$ADM_BASE_URL$$ADM_ENVIRONMENT" ]; then \
 		echo "No ADM_BASE_URL: syncing the local emulator (make emulator) into data/demo/warehouse.duckdb"; \
 		eval "$$($(VENV)/bin/python -m pipelines.demo)"; \
-	fi; DAGSTER_HOME=$(CURDIR)/data/dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
+	fi; DAGSTER_HOME=$(CURDIR)/data/dagster_home PYTHONWARNINGS='$(NOT_DG)' \
+		$(VENV)/bin/dagster dev -w workspace.yaml
 
 # docs/data-dictionary.md and warehouse/described_schema.json, rendered again from warehouse/dictionary.toml and
 # the migrated schema.
