@@ -39,7 +39,7 @@ from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
 from resources.errors import PagingDriftError, RateLimitError, ServerError
-from warehouse.described import described_tables
+from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
 from warehouse.runs import RunRecord
 
@@ -87,25 +87,72 @@ def table_key(table: str) -> dg.AssetKey:
     return dg.AssetKey([ASSET_PREFIX, table])
 
 
+HISTORY = "_history"
+VIEWS_GROUP = f"{ASSET_PREFIX}_views"
+COPY_KEY = dg.AssetKey([ASSET_PREFIX, "analytics_copy"])
+"""The copy for readers (``ADM_PUBLISH_PATH``), published after each commit."""
+
+
+def histories() -> dict[str, str]:
+    """Each committed table's history table (written in the same commit) -> the table."""
+    described = described_tables()
+    return {f"{table}{HISTORY}": table for table in TABLES if f"{table}{HISTORY}" in described}
+
+
 def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
-    return dg.AssetSpec(
-        table_key(table),
-        group_name=f"{ASSET_PREFIX}_{TABLES[table]}",
-        description=described_tables()[table].description,
-        owners=OWNERS,
-        tags={"domain": "authority", **({"pii": ""} if table in _PERSONAL else {})},
-        kinds={"duckdb"},
-        metadata={"dagster/column_schema": _column_schema(table), "dagster/table_name": table},
+    owner = histories().get(table, table)
+    return _relation_spec(
+        table,
+        described_tables()[table],
+        group_name=f"{ASSET_PREFIX}_{TABLES[owner]}",
+        tags={"domain": "authority", **({"pii": ""} if owner in _PERSONAL else {})},
+        deps=[table_key(owner)] if owner != table else [],
         freshness_policy=freshness,
     )
 
 
-def _column_schema(table: str) -> dg.TableSchema:
-    """The table's columns as the warehouse holds them, with the dictionary's descriptions."""
-    columns = described_tables()[table].columns
-    return dg.TableSchema(
-        columns=[dg.TableColumn(column.name, column.data_type, column.description) for column in columns]
+def _relation_spec(name: str, described: DescribedTable, **spec: Any) -> dg.AssetSpec:
+    """A table or view of the warehouse as an asset: its description and columns from the dictionary."""
+    columns = [
+        dg.TableColumn(column.name, column.data_type, column.description) for column in described.columns
+    ]
+    return dg.AssetSpec(
+        table_key(name),
+        description=described.description,
+        owners=OWNERS,
+        kinds={"duckdb"},
+        metadata={"dagster/column_schema": dg.TableSchema(columns=columns), "dagster/table_name": name},
+        **spec,
     )
+
+
+def _derived_specs() -> list[dg.AssetSpec]:
+    """The analyst views, each depending on what it reads, and the copy for readers, depending on every
+    table and view: lineage from the service's lists to what analysts open."""
+    relations = {*TABLES, *histories()}
+    views = [
+        _relation_spec(
+            name,
+            view,
+            group_name=VIEWS_GROUP,
+            tags={"domain": "authority"},
+            deps=[table_key(read) for read in view.reads if read in relations or read in described_views()],
+        )
+        for name, view in described_views().items()
+    ]
+    copy = dg.AssetSpec(
+        COPY_KEY,
+        group_name=VIEWS_GROUP,
+        description="The copy of the warehouse that analysts open (ADM_PUBLISH_PATH, default "
+        "<warehouse>.analytics.duckdb), published after each commit; not materialized when a publish "
+        "fails (readers then keep the previous copy).",
+        owners=OWNERS,
+        kinds={"duckdb"},
+        tags={"domain": "authority", "pii": ""},
+        deps=[table_key(name) for name in sorted({*relations, *described_views()})],
+        skippable=True,
+    )
+    return [*views, copy]
 
 
 def _check_spec(table: str, name: str, description: str, blocking: bool = True) -> dg.AssetCheckSpec:
@@ -130,7 +177,7 @@ def tenant_sync_asset(
 
     @dg.multi_asset(
         name="adm_tenant_sync",
-        specs=[_spec(table, freshness) for table in TABLES],
+        specs=[_spec(table, freshness) for table in (*TABLES, *histories())] + _derived_specs(),
         check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS]
         + [_check_spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS]
         + [_check_spec("decision_authorities", LIMITS_CHECK, LIMITS_DESCRIPTION, blocking=False)],
@@ -252,12 +299,16 @@ def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefiniti
 def _materializations(
     context: dg.AssetExecutionContext, tenant_id: str, outcome: SyncOutcome
 ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization]:
-    """One materialization per committed table: an output for each selected one, a runtime event (of the
-    tenant's partition) for the others, which the run committed all the same."""
+    """One materialization per committed table and history, per view (it shows the commit) and of the copy
+    for readers when it was published: an output for each selected one, a runtime event (of the tenant's
+    partition) for the others, which the run committed all the same."""
     assert outcome.commit is not None
-    for table in TABLES:
-        metadata = _table_metadata(table, outcome)
-        key = table_key(table)
+    published = outcome.commit.published
+    found = {table_key(table): _table_metadata(table, outcome) for table in (*TABLES, *histories())}
+    found |= {table_key(view): {"run_id": outcome.record.run_id} for view in described_views()}
+    if published is not None and published.error is None:
+        found[COPY_KEY] = _publish_metadata(published)
+    for key, metadata in found.items():
         if key in context.selected_asset_keys and context.has_partition_key:
             yield dg.MaterializeResult(asset_key=key, metadata=metadata)
         else:
@@ -266,9 +317,12 @@ def _materializations(
 
 def _table_metadata(table: str, outcome: SyncOutcome) -> dict[str, Any]:
     assert outcome.commit is not None
+    rows = outcome.commit.table_rows.get(table, 0)
+    if table in histories():  # its versions: the merge counts the changes of its table
+        return {"dagster/row_count": rows, "mode": outcome.record.mode}
     counts = outcome.commit.row_counts.get(table, {})
     metadata: dict[str, Any] = {
-        "dagster/row_count": outcome.commit.table_rows.get(table, 0),
+        "dagster/row_count": rows,
         "inserted": counts.get("inserted", 0),
         "updated": counts.get("updated", 0),
         "deleted": counts.get("deleted", 0),

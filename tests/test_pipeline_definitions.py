@@ -44,9 +44,38 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "hr_drop_folder",
         "hr_refresh_after_apply",
     }
-    keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
-    # Every table the sync stages, plus the run log, under the adm/ prefix.
-    assert keys == {f"adm/{table}" for table in [*STAGED_TABLES, "sync_runs"]}
+    graph = repository.asset_graph
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    # Every table the sync stages, plus the run log, under the adm/ prefix; then what derives from them.
+    tables = {f"adm/{table}" for table in [*STAGED_TABLES, "sync_runs"]}
+    assert tables <= keys
+    derived = keys - tables
+    assert {
+        "adm/users_history",
+        "adm/decisions_history",
+        "adm/v_user_authorities",
+        "adm/v_sync_status",
+    } <= derived
+    assert "adm/analytics_copy" in derived
+    assert all(
+        key.endswith("_history") or key.startswith("adm/v_") for key in derived - {"adm/analytics_copy"}
+    )
+
+
+def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:
+    graph = defs.get_repository_def().asset_graph
+
+    def upstream(key: str) -> set[str]:
+        return {
+            parent.to_user_string() for parent in graph.get(dg.AssetKey.from_user_string(key)).parent_keys
+        }
+
+    assert upstream("adm/users_history") == {"adm/users"}
+    assert {"adm/users_history", "adm/delegations_history", "adm/decisions_history"} <= upstream(
+        "adm/v_user_authorities"
+    )
+    assert upstream("adm/v_sync_status") == {"adm/sync_runs"}  # and the tenants' labels, not an asset
+    assert {"adm/users", "adm/users_history", "adm/v_user_authorities"} <= upstream("adm/analytics_copy")
 
 
 def test_dagster_validates_the_workspace() -> None:

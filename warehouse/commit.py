@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +37,7 @@ from warehouse.merge import (
 )
 from warehouse.migrate import migrate
 from warehouse.publish import Published, PublishTarget, publish_run
+from warehouse.reads import table_exists
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     RUNS_TABLE,
@@ -197,7 +198,7 @@ def _commit(
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
-                counts = table_rows(con, record.tenant_id, sorted({*staged.tables, RUNS_TABLE}))
+                counts = table_rows(con, record.tenant_id, _counted(con, staged.tables))
                 con.commit()
             except BaseException:
                 # The row says succeeded only if the COMMIT did: a failed one (a full disk) is a failure.
@@ -278,6 +279,12 @@ def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool
         logger.warning("could not record run %s in sync_runs: %s", record.run_id, error)
         return False
     return True
+
+
+def _counted(con: duckdb.DuckDBPyConnection, staged: Iterable[str]) -> list[str]:
+    """The tables whose rows a commit counts for the tenant: the staged ones, their histories and the runs."""
+    histories = [f"{table}_history" for table in staged if table_exists(con, f"{table}_history")]
+    return sorted({*staged, *histories, RUNS_TABLE})
 
 
 def _merge_all(

@@ -21,6 +21,7 @@ migrations never stops a connection: ``tests/test_dictionary.py`` names what is 
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -210,6 +211,42 @@ def live_schema(
         name: LiveRelation(name, kind, comment, tuple(columns.get(name, ())))
         for name, kind, comment in relations
     }
+
+
+def view_reads(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
+    """Each view of the main schema: the tables and views its SQL reads, through the table macros it calls
+    (a name is read when it appears as a word of the SQL; comments name no relation in our views)."""
+    views = dict(
+        con.execute(
+            "SELECT view_name, sql FROM duckdb_views() "
+            "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal"
+        ).fetchall()
+    )
+    macros = dict(
+        con.execute(
+            "SELECT function_name, macro_definition FROM duckdb_functions() "
+            "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal "
+            "AND function_type IN ('macro', 'table_macro')"
+        ).fetchall()
+    )
+    tables = {
+        name
+        for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() "
+            "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal"
+        ).fetchall()
+    }
+
+    def reads(sql: str, seen: frozenset[str]) -> set[str]:
+        found: set[str] = set()
+        for word in set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower())) - seen:
+            if word in tables or word in views:
+                found.add(word)
+            elif word in macros:
+                found |= reads(str(macros[word]), seen | {word})
+        return found
+
+    return {name: tuple(sorted(reads(str(sql), frozenset({name})))) for name, sql in sorted(views.items())}
 
 
 def call_columns(con: duckdb.DuckDBPyConnection, call: str) -> list[LiveColumn]:

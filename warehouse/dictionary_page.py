@@ -1,7 +1,8 @@
 """The data dictionary's generated outputs, from a freshly migrated database and `warehouse.dictionary`:
 the page ``docs/data-dictionary.md`` (one table per relation, each column with its live type and its
-description) and ``warehouse/described_schema.json`` (the same for the tables, read by the Dagster assets
-for their descriptions and column schemas without migrating a database at every load).
+description) and ``warehouse/described_schema.json`` (the same for the tables and views, with what each view
+reads, for the Dagster assets' descriptions, column schemas and lineage without migrating a database at
+every load).
 ``python -m warehouse.dictionary_page --write`` (``make dictionary``) rewrites both; a test checks they
 are current."""
 
@@ -23,6 +24,7 @@ from warehouse.dictionary import (
     live_schema,
     load,
     source_text,
+    view_reads,
 )
 from warehouse.migrate import migrate
 
@@ -88,22 +90,26 @@ def rendered() -> tuple[str, str]:
     with open_database() as con:
         migrate(con)
         live = live_schema(con, calls(relations))
-    return render(relations, live), described_schema(live)
+        reads = view_reads(con)
+    return render(relations, live), described_schema(live, reads)
 
 
-def described_schema(live: dict[str, LiveRelation]) -> str:
-    """Each table of the live schema: its description and its columns (name, type, description)."""
-    tables = {
+def described_schema(live: dict[str, LiveRelation], reads: dict[str, tuple[str, ...]]) -> str:
+    """Each table and view of the live schema: its kind, description and columns (name, type,
+    description), and for a view the tables and views it reads (its lineage)."""
+    relations = {
         name: {
+            "kind": relation.kind,
             "description": relation.comment or "",
             "columns": [
                 [column.name, _type(column.data_type), column.comment or ""] for column in relation.columns
             ],
+            **({"reads": list(reads.get(name, ()))} if relation.kind == "view" else {}),
         }
         for name, relation in sorted(live.items())
-        if relation.kind == "table"
+        if relation.kind in ("table", "view")
     }
-    return json.dumps(tables, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(relations, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
