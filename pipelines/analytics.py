@@ -24,7 +24,7 @@ import duckdb
 
 from models.errors import AuthoritySyncError
 from pipelines.settings import load_settings
-from warehouse.db import open_database
+from warehouse.reads import open_for_reader
 
 
 class NoPublishedCopyError(AuthoritySyncError, FileNotFoundError):
@@ -49,13 +49,14 @@ def connect(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the published copy (`copy_path`), or to the DuckDB file ``path``.
     ``.df()`` on a relation gives a pandas DataFrame; ``.pl()`` a Polars one where Polars is installed.
     Offline like every connection of authority-sync: no extension is installed or loaded. Raises
-    `NoPublishedCopyError` when no sync has published a copy yet."""
+    `NoPublishedCopyError` when no sync has published a copy yet, and
+    `warehouse.reads.WriterHoldsFileError` (naming the copy to open) for a file its writer holds."""
     copy = Path(path) if path is not None else copy_path()
     if not copy.is_file():
         raise NoPublishedCopyError(
             f"no copy for readers at {copy}: a sync publishes it (authority-sync extract)"
         )
-    return open_database(copy, read_only=True)
+    return open_for_reader(copy)
 
 
 def write_rows(

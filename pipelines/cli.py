@@ -28,7 +28,7 @@ from warehouse.files import keep_private
 from warehouse.locks import LockBusyError
 from warehouse.migrate import NewerWarehouseError
 from warehouse.publish import for_readers, try_publish
-from warehouse.reads import read_only, tenant_sizes
+from warehouse.reads import WriterHoldsFileError, read_only, tenant_sizes
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
 
@@ -253,7 +253,7 @@ def sql(
             cursor = con.execute(text)
             columns = [column[0] for column in cursor.description or []]
             rows = cursor.fetchall()
-    except (NoPublishedCopyError, duckdb.Error) as error:
+    except (NoPublishedCopyError, WriterHoldsFileError, duckdb.Error) as error:
         typer.echo(f"error: {str(error).strip().splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     write_rows(typer.get_text_stream("stdout"), columns, rows, output)

@@ -29,12 +29,11 @@ from pipelines.checks import parse_check_names
 from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
-from warehouse.files import group_id
+from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import (
     DEFAULT_STORAGE_VERSION,
     PublishTarget,
-    default_publish_path,
     same_file_problem,
     storage_version_problem,
 )

@@ -9,8 +9,9 @@ import dagster as dg
 from pydantic import Field
 
 from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
+from warehouse.files import default_publish_path
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
-from warehouse.publish import DEFAULT_STORAGE_VERSION, PublishTarget, default_publish_path
+from warehouse.publish import DEFAULT_STORAGE_VERSION, PublishTarget
 
 
 def _setting(name: str) -> Any:

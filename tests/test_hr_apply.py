@@ -49,8 +49,8 @@ from tests.test_hr_support import (
     writes,
 )
 from warehouse.commit import writing
+from warehouse.files import default_publish_path
 from warehouse.hr_store import Journal
-from warehouse.publish import default_publish_path
 
 pytest_plugins = ["tests.test_hr_support"]
 

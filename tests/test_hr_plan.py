@@ -33,7 +33,7 @@ from tests.test_hr_support import (
     user_rows,
     write_users,
 )
-from warehouse.publish import default_publish_path
+from warehouse.files import default_publish_path
 
 pytest_plugins = ["tests.test_hr_support"]
 

@@ -358,3 +358,27 @@ def test_a_publish_over_the_warehouse_itself_is_refused_before_it_writes(tmp_pat
             publish(con, PublishTarget(warehouse), "over")
 
     assert query(warehouse, "SELECT one FROM kept") == [(1,)]
+
+
+def test_a_reader_on_the_writers_file_is_told_in_one_line_to_open_the_copy(tmp_path: Path) -> None:
+    # Before: DuckDB's own error, whose hint ("open this database in read-only mode") is what the reader did.
+    warehouse = tmp_path / "warehouse.duckdb"
+    writing(warehouse, "setup", 0).__enter__().close()
+    holder = (
+        "import sys, time; from pathlib import Path; from warehouse.commit import writing; "
+        "w = writing(Path(sys.argv[1]), 'hr apply of plan 1234', 5); w.__enter__(); "
+        "print('held', flush=True); time.sleep(30)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", holder, str(warehouse)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "held"
+        result = CliRunner().invoke(app, ["sql", "SELECT 1", "--copy", str(warehouse)])
+    finally:
+        process.kill()
+        process.wait()
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: {warehouse} is being written by hr apply of plan 1234 (pid ")
+    assert f"readers open the copy published for them, {tmp_path / 'warehouse.analytics.duckdb'}" in line

@@ -35,3 +35,8 @@ def share_with_group(path: Path, group: str) -> None:
     for item in [path, *(path.rglob("*") if path.is_dir() else [])]:
         os.chown(item, -1, gid)
         item.chmod(SHARED_FOLDER if item.is_dir() else SHARED_FILE)
+
+
+def default_publish_path(warehouse: Path) -> Path:
+    """The copy readers open when ``ADM_PUBLISH_PATH`` is unset: ``<stem>.analytics.duckdb`` beside it."""
+    return warehouse.with_name(f"{warehouse.stem}.analytics.duckdb")

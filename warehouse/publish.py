@@ -91,11 +91,6 @@ class Published:
     error: str | None = None
 
 
-def default_publish_path(warehouse: Path) -> Path:
-    """The copy readers open when ``ADM_PUBLISH_PATH`` is unset: ``<stem>.analytics.duckdb`` beside it."""
-    return warehouse.with_name(f"{warehouse.stem}.analytics.duckdb")
-
-
 def same_file_problem(warehouse: Path, published: Path) -> str | None:
     """Why ``published`` cannot be the published copy of ``warehouse`` (it is the warehouse), or None."""
     if warehouse.resolve() == published.resolve():

@@ -12,8 +12,10 @@ from pathlib import Path
 import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from models.errors import AuthoritySyncError
 from warehouse.db import open_database
-from warehouse.locks import DEFAULT_LOCK_WAIT_S, busy_error
+from warehouse.files import default_publish_path
+from warehouse.locks import DEFAULT_LOCK_WAIT_S, busy_error, holder_of, writer_lock_path
 
 _MAGIC = b"DUCK"
 """What a DuckDB database file holds at bytes 8..12."""
@@ -49,6 +51,27 @@ def _locked(error: BaseException) -> bool:
     # Only another process's lock is worth waiting for; "Is a directory" or "not a valid DuckDB
     # database" will not change in a minute.
     return isinstance(error, duckdb.IOException) and "lock" in str(error).lower()
+
+
+class WriterHoldsFileError(AuthoritySyncError):
+    """A reader opened a file its writer holds (the warehouse during a commit or an HR step)."""
+
+
+def open_for_reader(path: Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection for a reader (an analyst, a script), at once. A file its writer holds is
+    refused in one line naming the holder and the copy for readers to open instead (DuckDB's own hint, to
+    open it read-only, is what the reader did)."""
+    try:
+        return open_database(path, read_only=True)
+    except duckdb.IOException as error:
+        if not _locked(error):
+            raise
+        holder = holder_of(writer_lock_path(path))
+        raise WriterHoldsFileError(
+            f"{path} is being written by {holder}: readers open the copy published for them, "
+            f"{default_publish_path(path)} (authority-sync sql and pipelines.analytics.connect() read it by "
+            "default), which no write holds"
+        ) from None
 
 
 @contextmanager
