@@ -24,21 +24,33 @@ FULL_REFRESH_JOB = "full_refresh"
 
 
 def sync_jobs(
-    sync: dg.AssetsDefinition, freshness: dg.AssetChecksDefinition
+    sync: dg.AssetsDefinition,
+    freshness: dg.AssetChecksDefinition,
+    partitions: dg.PartitionsDefinition[str],
+    names: Mapping[str, str],
 ) -> list[dg.UnresolvedAssetJobDefinition]:
     """The incremental and the full-refresh job of the tenant sync. Its blocking checks run inside its step;
-    the freshness check is left to its sensor, which evaluates it whether or not a sync succeeds."""
+    the freshness check is left to its sensor, which evaluates it whether or not a sync succeeds. A run of
+    a tenant's partition carries its `tenant_tags` (``names``: tenant id -> name), however it is launched
+    (a schedule, a sensor, the launchpad, a backfill, ``execute_in_process``)."""
     selection = dg.AssetSelection.assets(sync) - dg.AssetSelection.checks(freshness)
+    config = dg.PartitionedConfig(
+        partitions,
+        run_config_for_partition_key_fn=lambda _: {},
+        tags_for_partition_key_fn=lambda tenant: tenant_tags(tenant, names),
+    )
     return [
         dg.define_asset_job(
             NIGHTLY_JOB,
             selection=selection,
+            config=config,
             tags={MODE_TAG: "incremental"},
             description="Incremental sync of one tenant: what changed since the last committed run.",
         ),
         dg.define_asset_job(
             FULL_REFRESH_JOB,
             selection=selection,
+            config=config,
             tags={MODE_TAG: "full"},
             description="Full sync of one tenant: re-reads everything; vanished records are marked deleted.",
         ),
@@ -52,18 +64,16 @@ def tenant_tags(tenant_id: str, names: Mapping[str, str]) -> dict[str, str]:
 
 
 def sync_schedules(
-    tenants: list[str], names: Mapping[str, str], nightly_cron: str, full_refresh_cron: str
+    tenants: list[str], nightly_cron: str, full_refresh_cron: str
 ) -> list[dg.ScheduleDefinition]:
-    """One run per tenant nightly (incremental) and weekly (full), in UTC; ``names``: tenant id -> name."""
+    """One run per tenant nightly (incremental) and weekly (full), in UTC."""
     return [
-        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants, names),
-        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants, names),
+        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants),
+        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants),
     ]
 
 
-def _schedule(
-    name: str, job: str, cron: str, tenants: list[str], names: Mapping[str, str]
-) -> dg.ScheduleDefinition:
+def _schedule(name: str, job: str, cron: str, tenants: list[str]) -> dg.ScheduleDefinition:
     description = f"One {job} run per tenant ({cron}, UTC)."
 
     @dg.schedule(
@@ -72,8 +82,6 @@ def _schedule(
     def every_tenant(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"
         for tenant in tenants:
-            yield dg.RunRequest(
-                run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant, tags=tenant_tags(tenant, names)
-            )
+            yield dg.RunRequest(run_key=f"{job}:{tenant}:{stamp}", partition_key=tenant)
 
     return every_tenant

@@ -33,10 +33,8 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     return dg.Definitions(
         assets=[sync],
         asset_checks=[fresh],
-        jobs=[*sync_jobs(sync, fresh), check_job],
-        schedules=sync_schedules(
-            tenants, settings.tenant_names, settings.nightly_cron, settings.full_refresh_cron
-        ),
+        jobs=[*sync_jobs(sync, fresh, partitions, settings.tenant_names), check_job],
+        schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )

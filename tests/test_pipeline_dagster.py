@@ -28,7 +28,7 @@ from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
 from pipelines.freshness import FRESHNESS_JOB, check_name
-from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB
+from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings
@@ -205,6 +205,9 @@ def test_selecting_one_table_commits_the_whole_tenant(
     tables = materialized(instance, result.run_id)
     assert {table_key(table).to_user_string() for table in TABLES} <= set(tables)
     assert {"adm/decisions_history", "adm/v_decision_scope", "adm/analytics_copy"} <= set(tables)
+    # Its partition tags it with the tenant, as every launch path's run: the run queue takes turns by it.
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None and run.tags[TENANT_TAG] == DEMO_TENANT_ID
     assert tables["adm/users"]["dagster/row_count"] == len(state.users)
     assert tables["adm/decisions"]["dagster/row_count"] == len(state.decisions)
     # Before: 0, while the table held the tenant's row of this run.

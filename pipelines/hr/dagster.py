@@ -489,9 +489,8 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
         ascending=True,
     )
     requests = [
-        dg.RunRequest(
-            run_key=f"hr_refresh:{record.dagster_run.run_id}", partition_key=tenant, tags={TENANT_TAG: tenant}
-        )
+        # Its partition gives it the tenant's tags (`pipelines.jobs.tenant_tags`): it queues with the tenant.
+        dg.RunRequest(run_key=f"hr_refresh:{record.dagster_run.run_id}", partition_key=tenant)
         for record in finished
         if (tenant := record.dagster_run.tags.get(REFRESH_TAG))
     ]
