@@ -155,8 +155,28 @@ def _derived_specs() -> list[dg.AssetSpec]:
     return [*views, copy]
 
 
-def _check_spec(table: str, name: str, description: str, blocking: bool = True) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(name, asset=table_key(table), blocking=blocking, description=description)
+def _check_specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    """Every check of the sync's step, partitioned like it: a result belongs to its tenant, so one
+    tenant's pass never hides another's failure (the UI shows each partition's latest)."""
+
+    def spec(table: str, name: str, description: str, blocking: bool = True) -> dg.AssetCheckSpec:
+        return dg.AssetCheckSpec(
+            name,
+            asset=table_key(table),
+            blocking=blocking,
+            description=description,
+            partitions_def=partitions,
+        )
+
+    # Partitioned checks are a Dagster preview (its behaviour is pinned by the lock file); without them the
+    # latest result of any tenant would stand for all.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return (
+            [spec(check.table, check.name, check.description) for check in BLOCKING_CHECKS]
+            + [spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS]
+            + [spec("decision_authorities", LIMITS_CHECK, LIMITS_DESCRIPTION, blocking=False)]
+        )
 
 
 LIMITS_DESCRIPTION = (
@@ -178,9 +198,7 @@ def tenant_sync_asset(
     @dg.multi_asset(
         name="adm_tenant_sync",
         specs=[_spec(table, freshness) for table in (*TABLES, *histories())] + _derived_specs(),
-        check_specs=[_check_spec(c.table, c.name, c.description) for c in BLOCKING_CHECKS]
-        + [_check_spec(table, CONFORMITY_CHECK, CONFORMITY_DESCRIPTION, blocking=False) for table in LISTS]
-        + [_check_spec("decision_authorities", LIMITS_CHECK, LIMITS_DESCRIPTION, blocking=False)],
+        check_specs=_check_specs(partitions),
         partitions_def=partitions,
         can_subset=True,
         description="Extracts every list of one tenant, pulls revision ids, checks and commits in one "

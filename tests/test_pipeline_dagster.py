@@ -20,6 +20,7 @@ import dagster as dg
 import httpx
 import pytest
 from dagster_graphql import DagsterGraphQLClient
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from emulator.faults import FaultConfig
@@ -31,8 +32,8 @@ from pipelines.freshness import FRESHNESS_JOB, check_name
 from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
-from pipelines.settings import SyncSettings, load_settings
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh, set_faults
+from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.sync_support import DAGSTER, ROOT, dagster_cli, query, settings_for, sync, sync_env
 from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
@@ -183,6 +184,23 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
     (status, phases) = query(settings.warehouse, "SELECT status, phase_seconds FROM sync_runs")[0]
     assert status == "blocked_by_check" and set(json.loads(phases)) == {"extract", "checks"}
     assert query(settings.warehouse, "SELECT count(*) FROM decisions") == [(0,)]
+
+    # The other tenant's run passes the same check: each result is its tenant's partition's, and the check
+    # is partitioned by tenant (test_pipeline_definitions), so the UI keeps the failure on the blocked
+    # tenant (before: the latest result of any tenant stood for all).
+    set_faults(server, FaultConfig())
+    own_token = {tenant_variable_suffix(OTHER_TENANT_ID): SecretStr(OTHER_TOKEN)}
+    other = settings.model_copy(update={"tenant_tokens": own_token})
+    assert run_tenant(sync_definitions(other), OTHER_TENANT_ID, instance).success
+    key = dg.AssetCheckKey(table_key("decisions"), "rejected_within_threshold")
+    history = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
+    latest: dict[str, str] = {}
+    for record in sorted(history, key=lambda record: record.create_timestamp):
+        assert record.event is not None and record.event.dagster_event is not None
+        evaluation = record.event.dagster_event.event_specific_data
+        assert isinstance(evaluation, dg.AssetCheckEvaluation)
+        latest[str(evaluation.partition)] = record.status.value
+    assert latest == {DEMO_TENANT_ID: "FAILED", OTHER_TENANT_ID: "SUCCEEDED"}
 
 
 def test_selecting_one_table_commits_the_whole_tenant(

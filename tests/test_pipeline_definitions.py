@@ -62,6 +62,20 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
     )
 
 
+def test_every_check_of_the_sync_keeps_a_result_per_tenant() -> None:
+    # Partitioned like the sync: one tenant's pass never hides another's failure in the UI.
+    graph = defs.get_repository_def().asset_graph
+    sync = graph.get(dg.AssetKey.from_user_string("adm/users")).partitions_def
+    assert sync is not None
+    checks = [key for key in graph.asset_check_keys if key.asset_key.path[0] == "adm"]
+    assert len(checks) > 10
+    unpartitioned = [key.to_user_string() for key in checks if graph.get(key).partitions_def != sync]
+    # The freshness checks are one per tenant by name; the HR check judges every tenant's dated changes.
+    hr = "adm/users:hr_dated_changes_on_time"
+    assert hr in unpartitioned
+    assert all(key.startswith("adm/sync_runs:fresh_") for key in set(unpartitioned) - {hr})
+
+
 def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:
     graph = defs.get_repository_def().asset_graph
 
