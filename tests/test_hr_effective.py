@@ -24,6 +24,7 @@ from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
 from pipelines.hr.workflow import apply_stored, plans_due, refresh, stored_plan
+from pipelines.jobs import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import current, journal
@@ -208,6 +209,7 @@ def test_the_nightly_schedule_requests_a_run_for_each_plan_come_due(
     [request] = on_the_day
     assert request.run_key == f"hr_due:{made.plan_id}:{LEAVING}"
     assert request.run_config["ops"]["hr_plan"]["config"]["approve_plan_id"] == made.plan_id
+    assert request.tags[TENANT_TAG] == DEMO_TENANT_ID  # it takes its turn with the tenant's syncs
 
 
 def test_an_active_row_with_a_termination_date_to_come_schedules_the_deactivation(

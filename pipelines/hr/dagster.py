@@ -514,7 +514,10 @@ def hr_apply_due(
     """One ``hr_sync`` run approving (applying) each plan with changes due on the tick's day."""
     moment = context.scheduled_execution_time or datetime.now(UTC)
     try:
-        due = plans_due(warehouse, None, moment)
+        due = {
+            plan_id: stored_plan(warehouse, plan_id).tenant_id
+            for plan_id in plans_due(warehouse, None, moment)
+        }
     except LockBusyError as error:  # a sync is committing: the next tick finds the plans still due
         return dg.SkipReason(str(error))
     if not due:
@@ -524,9 +527,9 @@ def hr_apply_due(
         dg.RunRequest(
             run_key=f"hr_due:{plan_id}:{day}",
             run_config=dg.RunConfig(ops={"hr_plan": HrSyncConfig(approve_plan_id=plan_id)}),
-            tags={"hr_due": day},
+            tags={"hr_due": day, TENANT_TAG: tenant_id},  # queued with the tenant's syncs
         )
-        for plan_id in due
+        for plan_id, tenant_id in due.items()
     ]
 
 
