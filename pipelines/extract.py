@@ -255,10 +255,10 @@ def _stage_list(
             writer.add(rows)
             _offer_parents(entry, rows, named)
             report.rows += 1
-            updated = source.updated_of(record) if source.updated_of is not None else None
+            updated = source.updated_of(record)
             if updated is not None:
                 _advance_cursor(report, since, updated)
-            elif source.updated_of is not None:
+            elif source.incremental:
                 report.without_cursor += 1
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total

@@ -10,12 +10,14 @@ docs/sync.md, "Adding a list".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
+
+from pydantic.fields import FieldInfo
 
 from models import (
     Decision,
@@ -51,22 +53,39 @@ class PagedList(Generic[T]):
     endpoint: EndpointName
     record: type[T]
     query: type[PageQuery]
-    updated_of: Callable[[T], datetime | None] | None = None
-    """The record's updated-at field, which the incremental cursor follows (None: always read whole)."""
-    creation_sort: str | None = None
-    """The ``sort_by`` value of the record's immutable creation order (None: the list has none)."""
-    creation_key: Callable[[T], tuple[datetime | None, str]] | None = None
-    """A record's place in that order: its creation time, then its id."""
+    updated: str | None = None
+    """The record's updated-at field (its wire name), which the incremental cursor follows (None: the list
+    is always read whole)."""
+    created: str | None = None
+    """The record's creation time (its wire name), the ``sort_by`` value of the list's immutable creation
+    order (None: the list has none)."""
 
     def __post_init__(self) -> None:
         # A list is read incrementally when its query filters on updated-at and its records say when they
         # were updated: one without the other would be a cursor that never moves, or one never applied.
-        if (self.updated_of is not None) != issubclass(self.query, UpdatedRange):
+        if (self.updated is not None) != issubclass(self.query, UpdatedRange):
             raise TypeError(f"list {self.name}: an updated-at cursor needs an updated-at filter, and back")
-        if (self.creation_sort is None) != (self.creation_key is None):
-            raise TypeError(f"list {self.name}: a creation order needs both its sort value and its key")
         if ENDPOINTS[self.endpoint].method != "GET":
             raise TypeError(f"list {self.name}: {self.endpoint} is not a read")
+        for wire_name in (self.updated, self.created):
+            if wire_name is not None:
+                self._field(wire_name)  # a field the record does not have fails at import
+
+    def _field(self, wire_name: str) -> str:
+        """The record's attribute sent as ``wire_name``."""
+        fields: dict[str, FieldInfo] = getattr(self.record, "model_fields", {})
+        found = next((name for name, info in fields.items() if (info.alias or name) == wire_name), None)
+        if found is None:
+            raise TypeError(f"list {self.name}: {self.record.__name__} has no field {wire_name}")
+        return found
+
+    @cached_property
+    def _updated_field(self) -> str | None:
+        return None if self.updated is None else self._field(self.updated)
+
+    @cached_property
+    def _created_field(self) -> str | None:
+        return None if self.created is None else self._field(self.created)
 
     @cached_property
     def envelope(self) -> type[Envelope[Page[T]]]:
@@ -77,7 +96,21 @@ class PagedList(Generic[T]):
     @property
     def incremental(self) -> bool:
         """Whether a run asks only for the records updated since its cursor."""
-        return self.updated_of is not None
+        return self.updated is not None
+
+    def updated_of(self, record: T) -> datetime | None:
+        """When ``record`` was last updated (None: the list has no cursor, or the record did not say)."""
+        if self._updated_field is None:
+            return None
+        updated: datetime | None = getattr(record, self._updated_field)
+        return updated
+
+    def creation_key(self, record: T) -> tuple[datetime | None, str]:
+        """``record``'s place in the creation order: its creation time, then its id."""
+        if self._created_field is None:
+            raise TypeError(f"list {self.name} has no creation order")
+        created: datetime | None = getattr(record, self._created_field)
+        return created, getattr(record, "id")  # noqa: B009 - records are typed by their model, not by a protocol
 
     def whole_read(self, tenant_id: str, limit: int, updated_since: datetime | None = None) -> PageQuery:
         """The query of a sync's read of the tenant's list, ``limit`` records a page: every record, or
@@ -91,41 +124,13 @@ class PagedList(Generic[T]):
 
 
 DECISIONS = PagedList[Decision](
-    "decisions",
-    "E8",
-    Decision,
-    DecisionQuery,
-    lambda d: d.updated_at,
-    DecisionSortBy.CREATED_AT,
-    lambda d: (d.created_at, d.id),
+    "decisions", "E8", Decision, DecisionQuery, "updatedAt", DecisionSortBy.CREATED_AT
 )
 DELEGATIONS = PagedList[Delegation](
-    "delegations",
-    "delegations",
-    Delegation,
-    DelegationQuery,
-    lambda d: d.updated_at,
-    DelegationSortBy.CREATED_AT,
-    lambda d: (d.created_at, d.id),
+    "delegations", "delegations", Delegation, DelegationQuery, "updatedAt", DelegationSortBy.CREATED_AT
 )
-USERS = PagedList[User](
-    "users",
-    "users",
-    User,
-    UserQuery,
-    lambda u: u.updated_on,
-    UserSortBy.CREATED_ON,
-    lambda u: (u.created_on, u.id),
-)
-GROUPS = PagedList[Group](
-    "groups",
-    "groups",
-    Group,
-    GroupQuery,
-    lambda g: g.updated_on,
-    GroupSortBy.CREATED_ON,
-    lambda g: (g.created_on, g.id),
-)
+USERS = PagedList[User]("users", "users", User, UserQuery, "updatedOn", UserSortBy.CREATED_ON)
+GROUPS = PagedList[Group]("groups", "groups", Group, GroupQuery, "updatedOn", GroupSortBy.CREATED_ON)
 # Positions have no updated-at filter and no creation order, and are few: always read whole.
 POSITIONS = PagedList[Position]("positions", "positions", Position, PositionQuery)
 

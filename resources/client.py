@@ -107,7 +107,7 @@ class RevisionIds(RootModel[list[str]]):
 
 
 DECISION_PROJECTIONS = PagedList[DecisionProjection](
-    DECISIONS.name, DECISIONS.endpoint, DecisionProjection, DECISIONS.query, lambda d: d.updated_at
+    DECISIONS.name, DECISIONS.endpoint, DecisionProjection, DECISIONS.query, DECISIONS.updated
 )
 """E8 with ``fields``: the decisions, each holding only the fields selected; read a page at a time only."""
 
@@ -352,8 +352,8 @@ class AdmClient:
             update["limit"] = MAX_LIMIT
         if "tenant_id" in values and values["tenant_id"] is None:
             update["tenant_id"] = self.settings.tenant_id
-        if kind.creation_sort is not None and values.get("sort_by") is None:
-            update["sort_by"] = kind.creation_sort
+        if kind.created is not None and values.get("sort_by") is None:
+            update["sort_by"] = kind.created
             update["sort_order"] = values.get("sort_order") or SortOrder.ASC
         return query.model_copy(update=update)
 
@@ -501,6 +501,6 @@ class AdmClient:
 def _append_only(kind: PagedList[Any], query: PageQuery) -> bool:
     """Whether the query reads the list in its immutable creation order with only stable filters."""
     values = dict(query)
-    in_order = values.get("sort_by") == kind.creation_sort and values.get("sort_order") == SortOrder.ASC
+    in_order = values.get("sort_by") == kind.created and values.get("sort_order") == SortOrder.ASC
     stable = all(value is None for name, value in values.items() if name not in STABLE_QUERY_FIELDS)
-    return kind.creation_key is not None and in_order and stable
+    return kind.created is not None and in_order and stable
