@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from models import Position, PositionQuery, UserPosition
-from pipelines.assets import ASSET_PREFIX, TABLES
+from pipelines.assets import ASSET_PREFIX, TABLES, histories
 from pipelines.checks import CONFORMITY_CHECK
 from pipelines.definitions import defs
 from resources.catalog import DELEGATIONS, PAGED_LISTS, POSITIONS, USERS, PagedList
@@ -129,12 +129,17 @@ def test_the_one_call_and_revision_lists_rows_have_their_tables_staged_columns()
 
 def test_every_table_of_the_catalog_is_an_asset_of_its_group_tagged_when_personal() -> None:
     specs = {spec.key.path[-1]: spec for spec in defs.resolve_all_asset_specs()}
+    # A table's history is an asset of the table's group, personal when the table is.
+    owners = {**{table: table for table in TABLES}, **histories()}
 
-    assert set(specs) == {*TABLE_GROUPS, RUNS_TABLE} == set(TABLES)
-    assert {table: specs[table].group_name for table in TABLE_GROUPS} == {
-        table: f"{ASSET_PREFIX}_{group}" for table, group in TABLE_GROUPS.items()
+    assert set(TABLES) == {*TABLE_GROUPS, RUNS_TABLE} and set(TABLES) <= set(specs)
+    assert {name: specs[name].group_name for name, table in owners.items() if table in TABLE_GROUPS} == {
+        name: f"{ASSET_PREFIX}_{TABLE_GROUPS[table]}"
+        for name, table in owners.items()
+        if table in TABLE_GROUPS
     }
-    assert {table for table, spec in specs.items() if "pii" in spec.tags} == PERSONAL_TABLES
+    personal = {name for name in owners if "pii" in specs[name].tags}
+    assert personal == {name for name, table in owners.items() if table in PERSONAL_TABLES}
     # The personal data the catalog flags: the users list's tables and the current user's positions.
     assert {*LISTS[USERS.name].family.tables, *CURRENT_USER_POSITIONS.family.tables} == PERSONAL_TABLES
 
