@@ -51,7 +51,6 @@ from benchmarks.harness import (
 )
 from emulator.scale import Scale
 from pipelines.budget import BudgetTerms, MonthProjection, RunCalls, project_month
-from pipelines.extract import LISTS
 from pipelines.settings import SyncSettings
 from warehouse.reads import tenant_sizes
 
@@ -287,7 +286,7 @@ def scenario_budget(console: Console, options: Options) -> dict[str, Any]:
     for row in rows:
         row.bound_s = latency_bound(row.api_calls, CONCURRENCY, LATENCY_MS / 1000)
     settings = SyncSettings(warehouse=warehouse, tenant_id=DEMO["tenant_id"])
-    sizes = tenant_sizes(warehouse, DEMO["tenant_id"], tuple(LISTS))
+    sizes = tenant_sizes(warehouse, DEMO["tenant_id"])
     after = project_month(sizes, BudgetTerms.of(settings)) if sizes is not None and rows[2].ok else []
     before = [replace(month, calls=BEFORE_CALLS) for month in after]
     second = rows[1].api_calls / BEFORE_CALLS.full

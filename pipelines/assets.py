@@ -24,7 +24,6 @@ from typing import Any
 import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
-from pipelines.extract import LISTS
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
 from pipelines.sync import (
@@ -39,9 +38,10 @@ from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
 from resources.errors import PagingDriftError, RateLimitError, ServerError
+from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
-from warehouse.runs import RunRecord
+from warehouse.runs import RUNS_TABLE, RunRecord
 
 ASSET_PREFIX = "adm"
 MODE_TAG = "adm/mode"
@@ -58,28 +58,10 @@ WARN_ONLY_CHECKS_TAG = "adm/warn_only_checks"
 OWNERS = ["team:data-platform"]
 
 
-TABLES: dict[str, str] = {
-    "decisions": "decisions",
-    "decision_groups": "decisions",
-    "decision_authorities": "decisions",
-    "decision_documents": "decisions",
-    "delegations": "delegations",
-    "delegation_revisions": "delegations",
-    "document_revisions": "documents",
-    "users": "org",
-    "user_roles": "org",
-    "user_positions": "org",
-    "user_groups": "org",
-    "groups": "org",
-    "group_parents": "org",
-    "positions": "org",
-    "current_user_positions": "org",
-    "sync_runs": "runs",
-}
-"""Every table the tenant sync commits, in commit order of their families, and its asset group. What a
-table and each of its columns are comes from the data dictionary (`warehouse.described`)."""
-
-_PERSONAL = {"users", "user_roles", "user_positions", "user_groups", "current_user_positions"}
+TABLES: dict[str, str] = {**TABLE_GROUPS, RUNS_TABLE: "runs"}
+"""Every table the tenant sync commits, in commit order, and its asset group: those of the list catalog
+(`warehouse.catalog`) and the run log. What a table and each of its columns are comes from the data
+dictionary (`warehouse.described`)."""
 
 
 def table_key(table: str) -> dg.AssetKey:
@@ -105,7 +87,7 @@ def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
         table,
         described_tables()[table],
         group_name=f"{ASSET_PREFIX}_{TABLES[owner]}",
-        tags={"domain": "authority", **({"pii": ""} if owner in _PERSONAL else {})},
+        tags={"domain": "authority", **({"pii": ""} if owner in PERSONAL_TABLES else {})},
         deps=[table_key(owner)] if owner != table else [],
         freshness_policy=freshness,
     )
@@ -347,7 +329,7 @@ def _table_metadata(table: str, outcome: SyncOutcome) -> dict[str, Any]:
         "unchanged": counts.get("unchanged", 0),
         "mode": outcome.record.mode,
     }
-    if table != "sync_runs":
+    if table != RUNS_TABLE:
         return metadata
     return metadata | _run_metadata(outcome) | _publish_metadata(outcome.commit.published)
 

@@ -22,9 +22,10 @@ from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from pipelines.extract import LISTS, PAGE_LIMIT
+from pipelines.extract import PAGE_LIMIT
 from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
 from resources.settings import PLAN_RATES_PER_MINUTE, RatePlan
+from warehouse.catalog import LISTS
 from warehouse.reads import TenantSizes
 
 REVISION_ENDPOINTS = ("E11", "E12")
@@ -53,7 +54,7 @@ def run_calls(sizes: TenantSizes, recheck_days: int) -> RunCalls:
         lists = round(total - revisions)
     else:
         changed = 0
-        lists = FIXED_CALLS + sum(1 if LISTS[e].incremental else pages[e] for e in LISTS)
+        lists = FIXED_CALLS + sum(1 if LISTS[e].source.incremental else pages[e] for e in LISTS)
     return RunCalls(full=sum(pages.values()) + FIXED_CALLS + changed + share, nightly=lists + changed + share)
 
 

@@ -22,8 +22,9 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.extract import LISTS, TenantExtract
+from pipelines.extract import TenantExtract
 from warehouse import reads
+from warehouse.catalog import LISTS
 from warehouse.reads import Committed
 
 
@@ -107,7 +108,7 @@ def rejected_within_threshold(entity: str) -> Check:
 
     def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
         contract, report = extract.contract, extract.reports[entity]
-        endpoint = LISTS[entity].endpoint
+        endpoint = LISTS[entity].source.endpoint
         rejections = contract.log.rejected_from(endpoint)
         # The list's size as read (its total is only evidence, and may be missing or off).
         total = report.rows + len(rejections)
@@ -135,8 +136,8 @@ def conformity(extract: TenantExtract) -> list[CheckOutcome]:
     """Per list, the deviations from the spec the tolerant contract accepted (a warning, not a stop)."""
     summary = extract.contract.log.summary()
     outcomes = []
-    for entity, spec in LISTS.items():
-        found = [row for row in summary if row["endpoint"] == spec.endpoint]
+    for entity, entry in LISTS.items():
+        found = [row for row in summary if row["endpoint"] == entry.source.endpoint]
         records = sum(row["records"] for row in found)
         description = (
             "every record as the spec says"

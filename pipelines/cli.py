@@ -17,7 +17,6 @@ from pipelines.bindings import warehouse_resource
 from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
-from pipelines.extract import LISTS
 from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
@@ -276,7 +275,7 @@ def budget(
         raise typer.Exit(2)
     console = Console()
     for tenant_id in tenants:
-        sizes = tenant_sizes(settings.warehouse, tenant_id, tuple(LISTS), wait_s=settings.lock_wait_s)
+        sizes = tenant_sizes(settings.warehouse, tenant_id, wait_s=settings.lock_wait_s)
         if sizes is None or not any(sizes.records.values()):
             console.print(f"tenant {tenant_id}: nothing committed in {escape(str(settings.warehouse))} yet")
             continue

@@ -23,33 +23,28 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from models.errors import AuthoritySyncError
-from models.queries import DecisionQuery, DelegationQuery, GroupQuery, PageQuery, PositionQuery, UserQuery
 from resources.client import AdmClient
 from resources.concurrency import Feed
-from resources.contract import LIST_ENDPOINTS, RecordContract
+from resources.contract import RecordContract
 from resources.errors import NotFoundError
 from resources.metrics import MetricsSnapshot
-from warehouse.merge import REVISIONS
-from warehouse.reads import RevisionPlan
-from warehouse.rows import (
-    TableRows,
-    check_row,
-    current_user_position_rows,
-    decision_rows,
-    delegation_rows,
-    group_rows,
-    position_rows,
-    revision_rows,
-    user_rows,
+from warehouse.catalog import (
+    CURRENT_USER_POSITIONS,
+    LISTS,
+    REVISIONS,
+    ListTables,
+    RevisionList,
+    revisions_named_by,
 )
+from warehouse.reads import RevisionPlan
+from warehouse.rows import TableRows, check_row, current_user_position_rows, revision_rows
 from warehouse.staging import RevisionJournal, StagingWriter
 
 logger = logging.getLogger(__name__)
@@ -151,73 +146,14 @@ class ExtractRequest:
         return None if self.full_refresh or cursor is None else cursor - self.overlap
 
 
-@dataclass(frozen=True)
-class ListExtract:
-    """How one paged list is extracted: its endpoint, query, rows, updated-at field and tables."""
-
-    endpoint: str
-    query: Callable[[ExtractRequest, datetime | None], PageQuery]
-    flatten: Callable[[str, Any], TableRows]
-    updated_of: Callable[[Any], datetime] | None
-    tables: tuple[str, ...]
-    incremental: bool = True
-
-
-LISTS: dict[str, ListExtract] = {
-    "decisions": ListExtract(
-        LIST_ENDPOINTS["decisions"],
-        lambda req, since: DecisionQuery(limit=PAGE_LIMIT, updated_at_start=since),
-        decision_rows,
-        lambda record: record.updated_at,
-        ("decisions", "decision_groups", "decision_authorities", "decision_documents"),
-    ),
-    "delegations": ListExtract(
-        LIST_ENDPOINTS["delegations"],
-        lambda req, since: DelegationQuery(limit=PAGE_LIMIT, updated_at_start=since),
-        delegation_rows,
-        lambda record: record.updated_at,
-        ("delegations",),
-    ),
-    "users": ListExtract(
-        LIST_ENDPOINTS["users"],
-        lambda req, since: UserQuery(limit=PAGE_LIMIT, updated_at_start=since),
-        user_rows,
-        lambda record: record.updated_on,
-        ("users", "user_roles", "user_positions", "user_groups"),
-    ),
-    "groups": ListExtract(
-        LIST_ENDPOINTS["groups"],
-        lambda req, since: GroupQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT, updated_at_start=since),
-        group_rows,
-        lambda record: record.updated_on,
-        ("groups", "group_parents"),
-    ),
-    # Positions have no updated-at filter and are few: always read whole.
-    "positions": ListExtract(
-        LIST_ENDPOINTS["positions"],
-        lambda req, since: PositionQuery(tenant_id=req.tenant_id, limit=PAGE_LIMIT),
-        position_rows,
-        None,
-        ("positions",),
-        incremental=False,
-    ),
-}
-
-REVISION_LISTS = {
-    "delegation_revisions": ("delegation_id", "delegations", "E11"),
-    "document_revisions": ("document_id", "decisions", "E12"),
-}
-"""Revision table -> (parent-id column, the list whose records name the parents, endpoint)."""
-REVISION_KIND = {table: revisions.kind for table, revisions in REVISIONS.items()}
-"""Revision table -> the kind of record its parents are."""
 CHECKS_TABLE = "revision_checks"
 LISTED, EMPTY, NOT_FOUND = "listed", "empty", "not_found"
 """What the check of one revision list found: revision ids, an empty list, or no such record (404)."""
 NEW, CHANGED, RECHECK = "new", "changed", "recheck"
 """Why a revision list was asked for: never checked, its owner changed, or its turn to be verified again."""
 
-ENTITIES = (*LISTS, "current_user_positions", *REVISION_LISTS)
-"""Every entity one tenant's extract reads."""
+READS = len(LISTS) + 1 + len(REVISIONS)
+"""The reads of one tenant's extract, side by side: every paged list, E9, every kind of revision list."""
 
 Parent = tuple[str, str]
 """A revision list to read: its parent's id and the stamp (content hash) of the record that named it."""
@@ -259,16 +195,16 @@ Scopes = dict[str, RevisionScope]
 def extract_tenant(request: ExtractRequest) -> TenantExtract:
     """Stage every entity of the tenant; the first failure of any read stops the others and is raised."""
     scopes: Scopes = {
-        table: RevisionScope(request.revision_plans.get(kind, RevisionPlan()))
-        for table, kind in REVISION_KIND.items()
+        table: RevisionScope(request.revision_plans.get(revisions.kind, RevisionPlan()))
+        for table, revisions in REVISIONS.items()
     }
     for scope in scopes.values():
         scope.start()
-    with ThreadPoolExecutor(len(ENTITIES), thread_name_prefix="adm-extract") as pool:
+    with ThreadPoolExecutor(READS, thread_name_prefix="adm-extract") as pool:
         futures = {entity: pool.submit(extract_list, request, entity, scopes) for entity in LISTS}
-        futures["current_user_positions"] = pool.submit(extract_current_user_positions, request)
+        futures[CURRENT_USER_POSITIONS.family.root] = pool.submit(extract_current_user_positions, request)
         for table, scope in scopes.items():
-            futures[table] = pool.submit(extract_revisions, request, table, scope.feed)
+            futures[table] = pool.submit(extract_revisions, request, REVISIONS[table], scope.feed)
         done, _ = wait(futures.values(), return_when=FIRST_EXCEPTION)
         failed = next((future for future in done if future.exception() is not None), None)
         if failed is not None:
@@ -276,7 +212,7 @@ def extract_tenant(request: ExtractRequest) -> TenantExtract:
             raise failed.exception()  # type: ignore[misc]
     reports = {entity: future.result() for entity, future in futures.items()}
     reports[CHECKS_TABLE] = stage_revision_checks(
-        request, [(reports[table], scopes[table]) for table in REVISION_LISTS]
+        request, [(reports[table], scopes[table]) for table in REVISIONS]
     )
     return TenantExtract(request.staging, reports, request.client.metrics, request.contract)
 
@@ -284,59 +220,66 @@ def extract_tenant(request: ExtractRequest) -> TenantExtract:
 def extract_list(request: ExtractRequest, entity: str, scopes: Scopes) -> EntityReport:
     """Stage one paged list (what changed since the cursor, or all of it) and feed the revision reads
     with the ids its records name; the feeds are closed however the read ends."""
-    spec = LISTS[entity]
-    since = request.since(entity) if spec.incremental else None
-    cursor = request.cursors.get(entity) if spec.updated_of is not None else None
+    entry = LISTS[entity]
+    since = request.since(entity) if entry.source.incremental else None
+    cursor = request.cursors.get(entity) if entry.source.incremental else None
     report = EntityReport(entity, INCREMENTAL if since is not None else FULL, cursor=cursor)
-    owned = [scope.feed for table, scope in scopes.items() if REVISION_LISTS[table][1] == entity]
+    named = {revisions: scopes[revisions.table] for revisions in revisions_named_by(entity)}
     try:
-        _stage_list(request, spec, report, since, scopes)
+        _stage_list(request, entry, report, since, named)
     except BaseException as error:
-        for feed in owned:
-            feed.close(error)
+        for scope in named.values():
+            scope.feed.close(error)
         raise
-    for feed in owned:
-        feed.close()
+    for scope in named.values():
+        scope.feed.close()
     logger.info("%s: %d records staged (%s)", entity, report.rows, report.mode)
     return report
 
 
 def _stage_list(
-    request: ExtractRequest, spec: ListExtract, report: EntityReport, since: datetime | None, scopes: Scopes
+    request: ExtractRequest,
+    entry: ListTables,
+    report: EntityReport,
+    since: datetime | None,
+    named: Mapping[RevisionList, RevisionScope],
 ) -> None:
-    stream = request.client.iter_pages(spec.query(request, since), request.contract)  # type: ignore[call-overload]
+    source = entry.source
+    query = source.whole_read(request.tenant_id, PAGE_LIMIT, since)
+    stream = request.client.iter_list(source, query, request.contract)
     with StagingWriter(request.staging) as writer:
-        writer.declare(*spec.tables)
+        writer.declare(*entry.family.tables)
         for record in stream.items():
             request.check_stop()
-            rows = spec.flatten(request.tenant_id, record)
+            rows = entry.flatten(request.tenant_id, record)
             writer.add(rows)
-            _offer_parents(report.entity, rows, scopes)
+            _offer_parents(entry, rows, named)
             report.rows += 1
-            updated = spec.updated_of(record) if spec.updated_of is not None else None
+            updated = source.updated_of(record)
             if updated is not None:
                 _advance_cursor(report, since, updated)
-            elif spec.updated_of is not None:
+            elif source.incremental:
                 report.without_cursor += 1
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
     report.complete, report.vanished = stream.complete, stream.vanished
-    report.rejected = len(request.contract.log.rejected_from(spec.endpoint))
+    report.rejected = len(request.contract.log.rejected_from(source.endpoint))
     report.tables = dict(writer.counts)
     _note_read(report, stream.page_size)
 
 
-def _offer_parents(entity: str, rows: TableRows, scopes: Scopes) -> None:
-    """Offer the revision reads the delegations and documents this record names."""
-    if entity == "delegations":
-        for row in rows["delegations"]:
-            scopes["delegation_revisions"].offer(row["id"], row["content_hash"])
-    elif entity == "decisions":
-        (decision,) = rows["decisions"]
-        for row in rows["decision_documents"]:
-            # A document cited without a usable id has no revision list to ask for.
-            if isinstance(row["document_id"], str) and row["document_id"].strip():
-                scopes["document_revisions"].offer(row["document_id"], decision["content_hash"])
+def _offer_parents(entry: ListTables, rows: TableRows, named: Mapping[RevisionList, RevisionScope]) -> None:
+    """Offer the revision reads the parents this record names (a delegation its own id, a decision the
+    documents it cites), stamped with the record's content hash."""
+    if not named:
+        return
+    (record,) = rows[entry.name]
+    for revisions, scope in named.items():
+        for row in rows[revisions.owner]:
+            parent_id = row[revisions.owner_column]
+            # A parent cited without a usable id has no revision list to ask for.
+            if isinstance(parent_id, str) and parent_id.strip():
+                scope.offer(parent_id, record["content_hash"])
 
 
 def _note_read(report: EntityReport, page_size: int) -> None:
@@ -373,13 +316,14 @@ def _advance_cursor(report: EntityReport, since: datetime | None, updated: datet
 
 def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
     """The positions of the user the credentials stand for (E9); one call, always full."""
-    report = EntityReport("current_user_positions", FULL)
+    table = CURRENT_USER_POSITIONS.family.root
+    report = EntityReport(table, FULL)
     seen: set[str] = set()
     with StagingWriter(request.staging) as writer:
-        writer.declare("current_user_positions")
+        writer.declare(table)
         for link in request.client.current_user_positions(request.contract):
             rows = current_user_position_rows(request.tenant_id, link)
-            (row,) = rows["current_user_positions"]
+            (row,) = rows[table]
             if row["id"] in seen:  # the same link listed twice (ids compared as keyed): once is enough
                 continue
             seen.add(row["id"])
@@ -389,22 +333,22 @@ def extract_current_user_positions(request: ExtractRequest) -> EntityReport:
     return report
 
 
-def extract_revisions(request: ExtractRequest, table: str, parents: Feed[Parent]) -> EntityReport:
-    """E11 or E12 for every distinct parent id the feed brings, as they arrive. A parent the service no
-    longer finds (404: deleted since it was listed) is noted, not a failure of the tenant. An answer an
-    earlier, uncommitted attempt got for the same parent, named by an unchanged record, is reused."""
-    parent_column, _, endpoint = REVISION_LISTS[table]
-    fetch = (
-        request.client.delegation_revision_ids if endpoint == "E11" else request.client.document_revision_ids
-    )
-    journal = _journal(request, table)
+def extract_revisions(
+    request: ExtractRequest, revisions: RevisionList, parents: Feed[Parent]
+) -> EntityReport:
+    """The revision list (E11, E12) of every distinct parent id the feed brings, as they arrive. A parent
+    the service no longer finds (404: deleted since it was listed) is noted, not a failure of the tenant.
+    An answer an earlier, uncommitted attempt got for the same parent, named by an unchanged record, is
+    reused."""
+    table, parent_column = revisions.table, revisions.parent_column
+    journal = _journal(request, revisions)
 
     def checked(parent: Parent) -> tuple[bool, list[str] | None]:
         known, answer = journal.answer(*parent) if journal else (False, None)
         if known:
             return True, answer
         try:
-            return False, fetch(parent[0])
+            return False, request.client.revision_ids(revisions.endpoint, parent[0])
         except NotFoundError:
             return False, None
 
@@ -433,7 +377,7 @@ def extract_revisions(request: ExtractRequest, table: str, parents: Feed[Parent]
     gone = sorted(parent for parent, (outcome, _) in report.checks.items() if outcome == NOT_FOUND)
     if gone:
         report.warnings.append(
-            f"{table}: {len(gone)} {REVISION_KIND[table]}(s) answered 404 (deleted since they were listed; "
+            f"{table}: {len(gone)} {revisions.kind}(s) answered 404 (deleted since they were listed; "
             f"no revisions stored): {', '.join(gone[:5])}"
         )
     return report
@@ -454,7 +398,7 @@ def stage_revision_checks(
     with StagingWriter(request.staging) as writer:
         writer.declare(CHECKS_TABLE)
         for revisions, scope in reads:
-            kind = REVISION_KIND[revisions.entity]
+            kind = REVISIONS[revisions.entity].kind
             for parent_id, (outcome, count) in revisions.checks.items():
                 row = check_row(request.tenant_id, kind, parent_id, outcome, count, scope.reason(parent_id))
                 writer.add({CHECKS_TABLE: [row]})
@@ -463,10 +407,10 @@ def stage_revision_checks(
     return report
 
 
-def _journal(request: ExtractRequest, table: str) -> RevisionJournal | None:
+def _journal(request: ExtractRequest, revisions: RevisionList) -> RevisionJournal | None:
     if request.resume is None:
         return None
-    return RevisionJournal(request.resume, REVISION_KIND[table], request.resume_max_age)
+    return RevisionJournal(request.resume, revisions.kind, request.resume_max_age)
 
 
 def _distinct(parents: Feed[Parent]) -> Iterator[Parent]:

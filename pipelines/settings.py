@@ -27,7 +27,7 @@ from models.base import UUID_PATTERN, is_uuid
 from models.errors import AuthoritySyncError
 from pipelines.checks import parse_check_names
 from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
-from resources.contract import LIST_ENDPOINTS, ContractMode, parse_modes
+from resources.contract import ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
@@ -238,7 +238,7 @@ class SyncSettings(BaseSettings):
     @field_validator("schema_contract")
     @classmethod
     def _contract(cls, value: str) -> str:
-        parse_modes(value, LIST_ENDPOINTS)
+        parse_modes(value)
         return value.strip().lower()
 
     @field_validator("environment", "rate_plan", mode="before")

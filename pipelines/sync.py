@@ -30,10 +30,10 @@ from pathlib import Path
 from models.errors import AuthoritySyncError
 from pipelines.budget import BudgetTerms, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
-from pipelines.extract import FULL, INCREMENTAL, LISTS, ExtractRequest, TenantExtract, extract_tenant
+from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
-from resources.contract import LIST_ENDPOINTS, RecordContract, parse_modes
+from resources.contract import RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
 from resources.metrics import MetricsSnapshot
 from warehouse import reads
@@ -191,9 +191,7 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
         policy.nightly_cron,
         policy.full_refresh_cron,
     )
-    sizes = reads.tenant_sizes(
-        services.warehouse.file, tenant_id, tuple(LISTS), wait_s=services.warehouse.lock_wait_s
-    )
+    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, wait_s=services.warehouse.lock_wait_s)
     return project_month(sizes, terms)[0] if sizes is not None else None
 
 
@@ -203,7 +201,7 @@ def _extract_check_commit(
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
     wait = services.warehouse.lock_wait_s
     record.recheck_days = policy.revision_recheck_days
-    default, modes = parse_modes(policy.schema_contract, LIST_ENDPOINTS)
+    default, modes = parse_modes(policy.schema_contract)
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )

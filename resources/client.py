@@ -14,10 +14,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, RootModel, SecretStr
@@ -29,15 +28,12 @@ from models import (
     Decision,
     DecisionProjection,
     DecisionQuery,
-    DecisionSortBy,
     Delegation,
     DelegationQuery,
-    DelegationSortBy,
     DeleteActions,
     Envelope,
     Group,
     GroupQuery,
-    GroupSortBy,
     MarkAllReadResult,
     Matrix,
     Notification,
@@ -58,7 +54,6 @@ from models import (
     User,
     UserPosition,
     UserQuery,
-    UserSortBy,
     ValidateAction,
     ValidateActionResult,
 )
@@ -66,6 +61,7 @@ from models.auth import AccessKeyExchange, AccessToken
 from models.base import canonical_id
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
+from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, POSITIONS, USERS, PagedList, paged_list_of
 from resources.concurrency import bounded_map
 from resources.contract import RecordContract
 from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
@@ -110,44 +106,10 @@ class RevisionIds(RootModel[list[str]]):
     """E11/E12: a bare JSON array of revision ids, without envelope."""
 
 
-@dataclass(frozen=True)
-class PagedList(Generic[T]):
-    """How one paged list is read: endpoint, record and response model, immutable creation order."""
-
-    endpoint: EndpointName
-    record: type[T]
-    envelope: type[Envelope[Page[T]]]
-    creation_sort: str | None = None
-    creation_key: Callable[[T], tuple[datetime | None, str]] | None = None
-
-
-DECISIONS = PagedList[Decision](
-    "E8", Decision, Envelope[Page[Decision]], DecisionSortBy.CREATED_AT, lambda d: (d.created_at, d.id)
-)
 DECISION_PROJECTIONS = PagedList[DecisionProjection](
-    "E8", DecisionProjection, Envelope[Page[DecisionProjection]]
+    DECISIONS.name, DECISIONS.endpoint, DecisionProjection, DECISIONS.query, DECISIONS.updated
 )
-USERS = PagedList[User](
-    "users", User, Envelope[Page[User]], UserSortBy.CREATED_ON, lambda u: (u.created_on, u.id)
-)
-GROUPS = PagedList[Group](
-    "groups", Group, Envelope[Page[Group]], GroupSortBy.CREATED_ON, lambda g: (g.created_on, g.id)
-)
-POSITIONS = PagedList[Position]("positions", Position, Envelope[Page[Position]])
-DELEGATIONS = PagedList[Delegation](
-    "delegations",
-    Delegation,
-    Envelope[Page[Delegation]],
-    DelegationSortBy.CREATED_AT,
-    lambda d: (d.created_at, d.id),
-)
-_LISTS: dict[type[PageQuery], PagedList[Any]] = {
-    DecisionQuery: DECISIONS,
-    UserQuery: USERS,
-    GroupQuery: GROUPS,
-    PositionQuery: POSITIONS,
-    DelegationQuery: DELEGATIONS,
-}
+"""E8 with ``fields``: the decisions, each holding only the fields selected; read a page at a time only."""
 
 STABLE_QUERY_FIELDS = frozenset(
     {
@@ -295,11 +257,11 @@ class AdmClient:
 
     def delegation_revision_ids(self, delegation_id: str, query: RevisionQuery | None = None) -> list[str]:
         """E11: a delegation's changelog revision ids."""
-        return self._revision_ids("E11", delegation_id, query)
+        return self.revision_ids("E11", delegation_id, query)
 
     def document_revision_ids(self, document_id: str, query: RevisionQuery | None = None) -> list[str]:
         """E12: a document's changelog revision ids."""
-        return self._revision_ids("E12", document_id, query)
+        return self.revision_ids("E12", document_id, query)
 
     def toggle_notification_status(
         self, notification_id: str, body: ToggleNotificationStatus
@@ -311,7 +273,11 @@ class AdmClient:
         """E14: mark every notification of the caller read; ``count`` says how many."""
         return self._call("E14", Envelope[MarkAllReadResult]).data
 
-    def _revision_ids(self, name: EndpointName, record_id: str, query: RevisionQuery | None) -> list[str]:
+    def revision_ids(
+        self, name: EndpointName, record_id: str, query: RevisionQuery | None = None
+    ) -> list[str]:
+        """The changelog revision ids of one record from its revision endpoint (E11, E12), for a caller
+        that holds the endpoint as data (the warehouse's catalog of revision lists)."""
         params = query.to_params(self.settings.param_names) if query else None
         return self._call(name, RevisionIds, record_id=record_id, params=params).root
 
@@ -335,57 +301,43 @@ class AdmClient:
 
     # -- whole lists ---------------------------------------------------------------------------------------
 
-    @overload
-    def iter_pages(
-        self, query: DecisionQuery, contract: RecordContract | None = None
-    ) -> PageStream[Decision]: ...
-    @overload
-    def iter_pages(self, query: UserQuery, contract: RecordContract | None = None) -> PageStream[User]: ...
-    @overload
-    def iter_pages(self, query: GroupQuery, contract: RecordContract | None = None) -> PageStream[Group]: ...
-    @overload
-    def iter_pages(
-        self, query: PositionQuery, contract: RecordContract | None = None
-    ) -> PageStream[Position]: ...
-    @overload
-    def iter_pages(
-        self, query: DelegationQuery, contract: RecordContract | None = None
-    ) -> PageStream[Delegation]: ...
+    def iter_pages(self, query: PageQuery, contract: RecordContract | None = None) -> PageStream[Any]:
+        """Every page of the list ``query`` reads (`iter_list`, for a stream typed by its records)."""
+        return self.iter_list(paged_list_of(query), query, contract)
 
-    def iter_pages(
-        self,
-        query: DecisionQuery | UserQuery | GroupQuery | PositionQuery | DelegationQuery,
-        contract: RecordContract | None = None,
-    ) -> PageStream[Any]:
+    def iter_list(
+        self, paged: PagedList[Rec], query: PageQuery, contract: RecordContract | None = None
+    ) -> PageStream[Rec]:
         """Every page of a list, fetched concurrently, de-duplicated, safe against drift (see
         `resources.paging`). Unless the query says otherwise: 100 records a page, the settings' tenant,
         and the immutable creation order. The stream exposes ``total`` of page 1 and the totals seen.
         With a ``contract``, records are read under it (`resources.contract`); without, any record off
         the spec fails the read."""
+        if not isinstance(query, paged.query):
+            raise TypeError(f"{type(query).__name__} is not the query of the {paged.name} list")
         if isinstance(query, DecisionQuery) and query.fields:
             raise ValueError("paging projections is not supported: page full decisions")
-        kind = _LISTS[type(query)]
-        return self._stream(kind, self._for_paging(kind, query), contract)
+        return self._stream(paged, self._for_paging(paged, query), contract)
 
     def iter_decisions(self, query: DecisionQuery | None = None) -> Iterator[Decision]:
         """Every decision the query selects (E8), each once."""
-        return self.iter_pages(query or DecisionQuery()).items()
+        return self.iter_list(DECISIONS, query or DecisionQuery()).items()
 
     def iter_users(self, query: UserQuery | None = None) -> Iterator[User]:
         """Every user the query selects, each once."""
-        return self.iter_pages(query or UserQuery()).items()
+        return self.iter_list(USERS, query or UserQuery()).items()
 
     def iter_groups(self, query: GroupQuery | None = None) -> Iterator[Group]:
         """Every group of the settings' tenant the query selects, each once."""
-        return self.iter_pages(query or GroupQuery(tenant_id=self.settings.tenant_id)).items()
+        return self.iter_list(GROUPS, query or GroupQuery(tenant_id=self.settings.tenant_id)).items()
 
     def iter_positions(self, query: PositionQuery | None = None) -> Iterator[Position]:
         """Every position of the settings' tenant, each once."""
-        return self.iter_pages(query or PositionQuery(tenant_id=self.settings.tenant_id)).items()
+        return self.iter_list(POSITIONS, query or PositionQuery(tenant_id=self.settings.tenant_id)).items()
 
     def iter_delegations(self, query: DelegationQuery | None = None) -> Iterator[Delegation]:
         """Every delegation the query selects, each once."""
-        return self.iter_pages(query or DelegationQuery()).items()
+        return self.iter_list(DELEGATIONS, query or DelegationQuery()).items()
 
     def map_concurrent(self, func: Callable[[A], R], items: Iterable[A]) -> Iterator[tuple[A, R]]:
         """``(item, func(item))`` as each completes, at most ``settings.concurrency`` at once, under the
@@ -400,8 +352,8 @@ class AdmClient:
             update["limit"] = MAX_LIMIT
         if "tenant_id" in values and values["tenant_id"] is None:
             update["tenant_id"] = self.settings.tenant_id
-        if kind.creation_sort is not None and values.get("sort_by") is None:
-            update["sort_by"] = kind.creation_sort
+        if kind.created is not None and values.get("sort_by") is None:
+            update["sort_by"] = kind.created
             update["sort_order"] = values.get("sort_order") or SortOrder.ASC
         return query.model_copy(update=update)
 
@@ -549,6 +501,6 @@ class AdmClient:
 def _append_only(kind: PagedList[Any], query: PageQuery) -> bool:
     """Whether the query reads the list in its immutable creation order with only stable filters."""
     values = dict(query)
-    in_order = values.get("sort_by") == kind.creation_sort and values.get("sort_order") == SortOrder.ASC
+    in_order = values.get("sort_by") == kind.created and values.get("sort_order") == SortOrder.ASC
     stable = all(value is None for name, value in values.items() if name not in STABLE_QUERY_FIELDS)
-    return kind.creation_key is not None and in_order and stable
+    return kind.created is not None and in_order and stable

@@ -37,6 +37,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from models.base import Envelope, Page, ServiceModel
+from resources.catalog import PAGED_LISTS
 from resources.errors import ResponseFormatError
 from resources.rawjson import array_records, page_records
 
@@ -53,31 +54,22 @@ class ContractMode(StrEnum):
     TOLERANT = "tolerant"
 
 
-LIST_ENDPOINTS = {
-    "decisions": "E8",
-    "delegations": "delegations",
-    "users": "users",
-    "groups": "groups",
-    "positions": "positions",
-}
-"""The paged lists (by the name the settings use) and their endpoints."""
-
-
-def parse_modes(text: str, lists: Mapping[str, str]) -> tuple[ContractMode, dict[str, ContractMode]]:
-    """``tolerant`` or ``strict``, optionally followed by per-list modes (``tolerant,users=strict``): the
-    default mode and the mode of each list endpoint named. ``lists`` maps list names to their endpoints.
-    Raises ValueError naming what is not understood."""
-    default, overrides = ContractMode.TOLERANT, {}
+def parse_modes(text: str) -> tuple[ContractMode, dict[str, ContractMode]]:
+    """``tolerant`` or ``strict``, optionally followed by per-list modes (``tolerant,users=strict``, lists
+    named as in `resources.catalog`): the default mode and the mode of each list endpoint named. Raises
+    ValueError naming what is not understood."""
+    default = ContractMode.TOLERANT
+    overrides: dict[str, ContractMode] = {}
     for part in (part.strip().lower() for part in text.split(",") if part.strip()):
         name, _, mode = part.rpartition("=")
         if mode not in set(ContractMode):
             raise ValueError(f"{mode!r} is neither strict nor tolerant")
         if not name:
             default = ContractMode(mode)
-        elif name in lists:
-            overrides[lists[name]] = ContractMode(mode)
+        elif name in PAGED_LISTS:
+            overrides[PAGED_LISTS[name].endpoint] = ContractMode(mode)
         else:
-            raise ValueError(f"{name!r} is not a list ({', '.join(lists)})")
+            raise ValueError(f"{name!r} is not a list ({', '.join(PAGED_LISTS)})")
     return default, overrides
 
 

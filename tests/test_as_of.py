@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from tests.test_merge import TENANT, commit, read
 from warehouse import migrate as migrations
-from warehouse.merge import FAMILIES, MergeContext, load_staged, merge_family
+from warehouse.catalog import FAMILIES
+from warehouse.merge import MergeContext, load_staged, merge_family
 from warehouse.migrate import migrate
 from warehouse.schema import staging_schema
 

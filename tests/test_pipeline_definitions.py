@@ -16,17 +16,17 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
-from pipelines.extract import LISTS, REVISION_LISTS
 from pipelines.launch import stale_values
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
 from tests.sync_support import dagster_cli
+from warehouse.catalog import CURRENT_USER_POSITIONS, LISTS, REVISIONS
 
 STAGED_TABLES = [
-    *(table for spec in LISTS.values() for table in spec.tables),
-    "current_user_positions",
-    *REVISION_LISTS,
+    *(table for entry in LISTS.values() for table in entry.family.tables),
+    *CURRENT_USER_POSITIONS.family.tables,
+    *REVISIONS,
 ]
 
 

@@ -20,11 +20,10 @@ import duckdb
 import pyarrow.parquet as pq
 
 from models.errors import AuthoritySyncError
+from warehouse.catalog import FAMILIES, REVISIONS
 from warehouse.db import ConfigValue, open_database
 from warehouse.locks import LockBusyError, held, writer_lock_path
 from warehouse.merge import (
-    FAMILIES,
-    REVISIONS,
     Counts,
     MergeContext,
     constraint_failure,
@@ -320,7 +319,7 @@ def _merge_staged(
     if "revision_checks" in files:
         merge_revision_checks(ctx)
     for table, revisions in REVISIONS.items():
-        if staged.modes.get(revisions.family) == "full":
+        if staged.modes.get(revisions.named_by.name) == "full":
             pruned = prune_orphan_revisions(ctx, table)
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned

@@ -5,7 +5,8 @@ modes replace the staged records and their children; a full merge also marks del
 records it did not find, which stay in the current table with their children as last seen. Every
 statement runs inside the caller's transaction, so nothing is visible until the caller commits.
 
-Table names come from the fixed registry below, never from input, so building SQL with them is safe.
+Table names come from the fixed catalog (`warehouse.catalog`), never from input, so building SQL with them
+is safe.
 """
 
 from __future__ import annotations
@@ -17,102 +18,11 @@ from pathlib import Path
 import duckdb
 
 from models.errors import AuthoritySyncError
+from warehouse.catalog import FAMILIES, REVISIONS, Child, Family
 from warehouse.db import open_database
 from warehouse.schema import primary_keys, staging_schema
 
 Counts = dict[str, int]
-
-
-@dataclass(frozen=True)
-class Child:
-    """A child table: its rows are keyed by their parent's id and their place in the parent's list (the
-    service's own id of an embedded record is not promised unique, so it is a column, not the key).
-
-    Its history (``<table>_history``) follows an item, not a place: an item is what its parent cites
-    (``reference``: the group of a membership, the authority type of a limit) and, when the parent cites it
-    more than once, which of those it is (``occurrence``: 1 for the first in the list). A version changes
-    only with the item's own fields (``content``); its place in the list and copies of the cited record's
-    names are not content, so a reorder or a group's rename adds no version."""
-
-    table: str
-    parent_column: str
-    reference: str
-    content: tuple[str, ...] = ()
-    order_column: str = "item_order"
-
-    @property
-    def history(self) -> str:
-        """The child's history table."""
-        return f"{self.table}_history"
-
-
-@dataclass(frozen=True)
-class Family:
-    """A root table, its child tables and its history table."""
-
-    root: str
-    children: tuple[Child, ...] = ()
-
-    @property
-    def history(self) -> str:
-        """The root's history table."""
-        return f"{self.root}_history"
-
-
-LIMIT_CONTENT = (
-    "authority_limit",
-    "value_type",
-    "operator",
-    "limit_value",
-    "limit_number",
-    "limit_unit",
-    "is_unlimited",
-)
-"""An authority limit's own fields: the name and place of its authority type are copies."""
-
-FAMILIES: dict[str, Family] = {
-    "decisions": Family(
-        "decisions",
-        (
-            Child("decision_groups", "decision_id", "group_id"),
-            Child("decision_authorities", "decision_id", "authority_type_id", LIMIT_CONTENT),
-            Child("decision_documents", "decision_id", "document_id", ("is_pinned",)),
-        ),
-    ),
-    "delegations": Family("delegations"),
-    "users": Family(
-        "users",
-        (
-            Child("user_roles", "user_id", "tenant_role_id"),
-            Child("user_positions", "user_id", "position_id"),
-            # The first membership is the primary organisation: that is the one place a membership has.
-            Child("user_groups", "user_id", "group_id", ("is_primary",), "group_order"),
-        ),
-    ),
-    "groups": Family("groups", (Child("group_parents", "group_id", "parent_id", ("created_at",)),)),
-    "positions": Family("positions"),
-    "current_user_positions": Family("current_user_positions"),
-}
-
-
-@dataclass(frozen=True)
-class RevisionList:
-    """A revision table: its parents' id column, their ``parent_kind`` in ``revision_checks``, the table
-    and column whose rows keep a list alive, and the family whose full refresh prunes lists left orphan."""
-
-    parent_column: str
-    kind: str
-    owner: str
-    owner_column: str
-    family: str
-
-
-REVISIONS: dict[str, RevisionList] = {
-    "delegation_revisions": RevisionList("delegation_id", "delegation", "delegations", "id", "delegations"),
-    "document_revisions": RevisionList(
-        "document_id", "document", "decision_documents", "document_id", "decisions"
-    ),
-}
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from models.errors import AuthoritySyncError
+from warehouse.catalog import LISTS, REVISIONS, RevisionList, revisions_of_kind
 from warehouse.db import open_database
 from warehouse.files import default_publish_path
 from warehouse.locks import DEFAULT_LOCK_WAIT_S, busy_error, holder_of, writer_lock_path
@@ -150,19 +151,31 @@ class RevisionPlan:
         return self.never_checked | self.recheck
 
 
-_LIVE_PARENTS = {
-    "delegation": "SELECT id AS parent_id FROM delegations WHERE tenant_id = $tenant "
-    "AND NOT coalesce(is_deleted, FALSE)",
-    "document": "SELECT DISTINCT dd.document_id AS parent_id FROM decision_documents dd "
-    "JOIN decisions d ON d.tenant_id = dd.tenant_id AND d.id = dd.decision_id "
-    "WHERE dd.tenant_id = $tenant AND NOT coalesce(d.is_deleted, FALSE) AND trim(dd.document_id) <> ''",
-}
-"""The lists worth verifying of each kind: those of live delegations, and of documents live decisions cite."""
-_OWNER_HASHES = {
-    "delegation": "SELECT content_hash FROM delegations WHERE tenant_id = $tenant",
-    "document": "SELECT content_hash FROM decisions WHERE tenant_id = $tenant "
-    "AND id IN (SELECT decision_id FROM decision_documents WHERE tenant_id = $tenant)",
-}
+def _live_parents(revisions: RevisionList) -> str:
+    """The lists of one kind worth verifying: those that the owner rows of live records name (the ids of
+    live delegations, the documents live decisions cite). Table and column names are the catalog's."""
+    root, owner, column = revisions.named_by.name, revisions.owner, revisions.owner_column
+    if owner == root:
+        live = "NOT coalesce(is_deleted, FALSE)"
+        return f"SELECT {column} AS parent_id FROM {root} WHERE tenant_id = $tenant AND {live}"  # noqa: S608
+    link = LISTS[root].family.parent_column(owner)
+    joined = f"{owner} o JOIN {root} r ON r.tenant_id = o.tenant_id AND r.id = o.{link}"
+    live = f"NOT coalesce(r.is_deleted, FALSE) AND trim(o.{column}) <> ''"
+    return f"SELECT DISTINCT o.{column} AS parent_id FROM {joined} WHERE o.tenant_id = $tenant AND {live}"  # noqa: S608
+
+
+def _owner_hashes(revisions: RevisionList) -> str:
+    """The content hashes of the records whose owner rows name lists of one kind (the catalog's names)."""
+    root, owner = revisions.named_by.name, revisions.owner
+    hashes = f"SELECT content_hash FROM {root} WHERE tenant_id = $tenant"  # noqa: S608
+    if owner == root:
+        return hashes
+    link = LISTS[root].family.parent_column(owner)
+    return f"{hashes} AND id IN (SELECT {link} FROM {owner} WHERE tenant_id = $tenant)"  # noqa: S608
+
+
+_LIVE_PARENTS = {revisions.kind: _live_parents(revisions) for revisions in REVISIONS.values()}
+_OWNER_HASHES = {revisions.kind: _owner_hashes(revisions) for revisions in REVISIONS.values()}
 # The r-th of N shares of K lists is ceil(K(r+1)/N) - ceil(Kr/N): N runs in a row re-check K lists in all,
 # a tenant with fewer lists than N days re-checks one now and then rather than one every run, and the
 # longest unverified go first, so every list is verified within N runs. A list unverified for N days (runs
@@ -226,7 +239,8 @@ def checked_parents(path: Path, tenant_id: str, kind: str, wait_s: float = DEFAU
         if con is None:
             return set()
         if not table_exists(con, "revision_checks"):
-            return column_values(path, tenant_id, f"{kind}_revisions", f"{kind}_id", wait_s)
+            revisions = revisions_of_kind(kind)
+            return column_values(path, tenant_id, revisions.table, revisions.parent_column, wait_s)
         rows = con.execute(
             "SELECT parent_id FROM revision_checks WHERE tenant_id = ? AND parent_kind = ?", [tenant_id, kind]
         ).fetchall()
@@ -256,15 +270,16 @@ class TenantSizes:
 
 
 def tenant_sizes(
-    path: Path, tenant_id: str, lists: tuple[str, ...], runs: int = 7, wait_s: float = DEFAULT_LOCK_WAIT_S
+    path: Path, tenant_id: str, runs: int = 7, wait_s: float = DEFAULT_LOCK_WAIT_S
 ) -> TenantSizes | None:
     """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
-    each of the ``lists`` tables, live revision lists, and the calls of its last ``runs`` incremental runs."""
+    each paged list (its root table), live revision lists, and the calls of its last ``runs`` incremental
+    runs."""
     with read_only(path, wait_s) as con:
         if con is None or not table_exists(con, "sync_runs"):
             return None
         records = {}
-        for table in lists:
+        for table in LISTS:
             found = con.execute(
                 f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
                 [tenant_id],

@@ -11,35 +11,27 @@ compares against them. ``warehouse_meta`` remembers the scheme the stored hashes
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from models import Decision, Delegation, Group, User
 from resources.contract import RecordContract
-from warehouse.rows import (
-    CONTENT_HASH_SCHEME,
-    TableRows,
-    decision_rows,
-    delegation_rows,
-    group_rows,
-    user_rows,
-)
+from warehouse.catalog import LISTS, ListTables
+from warehouse.rows import CONTENT_HASH_SCHEME
+from warehouse.schema import staging_schema
 
 SCHEME_KEY = "content_hash_scheme"
 BATCH = 1_000
 """Records read and hashed at a time (bounds memory on a large tenant)."""
 
-HASHED: dict[str, tuple[type[Any], Callable[[str, Any], TableRows]]] = {
-    "decisions": (Decision, decision_rows),
-    "delegations": (Delegation, delegation_rows),
-    "users": (User, user_rows),
-    "groups": (Group, group_rows),
-}
-"""Root table -> the record its raw holds and the flatten function that hashes it."""
+
+def hashed_lists() -> list[ListTables]:
+    """The lists whose root table keeps a content hash (its raw holds the list's record, and the list's
+    flatten function hashes it)."""
+    return [entry for entry in LISTS.values() if "content_hash" in staging_schema(entry.name).names]
 
 
 def stored_scheme(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -53,7 +45,7 @@ def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
     caller's transaction; returns how many records were hashed (0 when nothing was stale)."""
     if stored_scheme(con) == CONTENT_HASH_SCHEME:
         return 0
-    hashed: int = sum(_rehash_table(con, table) for table in HASHED)
+    hashed: int = sum(_rehash_table(con, entry) for entry in hashed_lists())
     con.execute(
         "INSERT OR REPLACE INTO warehouse_meta VALUES (?, ?, ?)",
         [SCHEME_KEY, str(CONTENT_HASH_SCHEME), datetime.now(UTC)],
@@ -61,8 +53,9 @@ def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
     return hashed
 
 
-def _rehash_table(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    new = pa.Table.from_pylist(list(_hashes(con, table)), schema=_HASH_SCHEMA)
+def _rehash_table(con: duckdb.DuckDBPyConnection, entry: ListTables) -> int:
+    table = entry.name
+    new = pa.Table.from_pylist(list(_hashes(con, entry)), schema=_HASH_SCHEMA)
     if not new.num_rows:
         return 0
     con.register("rehashed", new)
@@ -80,16 +73,16 @@ def _rehash_table(con: duckdb.DuckDBPyConnection, table: str) -> int:
 _HASH_SCHEMA = pa.schema([("tenant_id", pa.string()), ("id", pa.string()), ("content_hash", pa.string())])
 
 
-def _hashes(con: duckdb.DuckDBPyConnection, table: str) -> Iterator[dict[str, str]]:
-    """(tenant, id, hash) of each record of ``table`` whose raw still reads as a record."""
-    model, flatten = HASHED[table]
+def _hashes(con: duckdb.DuckDBPyConnection, entry: ListTables) -> Iterator[dict[str, str]]:
+    """(tenant, id, hash) of each record of the list's root table whose raw still reads as a record."""
+    table, model = entry.name, entry.source.record
     contract = RecordContract()
     tenants = [row[0] for row in con.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()]  # noqa: S608
     for tenant_id in tenants:
         cursor = con.execute(f"SELECT raw FROM {table} WHERE tenant_id = ? ORDER BY id", [tenant_id])  # noqa: S608
         while batch := cursor.fetchmany(BATCH):
             for record in _records(contract, table, model, [str(row[0]) for row in batch]):
-                (row,) = flatten(tenant_id, record)[table]
+                (row,) = entry.flatten(tenant_id, record)[table]
                 yield {"tenant_id": tenant_id, "id": row["id"], "content_hash": row["content_hash"]}
 
 
