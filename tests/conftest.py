@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -323,25 +325,105 @@ __all__ = [
     "OTHER_TOKEN",
     "Call",
     "admin",
+    "copy_of",
     "data_of",
     "endpoint_calls",
     "error_of",
     "fetch_all",
+    "made_once",
     "set_faults",
     "stored",
 ]
 
 
-@pytest.fixture(scope="module")
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+    """A folder that ``make(folder)`` fills, made once for the whole run: the suite's worker processes
+    (pytest-xdist) share the run's temporary root; the first to ask makes the folder while the others
+    wait on a lock, then find it made. Without workers, a folder of this session's own."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's root, shared by its workers (each has a folder of its own in it)
+    folder = root / "made_once" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / _MADE).exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / _MADE).touch()
+    return folder
+
+
+_MADE = ".made"
+"""The file `made_once` writes last in a folder it made: a folder without it was left half made."""
+
+
+@pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty warehouse, copied for each example of a property test (migrating costs more than
-    a small sync)."""
-    path = tmp_path_factory.mktemp("template") / "warehouse.duckdb"
-    connect(path).close()
+    """A migrated, empty warehouse, made once per run by `warehouse.commit.connect` (every migration and
+    the dictionary's comments) and copied wherever a test needs a new warehouse but is not about creating
+    one: migrating costs about 0.5 s of CPU a warehouse, a copy a millisecond. A copy is the very file the
+    first connection would have made (same storage format, same schema and comments); creating and
+    migrating files is tested on new files (tests/test_dictionary.py, tests/test_recovery.py,
+    tests/test_pipeline_definitions.py, tests/test_tenant_ids.py, the CLI's tests, the HR template)."""
+    folder = made_once(tmp_path_factory, "template", lambda made: connect(made / "warehouse.duckdb").close())
+    return folder / "warehouse.duckdb"
+
+
+def copy_of(template: Path, path: Path) -> Path:
+    """``path``, a copy of the migrated empty ``template`` (its folder made if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, path)
     return path
+
+
+@pytest.fixture
+def migrated(template: Path, tmp_path: Path) -> Path:
+    """A migrated, empty warehouse of this test (``wh.duckdb`` in its folder), copied from `template`."""
+    return copy_of(template, tmp_path / "wh.duckdb")
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where a property test's examples keep their warehouses."""
     return tmp_path_factory.mktemp("examples")
+
+
+# -- the order of the test files -----------------------------------------------------------------------------
+# `make test` runs the files on parallel workers (pytest-xdist, --dist loadfile): each worker takes the next
+# file of the collection whenever it runs dry, and the run lasts as long as its busiest worker. The longest
+# files therefore start first, the short ones fill in around them; xdist's own ordering (files with the
+# most tests first, which put these last) is off: --no-loadscope-reorder in pyproject.toml.
+
+LONGEST_FIRST = (
+    "test_pipeline_dagster_dev.py",
+    "test_hr_safety.py",
+    "test_pipeline_extract.py",
+    "test_recovery.py",
+    "test_hr_apply.py",
+    "test_pipeline_dagster_processes.py",
+    "test_sync_quirks.py",
+    "test_hr_cli.py",
+    "test_pipeline_contract.py",
+    "test_publish.py",
+    "test_history.py",
+    "test_sync_generative.py",
+    "test_hr_effective.py",
+    "test_pipeline_dagster.py",
+    "test_emulator_openapi.py",
+    "test_hr_revert.py",
+    "test_hr_files.py",
+    "test_hr_dagster.py",
+    "test_tenant_ids.py",
+    "test_hr_plan.py",
+    "test_hr_drop.py",
+)
+"""Test files by their time in a run, longest first (measured with ``--durations``; a rough order is
+enough). Files not named here follow, in collection order."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the files of `LONGEST_FIRST` first, in its order (a stable sort: tests keep their order)."""
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

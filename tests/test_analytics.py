@@ -24,7 +24,7 @@ from pipelines.analytics import NoPublishedCopyError, connect
 from pipelines.cli import app
 from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, copy_of
 from tests.sync_support import ROOT, query, settings_for, sync
 from warehouse import dictionary
 from warehouse.examples import EXAMPLES
@@ -49,12 +49,13 @@ class Synced:
 
 @pytest.fixture(scope="module")
 def synced(
-    small_emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory
+    small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Synced]:
-    """A full refresh of the demo tenant, some changes in the service, then a nightly run."""
+    """A full refresh of the demo tenant into a new warehouse (a copy of the migrated template), some
+    changes in the service, then a nightly run."""
     server = small_emulator_server
     server.emulator.reset()
-    settings = settings_for(server, tmp_path_factory.mktemp("analytics") / "wh.duckdb")
+    settings = settings_for(server, copy_of(template, tmp_path_factory.mktemp("analytics") / "wh.duckdb"))
     full = sync(settings, full_refresh=True)
     changes = {"decisionsUpdated": 2, "usersUpdated": 2}
     httpx.post(f"{server.base_url}/_admin/mutate", json=changes).raise_for_status()

@@ -41,9 +41,9 @@ def test_runs_a_month_follow_the_schedule(cron: str, runs: float) -> None:
 
 
 def test_the_projection_is_what_the_next_runs_cost_and_a_month_past_the_share_warns(
-    server: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: EmulatorServer, migrated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = settings_for(server, tmp_path / "wh.duckdb")
+    settings = settings_for(server, migrated)
     sync_direct(settings, DEMO_TENANT_ID, full_refresh=False)
     httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 3}).raise_for_status()
     night = sync_direct(settings, DEMO_TENANT_ID, full_refresh=False).record

@@ -19,7 +19,7 @@ from models.groups import UpdateGroup
 from models.users import UpdateUserEntities, UserGroupAssignment
 from pipelines.settings import SyncSettings
 from resources.client import AdmClient
-from tests.conftest import DEMO_TENANT_ID, fetch_all, fresh
+from tests.conftest import DEMO_TENANT_ID, copy_of, fetch_all, fresh
 from tests.sync_support import query, settings_for, sync
 from tests.test_client_support import make_client
 
@@ -44,15 +44,15 @@ def client(server: EmulatorServer) -> Iterator[AdmClient]:
 
 
 @pytest.fixture
-def incremental(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
-    """A warehouse kept by nightly (incremental) runs."""
-    return settings_for(server, tmp_path / "incremental.duckdb")
+def incremental(server: EmulatorServer, template: Path, tmp_path: Path) -> SyncSettings:
+    """A warehouse kept by nightly (incremental) runs (new: a copy of the migrated template)."""
+    return settings_for(server, copy_of(template, tmp_path / "incremental.duckdb"))
 
 
 @pytest.fixture
-def full(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
-    """A warehouse kept by full refreshes."""
-    return settings_for(server, tmp_path / "full.duckdb")
+def full(server: EmulatorServer, template: Path, tmp_path: Path) -> SyncSettings:
+    """A warehouse kept by full refreshes (new: a copy of the migrated template)."""
+    return settings_for(server, copy_of(template, tmp_path / "full.duckdb"))
 
 
 def both(incremental: SyncSettings, full: SyncSettings) -> None:

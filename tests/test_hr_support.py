@@ -1,7 +1,7 @@
 """Fixtures and helpers of the HR sync tests (this module holds no tests; the HR test modules load it with
 ``pytest_plugins``).
 
-The warehouse is built once per session by the real extract from the seeded emulator and copied for each
+The warehouse is built once per run by the real extract from the seeded emulator and copied for each
 test: every test starts from the seeded emulator (the `server` fixture re-seeds it), so the copy is
 exactly what an extract would give.
 """
@@ -50,7 +50,7 @@ from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.dagster_resource import AdmClientResource
-from tests.conftest import set_faults
+from tests.conftest import made_once, set_faults
 from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
@@ -142,13 +142,15 @@ def group_id(external_id: str) -> str:
 
 @pytest.fixture(scope="session")
 def hr_template(emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse of the seeded demo tenant, made once by the real extract."""
-    emulator_server.emulator.reset()
-    set_faults(emulator_server, FaultConfig())
-    folder = tmp_path_factory.mktemp("hr_template")
-    warehouse = folder / "wh.duckdb"
-    sync(settings_for(emulator_server, warehouse))
-    return warehouse
+    """A warehouse of the seeded demo tenant, made once per run by the real extract (by the first worker
+    that needs it: every worker's emulator seeds the same records)."""
+
+    def extract(folder: Path) -> None:
+        emulator_server.emulator.reset()
+        set_faults(emulator_server, FaultConfig())
+        sync(settings_for(emulator_server, folder / "wh.duckdb"))
+
+    return made_once(tmp_path_factory, "hr_template", extract) / "wh.duckdb"
 
 
 @pytest.fixture

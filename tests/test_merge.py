@@ -112,9 +112,9 @@ def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tup
 
 
 @pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    """A warehouse file that does not exist yet."""
-    return tmp_path / "wh.duckdb"
+def warehouse(migrated: Path) -> Path:
+    """A new warehouse: a copy of the migrated template (these tests are about merging, not migrating)."""
+    return migrated
 
 
 def test_insert_update_unchanged_delete_and_reappear(warehouse: Path) -> None:
@@ -312,7 +312,8 @@ def test_a_failing_merge_leaves_the_warehouse_as_it_was(warehouse: Path) -> None
     assert read(warehouse, "SELECT count(*) FROM sync_runs") == [(1,)]
 
 
-def test_staging_that_differs_from_the_extract_is_never_committed(warehouse: Path, tmp_path: Path) -> None:
+def test_staging_that_differs_from_the_extract_is_never_committed(tmp_path: Path) -> None:
+    warehouse = tmp_path / "not_yet.duckdb"
     folder, counts = stage(tmp_path, {"decisions": [decision("a", "A")]})
     record = RunRecord("run-x", TENANT, "incremental", datetime.now(UTC))
 

@@ -45,9 +45,10 @@ def state(server: EmulatorServer) -> TenantState:
 
 
 @pytest.fixture
-def settings(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
-    """A tolerant sync allowing the empty id the profile serves among 150 decisions."""
-    return settings_for(server, tmp_path / "wh.duckdb", reject_max_share=0.05)
+def settings(server: EmulatorServer, migrated: Path) -> SyncSettings:
+    """A tolerant sync allowing the empty id the profile serves among 150 decisions, into a new warehouse (a
+    copy of the migrated template)."""
+    return settings_for(server, migrated, reject_max_share=0.05)
 
 
 def deviating(state: TenantState, kind: str, name: str) -> set[str]:
@@ -162,9 +163,9 @@ def test_rejected_records_keep_their_evidence(settings: SyncSettings, state: Ten
 
 
 def test_rejections_above_the_threshold_block_the_run_and_name_the_records(
-    server: EmulatorServer, tmp_path: Path
+    server: EmulatorServer, migrated: Path
 ) -> None:
-    settings = settings_for(server, tmp_path / "wh.duckdb", reject_max_count=0)
+    settings = settings_for(server, migrated, reject_max_count=0)
 
     failed = sync(settings, full_refresh=True, expect_success=False)
 
@@ -176,10 +177,10 @@ def test_rejections_above_the_threshold_block_the_run_and_name_the_records(
 
 
 def test_an_operator_can_let_a_blocking_check_only_warn_for_a_run(
-    server: EmulatorServer, tmp_path: Path
+    server: EmulatorServer, migrated: Path
 ) -> None:
     settings = settings_for(
-        server, tmp_path / "wh.duckdb", reject_max_count=0, warn_only_checks=["rejected_within_threshold"]
+        server, migrated, reject_max_count=0, warn_only_checks=["rejected_within_threshold"]
     )
 
     run = sync(settings, full_refresh=True)
@@ -194,9 +195,9 @@ def test_an_operator_can_let_a_blocking_check_only_warn_for_a_run(
 
 
 def test_a_run_tag_lets_a_blocking_check_warn_for_that_dagster_run_only(
-    server: EmulatorServer, tmp_path: Path
+    server: EmulatorServer, migrated: Path
 ) -> None:
-    settings = settings_for(server, tmp_path / "wh.duckdb", reject_max_count=0)
+    settings = settings_for(server, migrated, reject_max_count=0)
     job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
     with dg.instance_for_test() as instance:
 
@@ -217,9 +218,9 @@ def test_a_run_tag_lets_a_blocking_check_warn_for_that_dagster_run_only(
 
 
 def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
-    server: EmulatorServer, state: TenantState, tmp_path: Path
+    server: EmulatorServer, state: TenantState, migrated: Path
 ) -> None:
-    settings = settings_for(server, tmp_path / "wh.duckdb", schema_contract="strict")
+    settings = settings_for(server, migrated, schema_contract="strict")
 
     failed = sync(settings, full_refresh=True, expect_success=False)
 
@@ -264,9 +265,9 @@ def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(settings: 
 
 
 def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
-    server: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: EmulatorServer, migrated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in sync_env(server, tmp_path / "wh.duckdb", ADM_REJECT_MAX_SHARE="0.05").items():
+    for name, value in sync_env(server, migrated, ADM_REJECT_MAX_SHARE="0.05").items():
         monkeypatch.setenv(name, value)
 
     result = CliRunner().invoke(app, ["extract", "--tenant", DEMO_TENANT_ID])
@@ -277,9 +278,9 @@ def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
     assert "1 record(s) rejected: see the table rejected_records" in printed
 
 
-def test_one_list_can_be_strict_while_the_others_are_tolerant(server: EmulatorServer, tmp_path: Path) -> None:
+def test_one_list_can_be_strict_while_the_others_are_tolerant(server: EmulatorServer, migrated: Path) -> None:
     settings = settings_for(
-        server, tmp_path / "wh.duckdb", schema_contract="tolerant,delegations=strict", reject_max_share=0.05
+        server, migrated, schema_contract="tolerant,delegations=strict", reject_max_share=0.05
     )
 
     failed = sync(settings, full_refresh=True, expect_success=False)

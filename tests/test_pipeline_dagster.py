@@ -1,25 +1,18 @@
 """The tenant sync under Dagster's own launch paths, on real instances (temporary ``DAGSTER_HOME``) against
-the real emulator: re-execution from failure, blocking checks, subsets, the tenant lock, the API budget,
-freshness, ``dagster job execute``, the GraphQL client on ``dagster dev`` and the CLI's history."""
+the real emulator, in this process: blocking checks, subsets, the tenant lock, the API budget, freshness
+and the CLI's history. Re-execution and ``dagster job execute`` in their own processes:
+tests/test_pipeline_dagster_processes.py; the GraphQL client on ``dagster dev``:
+tests/test_pipeline_dagster_dev.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
-import httpx
 import pytest
-from dagster_graphql import DagsterGraphQLClient
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
@@ -34,13 +27,9 @@ from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
-from tests.sync_support import DAGSTER, ROOT, dagster_cli, query, settings_for, sync, sync_env
-from warehouse.locks import held, tenant_lock_path, writer_lock_path
-
-PARTITION = {"dagster/partition": DEMO_TENANT_ID}
-RATE = {"ADM_RATE_PER_MINUTE": "3000", "ADM_BURST": "10"}
-"""The client set to the plan the emulator enforces below (50 requests/s, a burst of 10)."""
-PLAN = FaultConfig(rate_limit_per_minute=3000, rate_burst=10)
+from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
+from tests.sync_support import query, settings_for, sync, sync_env
+from warehouse.locks import held, tenant_lock_path
 
 
 @pytest.fixture
@@ -50,14 +39,14 @@ def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
 
 
 @pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    """A fresh warehouse path."""
-    return tmp_path / "wh.duckdb"
+def warehouse(migrated: Path) -> Path:
+    """A new warehouse (a copy of the migrated template: these tests are not about migrating)."""
+    return migrated
 
 
 @pytest.fixture
 def settings(server: EmulatorServer, warehouse: Path) -> SyncSettings:
-    """Settings of a fresh warehouse, pointed at the session emulator."""
+    """Settings of a new warehouse, pointed at the session emulator."""
     return settings_for(server, warehouse)
 
 
@@ -75,85 +64,10 @@ def sync_environment(server: EmulatorServer, warehouse: Path, monkeypatch: pytes
         monkeypatch.setenv(name, value)
 
 
-def nightly_sync_job() -> dg.JobDefinition:
-    """The nightly job as the code location builds it from the environment (for `dg.reconstructable`)."""
-    return sync_definitions(load_settings()).resolve_job_def(NIGHTLY_JOB)
-
-
-def events(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:
-    """The run's events of one kind."""
-    records = instance.get_records_for_run(run_id, of_type=kind).records
-    return [
-        record.event_log_entry.dagster_event for record in records if record.event_log_entry.dagster_event
-    ]
-
-
-def materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
-    """Asset key -> metadata values of each materialization of the run."""
-    found = {}
-    for event in events(instance, run_id, dg.DagsterEventType.ASSET_MATERIALIZATION):
-        materialization = event.step_materialization_data.materialization
-        metadata = {name: value.value for name, value in materialization.metadata.items()}
-        found[materialization.asset_key.to_user_string()] = metadata | {
-            "partition": materialization.partition
-        }
-    return found
-
-
-def tenant_rows(warehouse: Path, table: str, tenant: str = DEMO_TENANT_ID) -> int:
-    """Rows of one table for one tenant."""
-    (count,) = query(warehouse, f"SELECT count(*) FROM {table} WHERE tenant_id = ?", [tenant])[0]  # noqa: S608
-    return int(count)
-
-
-def mutate(server: EmulatorServer, **changes: int) -> dict[str, list[str]]:
-    """Change the service behind the sync's back."""
-    response = httpx.post(f"{server.base_url}/_admin/mutate", json=changes)
-    response.raise_for_status()
-    result: dict[str, list[str]] = response.json()
-    return result
-
-
-def too_many_requests(server: EmulatorServer) -> int:
-    """429 answers the emulator gave since its counters were reset."""
-    return int(httpx.get(f"{server.base_url}/_admin/stats").json()["faults"].get("429", 0))
-
-
-@pytest.mark.usefixtures("sync_environment")
-def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
-    emulator: Emulator, warehouse: Path, instance: dg.DagsterInstance
-) -> None:
-    """The first run cannot commit (another writer holds the warehouse); "re-execute from failure" reruns
-    the whole tenant sync in the default executor's process and commits everything, never an empty run."""
-    job = dg.reconstructable(nightly_sync_job)
-    with held(writer_lock_path(warehouse), "an analyst's export", 0, "the warehouse"):
-        failed = dg.execute_job(job, instance, tags=PARTITION, run_config=QUIET_LOGS)
-    assert not failed.success
-    assert materialized(instance, failed.run_id) == {}
-    failure = events(instance, failed.run_id, dg.DagsterEventType.STEP_FAILURE)[0]
-    assert "held by an analyst's export" in str(failure.step_failure_data.error)
-    assert "this run did nothing" not in str(failure.step_failure_data.error)
-
-    # The UI's re-execution copies the parent's tags; Dagster's Python API takes them as given.
-    options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
-    again = dg.execute_job(job, instance, tags=PARTITION, reexecution_options=options, run_config=QUIET_LOGS)
-
-    assert again.success
-    state = emulator.tenants[DEMO_TENANT_ID]
-    assert tenant_rows(warehouse, "decisions") == len(state.decisions)
-    assert tenant_rows(warehouse, "users") == len(state.users)
-    runs = query(warehouse, "SELECT run_id, status, api_calls_total, phase_seconds FROM sync_runs")
-    assert [(run_id, status) for run_id, status, _, _ in runs] == [(again.run_id, "succeeded")]
-    assert runs[0][2] > 0
-    phases = json.loads(runs[0][3])
-    assert set(phases) == {"extract", "checks", "commit", "publish"} and phases["commit"] > 0
-    tables = materialized(instance, again.run_id)
-    assert {table_key(table).to_user_string() for table in TABLES} <= set(tables)
-    assert tables["adm/users_history"]["dagster/row_count"] >= len(state.users)
-    assert {"adm/v_user_authorities", "adm/analytics_copy"} <= set(tables)
-    assert tables["adm/analytics_copy"]["published"].endswith("wh.analytics.duckdb")
-    assert tables["adm/users"]["dagster/row_count"] == len(state.users)
-    assert tables["adm/decisions"]["partition"] == DEMO_TENANT_ID
+@pytest.fixture
+def dagster_home(tmp_path: Path) -> Path:
+    """A Dagster instance folder with the project's instance settings (run concurrency per tenant)."""
+    return new_dagster_home(tmp_path)
 
 
 def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
@@ -316,122 +230,6 @@ def test_each_tenant_syncs_with_its_own_credential(
     )
 
 
-@pytest.fixture
-def dagster_home(tmp_path: Path) -> Path:
-    """A Dagster instance folder with the project's instance settings (run concurrency per tenant)."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(ROOT / "pipelines" / "dagster.yaml", home / "dagster.yaml")
-    return home
-
-
-def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
-    server: EmulatorServer, settings: SyncSettings, dagster_home: Path
-) -> None:
-    """`dagster job execute` with no run config: the job's tag makes it full, deletions are found, and the
-    default (multi-process) executor keeps to the plan's rate."""
-    deleted, env = _synced_then_deleted_at_the_plan(server, settings, dagster_home)
-
-    tags = f'{{"dagster/partition": "{DEMO_TENANT_ID}"}}'
-    result = dagster_cli(
-        "job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh", "--tags", tags, env=env
-    )
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    last = query(
-        settings.warehouse, "SELECT mode, status, rate_limited_429 FROM sync_runs ORDER BY started_at"
-    )[-1]
-    assert last == ("full", "succeeded", 0)
-    marked = query(settings.warehouse, "SELECT id FROM decisions WHERE is_deleted AND deleted_at > synced_at")
-    assert {row[0] for row in marked} == deleted
-    assert too_many_requests(server) == 0
-
-
-# dagster-graphql's client calls gql in a way gql deprecates; not ours to fix.
-@pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
-@pytest.mark.timeout(300)  # dagster dev, its daemon and two run workers start: 60-80 s on a busy machine
-def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenant_at_a_time(
-    server: EmulatorServer, settings: SyncSettings, dagster_home: Path, tmp_path: Path
-) -> None:
-    """Dagster's GraphQL client with no run config, on `dagster dev` (queue, daemon, run workers): the
-    full refresh reads fully and finds deletions; a nightly run of the same tenant submitted at once waits
-    for it in the queue; no 429 at the plan's rate."""
-    deleted, env = _synced_then_deleted_at_the_plan(server, settings, dagster_home)
-    with _dagster_dev(env, tmp_path / "dagster_dev.log") as client:
-        full = client.submit_job_execution("full_refresh", tags=PARTITION)
-        nightly = client.submit_job_execution("nightly_sync", tags=PARTITION)
-        assert _wait(client, full) == "SUCCESS"
-        assert _wait(client, nightly) == "SUCCESS"
-
-    runs = query(
-        settings.warehouse, "SELECT run_id, mode, started_at, finished_at FROM sync_runs ORDER BY 3"
-    )[1:]
-    assert [(run_id, mode) for run_id, mode, _, _ in runs] == [(full, "full"), (nightly, "incremental")]
-    assert runs[1][2] >= runs[0][3], "the second run of the tenant started before the first had finished"
-    marked = query(settings.warehouse, "SELECT id FROM decisions WHERE is_deleted AND deleted_at > synced_at")
-    assert {row[0] for row in marked} == deleted
-    assert too_many_requests(server) == 0
-
-
-def _synced_then_deleted_at_the_plan(
-    server: EmulatorServer, settings: SyncSettings, dagster_home: Path
-) -> tuple[set[str], dict[str, str]]:
-    """A first sync, then two decisions deleted at the service, which now enforces the client's plan; the
-    deleted ids and the environment of a Dagster process on ``dagster_home``."""
-    sync(settings)
-    deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
-    set_faults(server, PLAN)
-    server.emulator.reset_stats()
-    env = os.environ | sync_env(server, settings.warehouse, **RATE) | {"DAGSTER_HOME": str(dagster_home)}
-    return deleted, env
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[DagsterGraphQLClient]:
-    """`dagster dev` in its own process group, ended (whole tree) on exit."""
-    port = _free_port()
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [str(DAGSTER), "dev", "-m", "pipelines.definitions", "-p", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).raise_for_status()
-                break
-            except httpx.HTTPError:
-                assert process.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.5)
-        yield DagsterGraphQLClient("127.0.0.1", port_number=port)
-    finally:
-        os.killpg(process.pid, 15)
-        process.wait(timeout=30)
-
-
-def _wait(client: DagsterGraphQLClient, run_id: str, timeout_s: float = 180) -> str:
-    """Poll a run until it ends; its final status."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = client.get_run_status(run_id).value
-        if status in {"SUCCESS", "FAILURE", "CANCELED"}:
-            return status
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id} did not end within {timeout_s:g} s")
-
-
 @pytest.mark.usefixtures("sync_environment")
 def test_cli_runs_land_in_the_history_of_dagster_home(
     dagster_home: Path, warehouse: Path, monkeypatch: pytest.MonkeyPatch
@@ -461,11 +259,11 @@ def test_a_bad_setting_is_one_line_naming_the_variable(monkeypatch: pytest.Monke
 
 
 def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
-    settings: SyncSettings, instance: dg.DagsterInstance
+    server: EmulatorServer, tmp_path: Path, instance: dg.DagsterInstance
 ) -> None:
     # Before: after the quota was lowered to 100, a run launched from the launchpad's kept copy of the
     # old config went green against "a 100,000 monthly quota" while a GraphQL run was refused.
-    lowered = settings.model_copy(update={"monthly_quota": 100})
+    lowered = settings_for(server, tmp_path / "none_yet.duckdb", monthly_quota=100)
     job = sync_definitions(lowered).resolve_job_def(FULL_REFRESH_JOB)
 
     def launch(quota: int) -> dg.ExecuteInProcessResult:
@@ -479,5 +277,5 @@ def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
     error = first_error(stale)
     assert "this run's config overrides settings (sync_policy.monthly_quota: 100000 (settings: 100))" in error
     assert "\n" not in error
-    assert not settings.warehouse.exists()  # refused before anything was read or written
+    assert not lowered.warehouse.exists()  # refused before anything was read or written
     # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)

@@ -36,9 +36,9 @@ def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
 
 
 @pytest.fixture
-def settings(server: EmulatorServer, tmp_path: Path) -> SyncSettings:
-    """Settings of a fresh warehouse, pointed at the session emulator."""
-    return settings_for(server, tmp_path / "wh.duckdb")
+def settings(server: EmulatorServer, migrated: Path) -> SyncSettings:
+    """Settings of a new warehouse (a copy of the migrated template), pointed at the session emulator."""
+    return settings_for(server, migrated)
 
 
 @pytest.fixture

@@ -1,0 +1,134 @@
+"""Dagster's GraphQL client on ``dagster dev`` (webserver, daemon, run queue, run workers) against the real
+emulator. (A file of its own: ``dagster dev`` and its processes take most of a minute, and the suite's
+workers take a file each.)"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from dagster_graphql import DagsterGraphQLClient
+
+from emulator.server import EmulatorServer
+from pipelines.settings import SyncSettings
+from tests.conftest import fresh
+from tests.dagster_support import (
+    PARTITION,
+    new_dagster_home,
+    synced_then_deleted_at_the_plan,
+    too_many_requests,
+)
+from tests.sync_support import DAGSTER, ROOT, query, settings_for
+
+QUEUE_TICK = """
+# The test's instance only: the run queue looks for runs to start every second instead of every 5 (the
+# per-tenant limit above is what the test is about, not how often the queue is read).
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+telemetry:
+  enabled: false
+"""
+
+
+@pytest.fixture
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh (these tests are about launch paths, not volume)."""
+    yield from fresh(small_emulator_server)
+
+
+@pytest.fixture
+def settings(server: EmulatorServer, migrated: Path) -> SyncSettings:
+    """Settings of a new warehouse (a copy of the migrated template), pointed at the session emulator."""
+    return settings_for(server, migrated)
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path) -> Path:
+    """A Dagster instance folder with the project's instance settings (run concurrency per tenant), its
+    queue read every second."""
+    home = new_dagster_home(tmp_path)
+    with (home / "dagster.yaml").open("a") as settings:
+        settings.write(QUEUE_TICK)
+    return home
+
+
+# dagster-graphql's client calls gql in a way gql deprecates; not ours to fix.
+@pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
+@pytest.mark.timeout(300)  # dagster dev, its daemon and two run workers start: 60-80 s on a busy machine
+def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenant_at_a_time(
+    server: EmulatorServer, settings: SyncSettings, dagster_home: Path, tmp_path: Path
+) -> None:
+    """Dagster's GraphQL client with no run config, on `dagster dev` (queue, daemon, run workers): the
+    full refresh reads fully and finds deletions; a nightly run of the same tenant submitted at once waits
+    for it in the queue; no 429 at the plan's rate."""
+    deleted, env = synced_then_deleted_at_the_plan(server, settings, dagster_home)
+    with _dagster_dev(env, tmp_path / "dagster_dev.log") as client:
+        full = client.submit_job_execution("full_refresh", tags=PARTITION)
+        nightly = client.submit_job_execution("nightly_sync", tags=PARTITION)
+        assert _wait(client, full) == "SUCCESS"
+        assert _wait(client, nightly) == "SUCCESS"
+
+    runs = query(
+        settings.warehouse, "SELECT run_id, mode, started_at, finished_at FROM sync_runs ORDER BY 3"
+    )[1:]
+    assert [(run_id, mode) for run_id, mode, _, _ in runs] == [(full, "full"), (nightly, "incremental")]
+    assert runs[1][2] >= runs[0][3], "the second run of the tenant started before the first had finished"
+    marked = query(settings.warehouse, "SELECT id FROM decisions WHERE is_deleted AND deleted_at > synced_at")
+    assert {row[0] for row in marked} == deleted
+    assert too_many_requests(server) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[DagsterGraphQLClient]:
+    """`dagster dev` in its own process group, ended (whole tree) on exit."""
+    port = _free_port()
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [str(DAGSTER), "dev", "-m", "pipelines.definitions", "-p", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert process.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.5)
+        yield DagsterGraphQLClient("127.0.0.1", port_number=port)
+    finally:
+        os.killpg(process.pid, 15)
+        process.wait(timeout=30)
+
+
+def _wait(client: DagsterGraphQLClient, run_id: str, timeout_s: float = 180) -> str:
+    """Poll a run until it ends; its final status."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = client.get_run_status(run_id).value
+        if status in {"SUCCESS", "FAILURE", "CANCELED"}:
+            return status
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} did not end within {timeout_s:g} s")
