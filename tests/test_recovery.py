@@ -202,7 +202,7 @@ def test_a_killed_cli_run_is_marked_killed_with_its_calls_and_its_dagster_run_fa
         assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
 
 
-def _await(found: Callable[[], Path | None], timeout: float = 30.0) -> Path:
+def _await(found: Callable[[], Path | None], timeout: float = 90.0) -> Path:
     deadline = time.monotonic() + timeout
     while (path := found()) is None:
         assert time.monotonic() < deadline, "the run never reported its progress"
