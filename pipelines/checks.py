@@ -80,7 +80,7 @@ def row_count_matches_total(entity: str) -> Check:
             + (f" - {len(report.vanished)} removed while read" if report.vanished else "")
             + f", service total {total}"
             + (f" (the list changed while it was read: page 1 said {first})" if drifted else "")
-            + _reading(report.complete, passed)
+            + _reading(report.complete, report.reread, passed)
         )
         return CheckOutcome(
             entity,
@@ -94,6 +94,7 @@ def row_count_matches_total(entity: str) -> Check:
                 "service_total": total if total is not None else -1,
                 "first_page_total": first if first is not None else -1,
                 "read_to_end": report.complete,
+                "read_again_the_same": report.reread,
                 "mode": report.mode,
             },
             # A list read to its proven end holds what it holds: its total is only evidence.
@@ -201,9 +202,14 @@ def ids_unique(entity: str) -> Check:
     return check
 
 
-def _reading(complete: bool, passed: bool) -> str:
+def _reading(complete: bool, reread: bool, passed: bool) -> str:
     if passed:
         return ""
+    if complete and reread:
+        return (
+            "; the list was read to its end twice and listed the same records both times, so nothing moved"
+            " between the reads and the total is the service's own count: a warning"
+        )
     if complete:
         return "; the list was read to its end, so the total is only evidence: a warning"
     return "; the read did not reach the list's end"

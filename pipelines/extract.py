@@ -74,6 +74,11 @@ class EntityReport:
     """Whether the read reached the list's proven end (a short or empty page), whatever its total said."""
     vanished: list[str] = field(default_factory=list)
     """Ids read early in the run that the list no longer held when its read settled: removed meanwhile."""
+    reread: bool = False
+    """Whether the ids read disagreed with the list's total and a second pass listed exactly the same
+    records (nothing moved: the difference is the service's own count)."""
+    replaced: int = 0
+    """Records met again, changed, while the list was read: their latest copy is the one staged."""
     without_cursor: int = 0
     """Records that lacked the updated-at field the cursor follows (the list is then read whole)."""
     checks: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -233,7 +238,13 @@ def extract_list(request: ExtractRequest, entity: str, scopes: Scopes) -> Entity
         raise
     for scope in named.values():
         scope.feed.close()
-    logger.info("%s: %d records staged (%s)", entity, report.rows, report.mode)
+    logger.info(
+        "%s: %d records staged (%s; %d changed while read, their latest copy kept)",
+        entity,
+        report.rows,
+        report.mode,
+        report.replaced,
+    )
     return report
 
 
@@ -251,21 +262,38 @@ def _stage_list(
         writer.declare(*entry.family.tables)
         for record in stream.items():
             request.check_stop()
-            rows = entry.flatten(request.tenant_id, record)
-            writer.add(rows)
-            _offer_parents(entry, rows, named)
+            writer.add(_staged(request, entry, report, since, named, record))
             report.rows += 1
-            updated = source.updated_of(record)
-            if updated is not None:
-                _advance_cursor(report, since, updated)
-            elif source.incremental:
-                report.without_cursor += 1
+        # Records that changed while the list was read: their latest copy replaces the one staged.
+        newer = [_staged(request, entry, report, since, named, record) for record in stream.newer.values()]
+        family = entry.family
+        writer.replace({table: family.parent_column(table) for table in family.tables}, newer)
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
     report.complete, report.vanished = stream.complete, stream.vanished
+    report.reread, report.replaced = stream.reread, len(newer)
     report.rejected = len(request.contract.log.rejected_from(source.endpoint))
     report.tables = dict(writer.counts)
     _note_read(report, stream.page_size)
+
+
+def _staged(
+    request: ExtractRequest,
+    entry: ListTables,
+    report: EntityReport,
+    since: datetime | None,
+    named: Mapping[RevisionList, RevisionScope],
+    record: object,
+) -> TableRows:
+    """The rows of one record read: offered to the revision reads, its updated-at to the cursor."""
+    rows = entry.flatten(request.tenant_id, record)
+    _offer_parents(entry, rows, named)
+    updated = entry.source.updated_of(record)
+    if updated is not None:
+        _advance_cursor(report, since, updated)
+    elif entry.source.incremental:
+        report.without_cursor += 1
+    return rows
 
 
 def _offer_parents(entry: ListTables, rows: TableRows, named: Mapping[RevisionList, RevisionScope]) -> None:

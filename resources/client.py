@@ -371,6 +371,7 @@ class AdmClient:
             record_id=lambda item: canonical_id(item.id),
             mapper=self.map_concurrent,
             order_key=kind.creation_key if _append_only(kind, query) else None,
+            updated=kind.updated_of,
             describe=lambda message: PagingDriftError(
                 f"{endpoint.name}: {message}", method=endpoint.method, path=endpoint.path
             ),

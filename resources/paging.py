@@ -38,6 +38,18 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    was read: it is reported in ``vanished`` (at most one extra pass is needed to know).
 5. A list whose pages give no ``total`` cannot show a change by its totals: it is read until two passes in
    a row list the same records (two passes when nothing changes, three after a change).
+6. **Completeness.** A pass is accepted only when the ids it listed agree with the evidence: as many
+   distinct ids (plus the records the contract rejected) as its final ``total`` says, and, in a pass whose
+   order is not the trusted creation order, no record listed twice (a record that changed and moved while
+   the list was paged: whatever order the service really uses, a move makes another record slide across a
+   page boundary, read twice or missed, and a pass listing as many distinct ids as a steady total has read
+   every record). A pass that disagrees is followed by another one; a pass that lists exactly the records
+   of the pass before it is accepted whatever the total says (nothing moved between the two reads, so the
+   difference is the service's own count: a duplicate in a page, a total that counts what the list does
+   not show), and is ``reread``. A list still changing after ``MAX_PASSES`` raises `PagingDriftError`:
+   a set known to be short is never returned as if it were whole.
+7. **The newest copy.** A record met again with a later updated-at than the copy yielded (it changed while
+   the list was read) is kept in ``newer`` (the latest copy per id); the caller replaces what it kept.
 
 Why this one: it costs no extra call when nothing changes (the common case, but for a last page that is
 exactly full), and under the steady trickle
@@ -52,6 +64,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from models.base import Page
@@ -85,10 +98,18 @@ class _End:
 
 @dataclass
 class _Pass:
-    """What one pass over the list saw: every total reported and every id listed."""
+    """What one pass over the list saw: every total reported, every id listed, the ids it listed more than
+    once and, per page number, the records the service served there that ``data`` does not hold (kept
+    out by a record contract)."""
 
     totals: list[int] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
+    repeated: set[str] = field(default_factory=set)
+    kept_out: dict[int, int] = field(default_factory=dict)
+
+    def listed(self) -> int:
+        """Distinct records the pass listed, the kept-out ones included."""
+        return len(self.ids) + sum(self.kept_out.values())
 
 
 class Mapper(Protocol):
@@ -99,6 +120,8 @@ class Mapper(Protocol):
 
 Fetch = Callable[[int, int], Page[T]]
 """Fetch one page: ``(page number, page size)`` -> the page."""
+Updated = Callable[[T], datetime | None]
+"""When a record was last updated (None: it does not say)."""
 
 
 class PageStream(Generic[T]):
@@ -108,7 +131,10 @@ class PageStream(Generic[T]):
     After (or during) iteration: ``total`` is page 1's total of the first pass, ``last_total`` the total
     the list's end reported, ``totals_seen`` every distinct total, ``passes`` the passes made, ``records``
     the records yielded, ``page_size`` the size the service serves, ``complete`` whether the last pass
-    read to a short or empty page, and ``vanished`` the ids yielded that the settling pass no longer found.
+    read to a short or empty page, ``vanished`` the ids yielded that the settling pass no longer found,
+    ``reread`` whether the settling pass was accepted because it listed exactly the records of the pass
+    before it, and ``newer`` the latest copy of each record met again with a later ``updated`` than the
+    copy yielded.
     """
 
     def __init__(
@@ -121,8 +147,11 @@ class PageStream(Generic[T]):
         order_key: Callable[[T], Any] | None,
         describe: Callable[[str], PagingDriftError],
         max_passes: int = MAX_PASSES,
+        updated: Updated[T] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._updated_of = updated
+        self._updated: dict[str, datetime | None] = {}
         self._limit = limit
         self._record_id = record_id
         self._map = mapper
@@ -138,6 +167,8 @@ class PageStream(Generic[T]):
         self.page_size = limit
         self.complete = False
         self.vanished: list[str] = []
+        self.reread = False
+        self.newer: dict[str, T] = {}
 
     @property
     def records(self) -> int:
@@ -163,14 +194,17 @@ class PageStream(Generic[T]):
                 return
             previous = current.ids
             logger.info(
-                "the list changed during pass %d of at most %d (totals %s)",
+                "the list changed during pass %d of at most %d (totals %s; %d listed, %d twice)",
                 number,
                 self._max_passes,
                 sorted(set(current.totals)),
+                current.listed(),
+                len(current.repeated),
             )
         raise self._describe(
             f"the list changed during each of {self._max_passes} passes (totals seen: "
-            f"{sorted(self.totals_seen)}); no consistent read"
+            f"{sorted(self.totals_seen)}; the last pass listed {current.listed()} records, "
+            f"{len(current.repeated)} of them twice); no consistent read"
         )
 
     def items(self) -> Iterator[T]:
@@ -257,15 +291,32 @@ class PageStream(Generic[T]):
             current.totals.append(page.total)
             self.totals_seen.add(page.total)
         self._check_order(page)
+        current.kept_out[page.page] = page.served - len(page.data)
         new = []
         for item in page.data:
             key = self._record_id(item)
+            if key in current.ids:
+                current.repeated.add(key)
             current.ids.add(key)
             if key not in self._seen:
                 self._seen.add(key)
+                self._updated[key] = self._updated_of(item) if self._updated_of else None
                 new.append(item)
+            elif self._updated_of is not None:
+                self._keep_newest(key, item, self._updated_of(item))
         if new:
             yield page if len(new) == len(page.data) else page.model_copy(update={"data": new})
+
+    def _keep_newest(self, key: str, item: T, updated: datetime | None) -> None:
+        """Keep ``item`` in ``newer`` when it was updated after the copy kept of its record."""
+        kept = self._updated.get(key)
+        try:
+            later = updated is not None and (kept is None or updated > kept)
+        except TypeError:  # one stamp with an offset, one without: neither can be called the later
+            return
+        if later:
+            self._updated[key] = updated
+            self.newer[key] = item
 
     def _check_order(self, page: Page[T]) -> None:
         if self._order_key is None:
@@ -282,11 +333,20 @@ class PageStream(Generic[T]):
             self._order_key = None
 
     def _settled(self, current: _Pass, previous: set[str] | None) -> bool:
-        """Whether a pass can be trusted: by its totals, or, when the service gives none, by a second pass
-        that lists exactly the records of the one before (nothing else can reveal a removal)."""
+        """Whether a pass can be trusted: by its totals and by the ids it listed agreeing with them, or by
+        a second pass that lists exactly the records of the one before (when the service gives no total,
+        nothing else can reveal a removal; when the ids disagree with the total, nothing moved between
+        the two reads). See the module docstring, 4 to 6."""
         totals = current.totals
+        again = previous is not None and current.ids == previous
         if not totals:
-            return previous is not None and current.ids == previous
-        if self.append_only:
-            return min(totals) >= totals[0]
-        return all(total == totals[0] for total in totals)
+            return again
+        steady = min(totals) >= totals[0] if self.append_only else all(t == totals[0] for t in totals)
+        if not steady:
+            return False
+        short = self.last_total is not None and current.listed() < self.last_total
+        moved = bool(current.repeated) and not self.append_only
+        if not (short or moved):
+            return True
+        self.reread = again
+        return again

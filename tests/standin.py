@@ -70,6 +70,9 @@ class Quirks:
     """How long every answer takes (a slow service, or one far away)."""
     on_list_request: Callable[[str, int, Tenant], None] | None = None
     """Called before a list request is answered: (list, how many of its requests came before, tenant)."""
+    order: Callable[[str, list[Record]], list[Record]] | None = None
+    """The order a list's records are served in, asked anew for every request (whatever ``sortBy`` asks):
+    (list, its records) -> the same records in another order."""
 
 
 class StandIn:
@@ -146,6 +149,8 @@ class StandIn:
         number, asked = int(query.get("page", "1")), int(query.get("limit", "10"))
         size = min(asked, quirks.page_cap) if quirks.page_cap else asked
         records = _updated_since(self.tenant.lists[name], query.get("updatedAtStart"))
+        if quirks.order is not None:
+            records = quirks.order(name, records)
         page: dict[str, Any] = {
             "page": number,
             "limit": size if quirks.cap_reported else asked,

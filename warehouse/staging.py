@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from models.base import is_uuid
@@ -68,6 +70,38 @@ class StagingWriter:
         for table in tables:
             self._buffers.setdefault(table, [])
             self.counts.setdefault(table, 0)
+
+    def replace(self, keys: Mapping[str, str], records: Sequence[TableRows]) -> None:
+        """Stage ``records`` (each the rows of one record) in place of the rows staged before for the same
+        records: in each table of ``keys`` (table -> the column holding the record's id), rows whose
+        column names one of their ids are dropped first. For the few records a list met again, newer."""
+        replaced = {row[keys[table]] for rows in records for table, found in rows.items() for row in found}
+        if not replaced:
+            return
+        for table, column in keys.items():
+            self._flush(table)
+            writer = self._writers.pop(table, None)
+            if writer is None:
+                continue
+            writer.close()
+            self._rewrite_without(table, column, replaced)
+        for rows in records:
+            self.add(rows)
+
+    def _rewrite_without(self, table: str, column: str, replaced: set[object]) -> None:
+        """Rewrite ``table``'s staged file without the rows whose ``column`` is in ``replaced``, batch by
+        batch, leaving its writer open for the rows that follow."""
+        path = self.directory / f"{table}.parquet"
+        aside = path.with_name(f".{table}.old.parquet")
+        path.replace(aside)
+        writer = pq.ParquetWriter(path, staging_schema(table))
+        self._writers[table] = writer
+        for batch in pq.ParquetFile(aside).iter_batches(BATCH_ROWS):
+            keep = pc.invert(pc.is_in(batch.column(column), pa.array(sorted(map(str, replaced)))))
+            kept = batch.filter(keep)
+            self.counts[table] -= batch.num_rows - kept.num_rows
+            writer.write_batch(kept)
+        aside.unlink()
 
     def _flush(self, table: str) -> None:
         schema = staging_schema(table)
