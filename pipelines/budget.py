@@ -8,7 +8,8 @@ A run's calls follow from the tenant's sizes in the warehouse:
   lists, ``ADM_REVISION_RECHECK_DAYS`` = N);
 - a nightly incremental run costs what the tenant's last incremental runs cost on average, apart from their
   re-verifications (its changes are the tenant's own), plus this share; with no incremental run yet, one
-  page of each incremental list and every page of the others.
+  page of each incremental list and every page of the others (and of those read whole on every run,
+  `pipelines.extract.whole_reads`).
 
 A month holds the runs the two schedules (``ADM_NIGHTLY_CRON``, ``ADM_FULL_REFRESH_CRON``) start in an average
 month. Wall time is the calls at the plan's rate: the rate, not bandwidth, bounds a run on a real tenant.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
-from pipelines.extract import PAGE_LIMIT
+from pipelines.extract import PAGE_LIMIT, whole_reads
 from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
 from resources.settings import PLAN_RATES_PER_MINUTE, RatePlan
 from warehouse.catalog import LISTS
@@ -54,7 +55,10 @@ def run_calls(sizes: TenantSizes, recheck_days: int) -> RunCalls:
         lists = round(total - revisions)
     else:
         changed = 0
-        lists = FIXED_CALLS + sum(1 if LISTS[e].source.incremental else pages[e] for e in LISTS)
+        whole = whole_reads(sizes.records, applied_since_commit=False)
+        lists = FIXED_CALLS + sum(
+            1 if LISTS[e].source.incremental and e not in whole else pages[e] for e in LISTS
+        )
     return RunCalls(full=sum(pages.values()) + FIXED_CALLS + changed + share, nightly=lists + changed + share)
 
 

@@ -50,6 +50,9 @@ from warehouse.staging import RevisionJournal, StagingWriter
 logger = logging.getLogger(__name__)
 
 DEFAULT_OVERLAP = timedelta(minutes=10)
+WHOLE_READ_MAX_RECORDS = 5_000
+"""A list whose records change unseen by its cursor is read whole on every run while it holds at most
+this many live records (50 calls of 100; see `whole_reads`)."""
 FULL, INCREMENTAL, DEPENDENT = "full", "incremental", "dependent"
 """Modes of one entity's read; a dependent read's scope follows its owner's (the revision lists)."""
 PAGE_LIMIT = 100
@@ -139,6 +142,8 @@ class ExtractRequest:
     """Where the tenant's runs journal the revision lists they fetched (None: no journal, no reuse)."""
     resume_max_age: timedelta = timedelta(hours=12)
     """How old an answer of an earlier, uncommitted attempt may be to be reused."""
+    whole: frozenset[str] = frozenset()
+    """Incremental lists this run reads whole all the same (`whole_reads`)."""
 
     def check_stop(self) -> None:
         """Raise `ExtractStoppedError` once another read of this extract has failed."""
@@ -148,7 +153,21 @@ class ExtractRequest:
     def since(self, entity: str) -> datetime | None:
         """Start of the incremental window, or None for a full read."""
         cursor = self.cursors.get(entity)
-        return None if self.full_refresh or cursor is None else cursor - self.overlap
+        whole = self.full_refresh or entity in self.whole
+        return None if whole or cursor is None else cursor - self.overlap
+
+
+def whole_reads(live_records: Mapping[str, int], applied_since_commit: bool) -> frozenset[str]:
+    """The lists whose records change without their updated-at moving (``unseen_changes``) that a run
+    reads whole: each one holding at most `WHOLE_READ_MAX_RECORDS` live records, and every one of them
+    after an HR apply of the product's own (which writes exactly such changes) since the last commit.
+    A larger list is read incrementally; its unseen changes wait for the weekly full refresh."""
+    return frozenset(
+        name
+        for name, entry in LISTS.items()
+        if entry.unseen_changes
+        and (applied_since_commit or live_records.get(name, 0) <= WHOLE_READ_MAX_RECORDS)
+    )
 
 
 CHECKS_TABLE = "revision_checks"

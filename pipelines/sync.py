@@ -30,7 +30,14 @@ from pathlib import Path
 from models.errors import AuthoritySyncError
 from pipelines.budget import BudgetTerms, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
-from pipelines.extract import FULL, INCREMENTAL, ExtractRequest, TenantExtract, extract_tenant
+from pipelines.extract import (
+    FULL,
+    INCREMENTAL,
+    ExtractRequest,
+    TenantExtract,
+    extract_tenant,
+    whole_reads,
+)
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
 from resources.contract import RecordContract, parse_modes
@@ -205,6 +212,7 @@ def _extract_check_commit(
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )
+    evidence = reads.read_evidence(warehouse, request.tenant_id, wait)
     with (
         services.adm.client_for(request.tenant_id) as client,
         _phase(record, "extract"),
@@ -225,6 +233,7 @@ def _extract_check_commit(
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),
                     resume_max_age=timedelta(hours=policy.resume_hours),
+                    whole=whole_reads(evidence.live_records, evidence.applied_since_commit),
                 )
             )
         finally:

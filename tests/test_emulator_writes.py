@@ -369,12 +369,16 @@ def test_e3_adds_and_removes_parent_groups(http: httpx.Client, demo: TenantState
 
 
 def test_e3_remove_associations_drops_memberships(http: httpx.Client, demo: TenantState) -> None:
-    """Disabling a group with REMOVE_ASSOCIATIONS removes it from its members' groups."""
+    """Disabling a group with REMOVE_ASSOCIATIONS removes it from its members' groups, and (as the real
+    service does, issue 28) leaves the members' updatedOn where it was: no cursor can see the removal."""
     user_id = ids(demo.users, 1, start=2)[0]
     group_id = demo.users[user_id]["userGroups"][0]["groupId"]
+    before = stored(http, "users", user_id)["updatedOn"]
     body = {"status": "INACTIVE", "disableOption": "REMOVE_ASSOCIATIONS"}
     data_of(http.patch(group_path(group_id), json=body))
-    assert group_id not in [item["groupId"] for item in stored(http, "users", user_id)["userGroups"]]
+    member = stored(http, "users", user_id)
+    assert group_id not in [item["groupId"] for item in member["userGroups"]]
+    assert member["updatedOn"] == before
 
 
 def test_e3_names_of_100_characters_are_accepted(http: httpx.Client, demo: TenantState) -> None:

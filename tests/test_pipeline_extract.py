@@ -7,6 +7,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from models.base import format_timestamp
 from pipelines.extract import DEFAULT_OVERLAP
 from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, SMALL, fresh, set_faults
+from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, SMALL, fresh, set_faults
 from tests.sync_support import query, settings_for
 from tests.sync_support import sync as run_sync
 
@@ -211,6 +212,56 @@ def test_incremental_run_fetches_only_what_changed(
         assert rechecked[kind] == set(sorted(checked[kind])[:share]) - named
     names = dict(rows(settings, "SELECT id, name FROM decisions"))
     assert names == {d: record["name"] for d, record in state.decisions.items()}
+
+
+def test_a_group_disabled_with_remove_associations_loses_its_members_at_the_next_nightly_run(
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
+) -> None:
+    # Before: the members' updatedOn does not move, so the incremental run kept the memberships until the
+    # weekly full refresh (and the audit trail dated the removal then).
+    sync(settings, full_refresh=True)
+    group_id = next(item["groupId"] for user in state.users.values() for item in user["userGroups"])
+    members = {user_id for user_id, user in state.users.items() if group_id in _group_ids(user)}
+    stamps = {user_id: state.users[user_id]["updatedOn"] for user_id in members}
+    body = {"status": "INACTIVE", "disableOption": "REMOVE_ASSOCIATIONS"}
+    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as http:
+        http.patch(f"/settings/v1/groups/{group_id}", json=body).raise_for_status()
+    assert {user_id: state.users[user_id]["updatedOn"] for user_id in members} == stamps
+
+    sync(settings)
+
+    mode = rows(settings, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
+    assert mode == [("incremental",)]
+    assert rows(settings, "SELECT count(*) FROM user_groups WHERE group_id = ?", [group_id]) == [(0,)]
+    stored = rows(settings, "SELECT user_id, group_id FROM user_groups ORDER BY user_id, group_order")
+    assert stored == [
+        (user_id, group) for user_id in sorted(state.users) for group in _group_ids(state.users[user_id])
+    ]
+
+
+def test_a_managers_new_phone_reaches_every_reports_embedded_manager_at_the_next_nightly_run(
+    server: EmulatorServer, settings: SyncSettings, state: TenantState
+) -> None:
+    # Before: the reports' updatedOn does not move, so raw kept the old phone until the full refresh.
+    sync(settings, full_refresh=True)
+    manager_id, reports = next(
+        (boss, sorted(u for u, m in state.manager_of.items() if m == boss and u != boss))
+        for boss in sorted(set(state.manager_of.values()))
+        if any(m == boss and u != boss for u, m in state.manager_of.items())
+    )
+    state.users[manager_id]["mobilePhone"] = "+1 555 0100 28"
+    state.users[manager_id]["updatedOn"] = format_timestamp(datetime.now(UTC))
+    server.emulator.changed(state, "users")
+
+    sync(settings)
+
+    for report in reports:
+        ((raw,),) = rows(settings, "SELECT raw FROM users WHERE id = ?", [report])
+        assert json.loads(raw)["manager"]["mobilePhone"] == "+1 555 0100 28", report
+
+
+def _group_ids(user: dict[str, Any]) -> list[str]:
+    return [item["groupId"] for item in user["userGroups"]]
 
 
 def test_history_gains_exactly_one_version_per_changed_record(

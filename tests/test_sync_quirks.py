@@ -231,7 +231,7 @@ def test_a_decision_deleted_while_paged_converges_and_is_marked_deleted(warehous
 
 def by_updated(name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A service that orders a list by when its records were updated, whatever sort was asked for."""
-    return sorted(records, key=lambda item: (item.get("updatedAt") or item.get("updatedOn") or "", item["id"]))
+    return sorted(records, key=lambda item: (item.get("updatedAt") or "", item["id"]))
 
 
 def test_a_record_that_moves_while_paged_loses_no_other_and_keeps_its_newest_copy(warehouse: Path) -> None:
@@ -267,6 +267,32 @@ def test_a_list_that_keeps_changing_under_a_foreign_order_fails_naming_it(wareho
     with pytest.raises(Exception, match=r"E8: the list changed during each of 3 passes"):
         run(tenant(decisions=decisions), warehouse, Quirks(on_list_request=touch_one, order=by_updated))
     assert rows(warehouse, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_after_an_hr_apply_the_next_run_reads_users_and_groups_whole_whatever_their_size(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An HR apply writes memberships (E3 REMOVE_ASSOCIATIONS) whose removal moves no member's updatedOn:
+    # the refresh after it must read users and groups whole, even when they are too large to every night.
+    monkeypatch.setattr("pipelines.extract.WHOLE_READ_MAX_RECORDS", 0)
+    served = tenant(users=[user(n) for n in range(1, 4)], groups=[group(1)], decisions=[decision(1)])
+    run(served, warehouse)
+
+    def modes() -> dict[str, str]:
+        outcome, _ = run(served, warehouse, full_refresh=False)
+        assert outcome.extract is not None
+        return {name: outcome.extract.reports[name].mode for name in ("users", "groups", "decisions")}
+
+    assert modes() == {"users": "incremental", "groups": "incremental", "decisions": "incremental"}
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "INSERT INTO hr_plans (plan_id, tenant_id, created_at, source_files, snapshot_run_id, "
+            "snapshot_at, status, allowed_kinds, blocked_kinds, counts, apply_started_at) VALUES "
+            "('plan-1', ?, now(), '[]', 'run', now(), 'applied', '{}', '[]', '{}', now())",
+            [T],
+        )
+    assert modes() == {"users": "full", "groups": "full", "decisions": "incremental"}
+    assert modes() == {"users": "incremental", "groups": "incremental", "decisions": "incremental"}
 
 
 def test_a_delegation_gone_before_its_revisions_are_read_is_noted(warehouse: Path) -> None:

@@ -99,6 +99,10 @@ class ListTables:
     group: str
     children: tuple[Child, ...] = ()
     personal: bool = False
+    unseen_changes: bool = False
+    """Whether its records change without their updated-at moving (a membership a group's disable removes,
+    a manager's details embedded in a report): an incremental read cannot see them, so the extract reads
+    the list whole when it can (`pipelines.extract.whole_reads`; docs/sync.md, "Side effects")."""
 
     @property
     def name(self) -> str:
@@ -172,9 +176,17 @@ LISTS = _by_name(
             Child("user_groups", "user_id", "group_id", ("is_primary",), "group_order"),
         ),
         personal=True,
+        # A group disabled with REMOVE_ASSOCIATIONS drops its members' memberships, and a manager's
+        # changed details are copied into each report's manager object: neither moves the user's updatedOn.
+        unseen_changes=True,
     ),
     ListTables(
-        GROUPS, group_rows, "org", (Child("group_parents", "group_id", "parent_id", ("created_at",)),)
+        GROUPS,
+        group_rows,
+        "org",
+        (Child("group_parents", "group_id", "parent_id", ("created_at",)),),
+        # A parent group's new names are copied into its children's parentGroups, updatedOn unmoved.
+        unseen_changes=True,
     ),
     ListTables(POSITIONS, position_rows, "org"),
 )

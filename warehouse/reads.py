@@ -278,13 +278,7 @@ def tenant_sizes(
     with read_only(path, wait_s) as con:
         if con is None or not table_exists(con, "sync_runs"):
             return None
-        records = {}
-        for table in LISTS:
-            found = con.execute(
-                f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
-                [tenant_id],
-            ).fetchone()
-            records[table] = int(found[0]) if found else 0
+        records = _live_records(con, tenant_id)
         revision_lists = {}
         for kind, live in _LIVE_PARENTS.items():
             found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
@@ -302,3 +296,39 @@ def tenant_sizes(
         [{endpoint: int(calls) for endpoint, calls in json.loads(row[0]).items()} for row in nightly],
         [int(row[1]) for row in nightly],
     )
+
+
+def _live_records(con: duckdb.DuckDBPyConnection, tenant_id: str) -> dict[str, int]:
+    """Live records of each paged list of the tenant (its root table)."""
+    records = {}
+    for table in LISTS:
+        found = con.execute(
+            f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
+            [tenant_id],
+        ).fetchone()
+        records[table] = int(found[0]) if found else 0
+    return records
+
+
+@dataclass(frozen=True)
+class ReadEvidence:
+    """What the committed warehouse says about how a run of the tenant should read its lists."""
+
+    live_records: dict[str, int]
+    """Live records of each paged list."""
+    applied_since_commit: bool
+    """Whether an HR apply of the tenant began after its last committed sync (or there is none)."""
+
+
+def read_evidence(path: Path, tenant_id: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> ReadEvidence:
+    """The tenant's live records and whether an HR apply began since its last committed sync."""
+    with read_only(path, wait_s) as con:
+        if con is None or not (table_exists(con, "sync_runs") and table_exists(con, "hr_plans")):
+            return ReadEvidence({}, False)
+        applied = con.execute(
+            "SELECT count(*) FROM hr_plans WHERE tenant_id = ? AND apply_started_at >= coalesce("
+            "(SELECT max(finished_at) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'), "
+            "'-infinity'::TIMESTAMPTZ)",
+            [tenant_id, tenant_id],
+        ).fetchone()
+        return ReadEvidence(_live_records(con, tenant_id), bool(applied and applied[0]))
