@@ -62,6 +62,7 @@ from models.base import canonical_id
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
 from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, POSITIONS, USERS, PagedList, paged_list_of
+from resources.clock import ServiceClock
 from resources.concurrency import bounded_map
 from resources.contract import RecordContract
 from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
@@ -169,6 +170,8 @@ class AdmClient:
         )
         self._retry = RetryPolicy.from_settings(settings)
         self._metrics = ClientMetrics()
+        self.service_clock = ServiceClock()
+        """The service's own time, as its answers state it (`resources.clock`)."""
         self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
 
     def __repr__(self) -> str:
@@ -459,6 +462,7 @@ class AdmClient:
             raise self._envelope_error(request, response) or ResponseFormatError.mismatch(
                 endpoint.name, "statusCode", f"statusCode {result.status_code} in a success", **context
             )
+        self.service_clock.observe(response, result.timestamp if isinstance(result, Envelope) else None)
         return result
 
     def _envelope_error(self, request: _Request, response: httpx.Response) -> ServiceError | None:

@@ -84,6 +84,11 @@ class DeviationKind(StrEnum):
     NUMBER_AS_TEXT = "number_as_text"
     NOT_AN_OBJECT = "not_an_object"
     INVALID = "invalid"
+    DATE_ONLY = "date_only"
+    EPOCH_SECONDS = "epoch_seconds"
+    EPOCH_MILLISECONDS = "epoch_milliseconds"
+    FUTURE_INSTANT = "future_instant"
+    """An updated-at stamp later than the service's own clock (`resources.clock`): loaded, moves no cursor."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""What the nightly sync makes of what the service sends, judged against the service's own evidence (issue
+28, part A): cursors bounded by the service's clock, values stored exactly as sent, the transport as RFC
+9110 and RFC 8259 allow it, and a deadline per request. Each test runs the sync over real HTTP against the
+independent stand-in (tests/standin.py), with records written by hand in the spec's shape.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from tests.sync_support import STANDIN_TENANT_ID
+from tests.test_sync_quirks import delegation, rows, run, tenant, ts, uid
+
+FUTURE = "2099-06-01T00:00:00Z"
+
+
+@pytest.fixture
+def warehouse(migrated: Path) -> Path:
+    """A new warehouse: a copy of the migrated template."""
+    return migrated
+
+
+def cursor_of(warehouse: Path, entity: str) -> list[tuple[Any, ...]]:
+    return rows(
+        warehouse,
+        "SELECT strftime(cursor_value AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') FROM extract_cursors "
+        "WHERE entity = ?",
+        [entity],
+    )
+
+
+def future_deviations(record: Any) -> list[dict[str, Any]]:
+    return [d for d in record.deviations if d["kind"] == "future_instant"]
+
+
+def test_a_record_stamped_in_the_future_is_loaded_and_moves_no_cursor(warehouse: Path) -> None:
+    # Before: the delegations cursor moved to 2099-06-01 and every later incremental run missed every change.
+    served = tenant(delegations=[delegation(1), delegation(2), delegation(3, updatedAt=FUTURE)])
+
+    full, _ = run(served, warehouse)
+    assert rows(warehouse, "SELECT count(*) FROM delegations") == [(3,)]
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+    (deviation,) = future_deviations(full.record)
+    assert deviation["field"] == "updatedAt" and deviation["sample_ids"] == [uid("delegation", 3)]
+    assert any("stamped later than the service's own clock" in w for w in full.record.warnings)
+
+    served.lists["delegations"][1] = delegation(2, status="REVOKED", updatedAt=ts(100))
+    changed, _ = run(served, warehouse, full_refresh=False)
+    assert changed.record.mode == "incremental"
+    assert rows(warehouse, "SELECT status FROM delegations WHERE id = ?", [uid("delegation", 2)]) == [
+        ("REVOKED",)
+    ]
+    assert cursor_of(warehouse, "delegations") == [(ts(100),)]
+
+    again, _ = run(served, warehouse, full_refresh=False)
+    assert again.record.status == "succeeded" and len(future_deviations(again.record)) == 1
+    assert cursor_of(warehouse, "delegations") == [(ts(100),)]
+
+
+def poison(warehouse: Path, entity: str) -> None:
+    """Store a cursor in the future, as a run before the clock rule did."""
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, 'an-earlier-run')",
+            [STANDIN_TENANT_ID, entity, FUTURE],
+        )
+
+
+def test_a_full_refresh_repairs_a_cursor_stored_in_the_future(warehouse: Path) -> None:
+    # Before: a full refresh started from the stored cursor and kept 2099.
+    served = tenant(delegations=[delegation(1), delegation(2)])
+    poison(warehouse, "delegations")
+
+    run(served, warehouse)
+
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+
+
+def test_an_incremental_run_clears_a_cursor_stored_in_the_future(warehouse: Path) -> None:
+    # Before: kept 2099 for good; every incremental run read nothing.
+    served = tenant(delegations=[delegation(1), delegation(2)])
+    poison(warehouse, "delegations")
+
+    cleared, _ = run(served, warehouse, full_refresh=False)
+    assert any("committed cursor 2099-06-01" in w and "cleared" in w for w in cleared.record.warnings)
+    assert cursor_of(warehouse, "delegations") == []
+
+    whole, _ = run(served, warehouse, full_refresh=False)
+    assert rows(warehouse, "SELECT count(*) FROM delegations") == [(2,)]
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+    assert whole.record.status == "succeeded"
+
