@@ -80,6 +80,7 @@ from resources.errors import (
 from resources.metrics import ClientMetrics, MetricsSnapshot
 from resources.paging import PageStream
 from resources.ratelimit import shared_bucket
+from resources.rawjson import exact_value
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
 
@@ -104,7 +105,17 @@ Rec = TypeVar("Rec", bound=Identified)
 
 
 class RevisionIds(RootModel[list[str]]):
-    """E11/E12: a bare JSON array of revision ids, without envelope."""
+    """E11/E12: a bare JSON array of revision ids, without envelope. An id sent as a JSON number is that
+    id, as the text the service wrote (`read`)."""
+
+    @classmethod
+    def read(cls, body: bytes) -> RevisionIds:
+        """The ids of one answer, numbers kept as their text."""
+        try:
+            value = exact_value(body)
+        except ValueError:  # not JSON: pydantic's own error says so, as for every other answer
+            return cls.model_validate_json(body)
+        return cls.model_validate(value)
 
 
 DECISION_PROJECTIONS = PagedList[DecisionProjection](
@@ -282,7 +293,7 @@ class AdmClient:
         """The changelog revision ids of one record from its revision endpoint (E11, E12), for a caller
         that holds the endpoint as data (the warehouse's catalog of revision lists)."""
         params = query.to_params(self.settings.param_names) if query else None
-        return self._call(name, RevisionIds, record_id=record_id, params=params).root
+        return self._call(name, RevisionIds, record_id=record_id, params=params, parse=RevisionIds.read).root
 
     # -- list extensions, one page -------------------------------------------------------------------------
 

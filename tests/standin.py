@@ -11,6 +11,7 @@ requests (a record deleted or inserted while it is paged).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import tomllib
@@ -27,6 +28,29 @@ SPEC = tomllib.loads(Path(__file__).with_name("spec_records.toml").read_text(enc
 """The spec's records and paths, as transcribed for the tests."""
 
 Record = dict[str, Any]
+
+
+class JsonText(str):
+    """A value the stand-in writes as this very JSON text: a number with more digits than a float holds, or
+    with trailing zeros (``1500.00``), as RFC 8259 lets a service send it."""
+
+
+def encode(body: Any) -> bytes:
+    """``body`` as JSON, each `JsonText` in it written as its own text."""
+    texts: list[str] = []
+
+    def marked(value: Any) -> Any:
+        if isinstance(value, JsonText):
+            texts.append(str(value))
+            return f"\x00{len(texts) - 1}\x00"
+        if isinstance(value, dict):
+            return {key: marked(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [marked(item) for item in value]
+        return value
+
+    encoded = json.dumps(marked(body))
+    return re.sub(r'"\\u0000(\d+)\\u0000"', lambda found: texts[int(found[1])], encoded).encode()
 
 
 @dataclass
@@ -194,7 +218,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             query = {key: values[-1] for key, values in parse_qs(url.query).items()}
             status, body, headers = standin.answer(url.path, query, self.headers.get("Authorization"))
-            payload = json.dumps(body).encode()
+            payload = encode(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -6,15 +6,16 @@ independent stand-in (tests/standin.py), with records written by hand in the spe
 
 from __future__ import annotations
 
-import json
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
+from tests.standin import JsonText
 from tests.sync_support import STANDIN_TENANT_ID
-from tests.test_sync_quirks import delegation, rows, run, tenant, ts, uid
+from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
 
 FUTURE = "2099-06-01T00:00:00Z"
 
@@ -95,3 +96,54 @@ def test_an_incremental_run_clears_a_cursor_stored_in_the_future(warehouse: Path
     assert cursor_of(warehouse, "delegations") == [(ts(2),)]
     assert whole.record.status == "succeeded"
 
+
+def kinds(record: Any) -> dict[tuple[str, str], str]:
+    """(endpoint, field) -> the kind of deviation recorded for it."""
+    return {(d["endpoint"], d["field"]): d["kind"] for d in record.deviations}
+
+
+def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
+    # Before: the big number stored as '1.2345678901234568e+26', 1500.00 as '1500.0', the decision with a
+    # numeric id and the revision ids sent as numbers failed, the date-only and epoch instants NULL.
+    limits = [
+        {"id": "limit-1", "authorityLimitValue": JsonText("123456789012345678901234567.891")},
+        {"id": "limit-2", "authorityLimitValue": JsonText("1500.00")},
+    ]
+    served = tenant(
+        decisions=[
+            decision(1, decisionAuthorities=limits),
+            decision(2, id=JsonText("12345678901234567890123")),
+        ],
+        delegations=[delegation(1, startDate="2024-03-01")],
+        users=[user(1, createdOn=1_700_000_000_000)],
+        groups=[group(1, createdOn=1_700_000_000)],
+    )
+    served.revisions["delegations"][uid("delegation", 1)] = [7, JsonText("80000000000000000001")]
+
+    outcome, _ = run(served, warehouse)
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT id, limit_value FROM decision_authorities ORDER BY id") == [
+        ("limit-1", "123456789012345678901234567.891"),
+        ("limit-2", "1500.00"),
+    ]
+    (raw,) = rows(warehouse, "SELECT raw FROM decisions WHERE id = ?", [uid("decision", 1)])[0]
+    assert "123456789012345678901234567.891" in raw and "1500.00" in raw
+    assert rows(warehouse, "SELECT id FROM decisions ORDER BY id") == sorted(
+        [("12345678901234567890123",), (uid("decision", 1),)]
+    )
+    assert rows(warehouse, "SELECT revision_id FROM delegation_revisions ORDER BY revision_order") == [
+        ("7",),
+        ("80000000000000000001",),
+    ]
+    assert rows(warehouse, "SELECT start_date, starts_at FROM delegations") == [
+        (date(2024, 3, 1), datetime(2024, 3, 1, tzinfo=UTC))
+    ]
+    assert rows(warehouse, "SELECT created_on FROM users") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
+    assert rows(warehouse, "SELECT created_on FROM groups") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
+    found = kinds(outcome.record)
+    assert found["E8", "decisionAuthorities.*.authorityLimitValue"] == "number_as_text"
+    assert found["E8", "id"] == "number_as_text"
+    assert found["delegations", "startDate"] == "date_only"
+    assert found["users", "createdOn"] == "epoch_milliseconds"
+    assert found["groups", "createdOn"] == "epoch_seconds"
