@@ -118,7 +118,7 @@ def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
         users=[user(1, createdOn=1_700_000_000_000)],
         groups=[group(1, createdOn=1_700_000_000)],
     )
-    served.revisions["delegations"][uid("delegation", 1)] = [7, JsonText("80000000000000000001")]
+    served.revisions["delegations"][uid("delegation", 1)] = [JsonText("7"), JsonText("80000000000000000001")]
 
     outcome, _ = run(served, warehouse)
 
