@@ -6,15 +6,20 @@ independent stand-in (tests/standin.py), with records written by hand in the spe
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from pydantic import SecretStr
 
-from tests.standin import JsonText
-from tests.sync_support import STANDIN_TENANT_ID
+from resources.client import AdmClient
+from resources.errors import ConnectionError, ServiceError
+from resources.settings import ClientSettings
+from tests.standin import JsonText, Quirks, StandIn
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
 
 FUTURE = "2099-06-01T00:00:00Z"
@@ -147,3 +152,96 @@ def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
     assert found["delegations", "startDate"] == "date_only"
     assert found["users", "createdOn"] == "epoch_milliseconds"
     assert found["groups", "createdOn"] == "epoch_seconds"
+
+
+@pytest.mark.parametrize("status", [404, 400])
+@pytest.mark.parametrize(("records", "skew"), [(20, 0), (15, 10)], ids=["exactly-full", "short"])
+def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(
+    warehouse: Path, status: int, records: int, skew: int
+) -> None:
+    # Before: NotFoundError / ValidationError "page 3 out of range" stopped the tenant every night.
+    served = tenant(decisions=[decision(n) for n in range(records)])
+
+    # Pages of 10 (the service's cap): page 3 is past the end of either list.
+    quirks = Quirks(past_end=status, total_skew={"decisions": skew}, page_cap=10)
+    outcome, standin = run(served, warehouse, quirks)
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(records,)]
+    assert standin.requests["decisions"] >= 3  # page 3 was asked for and answered as no such page
+
+
+def test_a_byte_order_mark_before_the_json_is_ignored(warehouse: Path) -> None:
+    # Before: "Invalid JSON: expected value at line 1 column 1" on the first page, every list.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+
+    outcome, _ = run(served, warehouse, Quirks(bom=True))
+
+    assert outcome.record.status == "succeeded"
+    assert rows(
+        warehouse, "SELECT count(*) FROM decisions UNION ALL SELECT count(*) FROM delegation_revisions"
+    ) == [
+        (1,),
+        (1,),
+    ]
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_redirect_to_the_same_origin_is_followed(warehouse: Path, status: int) -> None:
+    # Before: "-> 308" failed the tenant although the service said where to ask.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+
+    outcome, standin = run(served, warehouse, Quirks(redirect=(status, "")))
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM delegation_revisions") == [(1,)]
+    assert standin.requests["moved"] == sum(
+        count for name, count in standin.requests.items() if name not in {"moved"}
+    )
+
+
+def test_a_redirect_to_another_origin_is_refused_and_no_credential_crosses(warehouse: Path) -> None:
+    served = tenant(decisions=[decision(1)])
+    quirks = Quirks()
+
+    with StandIn(served, quirks) as standin, pytest.raises(ServiceError, match="another origin") as refused:
+        # The same server under another name: another origin (RFC 6454), which a follow would reach.
+        quirks.redirect = (307, standin.base_url.replace("127.0.0.1", "localhost"))
+        sync_standin(standin, warehouse)
+
+    assert standin.requests["moved"] == 0
+    assert "http://localhost:" in str(refused.value)
+
+
+def test_a_trickled_answer_is_cut_at_the_request_deadline_and_retried(
+    warehouse: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: a body trickled 4 bytes at a time held the run for as long as it trickled (287 s for 562 bytes
+    # at one step every 2 s); each read came within the 30 s read timeout, so nothing stopped it.
+    served = tenant(decisions=[decision(1)])
+
+    outcome, standin = run(served, warehouse, Quirks(trickled=1, trickle_every_s=0.2), request_deadline_s=1.0)
+
+    assert outcome.record.status == "succeeded" and outcome.record.retries == 1
+    assert standin.requests["trickled"] == 1
+    assert "no complete answer within the deadline of 1 s per request" in caplog.text
+
+
+def test_a_request_past_its_deadline_fails_as_a_timeout_naming_the_endpoint() -> None:
+    served = tenant()
+    with StandIn(served, Quirks(trickled=1_000, trickle_every_s=0.2)) as standin:
+        settings = ClientSettings(
+            base_url=standin.base_url,
+            token=SecretStr(STANDIN_TOKEN),
+            tenant_id=STANDIN_TENANT_ID,
+            request_deadline_s=0.5,
+            max_attempts=1,
+        )
+        started = time.monotonic()
+        with AdmClient(settings) as client, pytest.raises(ConnectionError) as late:
+            client.current_user_positions()
+        elapsed = time.monotonic() - started
+
+    assert "E9: no complete answer within the deadline of 0.5 s per request" in str(late.value)
+    assert late.value.path == "/auth/v1/user/positions"
+    assert elapsed < 0.5 + 0.2 + 1.0, elapsed  # the deadline, one step of the trickle, and a loaded machine
