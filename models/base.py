@@ -65,6 +65,11 @@ Timestamp = Annotated[
 """An ISO 8601 UTC date-time; serialised with milliseconds and ``Z``."""
 
 UuidStr = Annotated[str, Field(pattern=UUID_PATTERN, json_schema_extra={"format": "uuid"})]
+Count = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+"""A count or a rank the spec types as a number: the warehouse holds it as a 32-bit integer. A larger one
+(JSON allows any) does not validate: under the tolerant contract it is stored as null and counted
+``invalid``, and ``raw`` keeps its text (found by the protocol fuzzer: it used to stop the tenant's run
+with "Python int too large to convert to C long", naming nothing)."""
 """A UUID kept as a string, because every id in the service's records is a string."""
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from models.base import ServiceModel, Timestamp
+from models.base import Count, ServiceModel, Timestamp
 from models.queries import AuthorityLimitValueType, DecisionStatus
 
 
@@ -41,7 +41,7 @@ class DecisionAuthority(ServiceModel):
     denormalized_decision_id: str
     authority_type_id: str
     authority_type: str
-    authority_type_order: int
+    authority_type_order: Count
     authority_type_icon: str
     authority_limit: str
     authority_limit_value_type: AuthorityLimitValueType
@@ -106,7 +106,7 @@ class Decision(ServiceModel):
     decision_groups: list[DecisionGroup]
     decision_authorities: list[DecisionAuthority]
     decision_documents: list[DecisionDocument]
-    delegations: int
+    delegations: Count
     owner_user_profile_url: str
     created_by_user_profile_url: str
     updated_by_user_profile_url: str
@@ -152,7 +152,7 @@ class DecisionProjection(ServiceModel):
     decision_groups: list[DecisionGroup] | None = None
     decision_authorities: list[DecisionAuthority] | None = None
     decision_documents: list[DecisionDocument] | None = None
-    delegations: int | None = None
+    delegations: Count | None = None
     owner_user_profile_url: str | None = None
     created_by_user_profile_url: str | None = None
     updated_by_user_profile_url: str | None = None

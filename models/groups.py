@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from models.base import PRINTABLE, RequestModel, ServiceModel, Timestamp, UuidStr
+from models.base import PRINTABLE, Count, RequestModel, ServiceModel, Timestamp, UuidStr
 
 
 class GroupStatus(StrEnum):
@@ -103,8 +103,8 @@ class Group(ServiceModel):
     instance_id: str
     address: GroupAddress
     parent_groups: list[GroupParent]
-    decisions_count: int
-    delegations_count: int
+    decisions_count: Count
+    delegations_count: Count
     status: GroupStatus | None = None
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.standin import SPEC
+from tests.standin import SPEC, JsonText
 
 _TYPE = re.compile(r"^(?P<base>\w+)(?:\((?P<values>[^)]*)\))?(?P<array>\[\])?(?P<nullable>\?)?$")
 SCALARS = frozenset({"string", "number", "boolean", "timestamp", "object", "enum"})
@@ -78,13 +78,31 @@ def ids(pool: list[str] = ID_POOL) -> st.SearchStrategy[str]:
     )
 
 
-def timestamps() -> st.SearchStrategy[str]:
-    """An ISO 8601 date-time with an offset, in the forms services write: ``Z`` or ``+hh:mm``, with
-    milliseconds, microseconds or none."""
-    instants = st.datetimes(datetime(2000, 1, 1), datetime(2030, 12, 31), timezones=st.just(UTC))
+def timestamps() -> st.SearchStrategy[str | int]:
+    """An instant, past or future (1970 to 2099), in any form a service writes one: ISO 8601 with ``Z`` or
+    ``+hh:mm`` and milliseconds, microseconds or none; a date alone; epoch seconds or milliseconds."""
+    instants = st.datetimes(datetime(1970, 1, 2), datetime(2099, 12, 31), timezones=st.just(UTC))
     offsets = st.sampled_from([timedelta(0), timedelta(hours=5, minutes=30), timedelta(hours=-8)])
     forms = st.sampled_from(["milliseconds", "microseconds", "seconds"])
-    return st.builds(_iso, instants, offsets, forms, st.booleans())
+    iso = st.builds(_iso, instants, offsets, forms, st.booleans())
+    other: st.SearchStrategy[str | int] = st.one_of(
+        instants.map(lambda instant: instant.date().isoformat()),
+        instants.map(lambda instant: int(instant.timestamp())),
+        instants.map(lambda instant: int(instant.timestamp() * 1000)),
+    )
+    return st.one_of(iso, iso, iso, other)
+
+
+def numbers() -> st.SearchStrategy[Any]:
+    """A JSON number of any size or precision RFC 8259 allows: ordinary, huge and tiny floats, and numbers
+    written with more digits than a float holds or with trailing zeros (`JsonText`)."""
+    plain = st.integers(-(10**9), 10**9) | st.floats(allow_nan=False, allow_infinity=False)
+    written = st.one_of(
+        st.integers(10**17, 10**40).map(str),
+        st.tuples(st.integers(0, 10**27), st.integers(0, 999)).map(lambda pair: f"{pair[0]}.{pair[1]:03d}"),
+        st.sampled_from(["1500.00", "0.10", "1E+2", "-0.0", "1e-300", "123456789012345678901234567.891"]),
+    ).map(JsonText)
+    return plain | plain | written
 
 
 def _iso(instant: datetime, offset: timedelta, form: str, zulu: bool) -> str:
@@ -109,7 +127,7 @@ def json_values() -> st.SearchStrategy[Any]:
 
 SCALAR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "string": texts(),
-    "number": st.integers(-(10**9), 10**9) | st.floats(allow_nan=False, allow_infinity=False, width=32),
+    "number": numbers(),
     "boolean": st.booleans(),
     "timestamp": timestamps(),
     "object": st.dictionaries(texts(), json_values(), max_size=3),

@@ -113,6 +113,27 @@ class Quirks:
     trickled: int = 0
     """The first N answers are trickled: `TRICKLE_BYTES` at a time, `trickle_every_s` apart."""
     trickle_every_s: float = 0.05
+    transport: dict[int, str] = field(default_factory=dict)
+    """Request number (every GET counts, from 0) -> how its answer travels, one of `TRANSPORT`."""
+
+
+TRANSPORT = {
+    "reset": "the connection is closed before any answer",
+    "cut": "the body is cut off half-way (Content-Length promised more) and the connection closed",
+    "html_503": "503 with an HTML page, as a load balancer answers",
+    "empty_502": "502 without a body",
+    "json_500": "500 with the service's JSON error",
+    "close": "the answer, then the connection closed (Connection: close)",
+    "chunked": "the answer in chunks (Transfer-Encoding: chunked)",
+    "bom": "the answer behind a UTF-8 byte order mark",
+    "redirect_307": "307 to the same path under /moved, same origin",
+    "redirect_308": "308 to the same path under /moved, same origin",
+    "trickle": "the answer a few bytes at a time",
+    "stall": "the answer trickled for longer than the client's deadline per request",
+}
+"""The ways an answer can travel (RFC 9110), by name: what the generative test draws from."""
+STALL_S = 3.0
+"""How long a stalled answer trickles before it gives up (the generative test's deadline is shorter)."""
 
 
 class StandIn:
@@ -124,6 +145,7 @@ class StandIn:
         self.requests: Counter[str] = Counter()
         """Requests answered, by list name, ``E9``, ``revisions of delegations``/``documents`` or ``429``."""
         self._lock = threading.Lock()
+        self._received = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -163,6 +185,13 @@ class StandIn:
     def body(self, answer: Any) -> bytes:
         """The bytes of one answer's JSON, with a byte order mark when the quirks say."""
         return (UTF8_BOM if self.quirks.bom else b"") + encode(answer)
+
+    def travel(self) -> str:
+        """How the next answer travels (`Quirks.transport`; "" as it should), counting the request."""
+        with self._lock:
+            number = self._received
+            self._received += 1
+        return self.quirks.transport.get(number, "")
 
     def trickles(self) -> bool:
         """Whether the next answer is trickled (counts it)."""
@@ -222,6 +251,16 @@ class StandIn:
         return 200, _envelope(page), {}
 
 
+_FAILURES: dict[str, tuple[int, str, bytes]] = {
+    "reset": (0, "", b""),
+    "cut": (200, "application/json", b'{"statusCode": 200, "data": {"page": 1, "da'),
+    "html_503": (503, "text/html", b"<html><body><h1>503 Service Unavailable</h1></body></html>"),
+    "empty_502": (502, "text/plain", b""),
+    "json_500": (500, "application/json", b'{"statusCode": 500, "message": "Internal error"}'),
+}
+"""The answers of the transport failures (status, content type, body)."""
+
+
 def _updated_since(records: list[Record], start: str | None) -> list[Record]:
     """The records updated at or after ``start`` (the updated-at range of spec E8, named as the public
     reference's sibling endpoints name it); a record that does not say when it was updated is kept."""
@@ -234,9 +273,11 @@ def _updated_since(records: list[Record], start: str | None) -> list[Record]:
 def _before(record: Record, since: datetime) -> bool:
     stamp = record.get("updatedAt", record.get("updatedOn"))
     try:
-        return isinstance(stamp, str) and datetime.fromisoformat(stamp) < since
+        instant = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
     except ValueError:
         return False
+    # A date alone is that day's midnight UTC (the service's own instant); other forms are always kept.
+    return instant is not None and (instant if instant.tzinfo else instant.replace(tzinfo=UTC)) < since
 
 
 def _envelope(data: Any) -> dict[str, Any]:
@@ -256,26 +297,65 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
+            travel = standin.travel()
+            if travel in _FAILURES:
+                self._fail(travel)
+                return
+            if travel.startswith("redirect_"):
+                self.send_response(int(travel.removeprefix("redirect_")))
+                self.send_header("Location", MOVED + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             url = urlsplit(self.path)
             query = {key: values[-1] for key, values in parse_qs(url.query).items()}
             status, body, headers = standin.answer(url.path, query, self.headers.get("Authorization"))
-            payload = standin.body(body)
+            payload = (UTF8_BOM if travel == "bom" else b"") + standin.body(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
+            if travel == "chunked":
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(payload)))
+            if travel == "close":
+                self.send_header("Connection", "close")
+                self.close_connection = True
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            if not standin.trickles():
-                self.wfile.write(payload)
+            if travel == "chunked":
+                for start in range(0, len(payload), 64):
+                    part = payload[start : start + 64]
+                    self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
                 return
+            if travel == "stall":
+                self._trickle(payload, STALL_S / max(1, len(payload) // TRICKLE_BYTES))
+            elif travel == "trickle" or standin.trickles():
+                self._trickle(payload, 0.001 if travel == "trickle" else standin.quirks.trickle_every_s)
+            else:
+                self.wfile.write(payload)
+
+        def _trickle(self, payload: bytes, every_s: float) -> None:
             try:
                 for start in range(0, len(payload), TRICKLE_BYTES):
                     self.wfile.write(payload[start : start + TRICKLE_BYTES])
                     self.wfile.flush()
-                    time.sleep(standin.quirks.trickle_every_s)
+                    time.sleep(every_s)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: that is the point
                 self.close_connection = True
+
+        def _fail(self, travel: str) -> None:
+            """Answer as the transport failure ``travel`` (one of `_FAILURES`)."""
+            self.close_connection = True
+            if travel == "reset":
+                return
+            status, content, body = _FAILURES[travel]
+            self.send_response(status)
+            self.send_header("Content-Type", content)
+            self.send_header("Content-Length", str(len(body) * (2 if travel == "cut" else 1)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read `StandIn.requests` instead."""

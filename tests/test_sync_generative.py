@@ -1,14 +1,17 @@
-"""The nightly sync against tenants generated from the spec's tables (tests/spec_generators.py), served by
-an independent stand-in (tests/standin.py) that misbehaves as real services do.
+"""The nightly sync against services drawn from what the protocol allows (tests/fuzz_service.py), serving
+tenants generated from the spec's tables (tests/spec_generators.py) through an independent stand-in
+(tests/standin.py), over a sequence of runs: full, incremental, full (so the cursors are used).
 
-Property: whatever the records' deviations (any field but ``id`` missing, null, of another type or unknown;
-nested lists null or ``{}``; embedded ids repeated within and across parents, in either case) and whatever
-the service's quirks (a capped page size, totals off by one or missing, records deleted or inserted while
-a list is paged, revision lists empty or gone), the run commits, every record with a usable id exactly
-once under that id, each embedded item as a row of its parent, each revision list as served, and it counts
-what it tolerated and rejected.
+Property, after every run: either the run committed, and the warehouse holds every record the service
+holds at the run's consistent point, each under its id, each stored value exactly as the service sent it
+(``raw`` compared field by field, numbers by their JSON text), every nested item as a row of its parent,
+every revision list as served; or the run failed loudly naming the list it could not prove (one whose
+order changed between requests or that changed while it was read) and left the warehouse as it was.
+A record changed while its list was read may be stored as any copy it had during the read; the next
+(incremental) run must then store its latest. A run holds the records the service removed marked deleted
+once it read their list whole.
 
-CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 15); `make generative` runs 500.
+CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 6); `make generative` runs 300.
 ``ADM_GENERATIVE_DUMP=<file>`` writes each example as JSON (the last one is the failing one).
 """
 
@@ -19,26 +22,30 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from models.base import canonical_id
+from pipelines.sync import SyncOutcome
+from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
-from tests.standin import SPEC, Quirks, StandIn, Tenant
+from tests.standin import SPEC, StandIn, Tenant, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
-EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "6"))
+DEADLINE_S = 1.0
+"""The client's deadline per request in these runs: a stalled answer costs this, not the 120 s default."""
 
-ROOT_TABLES = {"decisions": "decisions", "users": "users", "groups": "groups", "positions": "positions"}
-ROOT_TABLES["delegations"] = "delegations"
 CHILDREN = {
     "decisions": {
         "decisionGroups": "decision_groups",
@@ -50,28 +57,30 @@ CHILDREN = {
 }
 """List -> its records' nested lists -> the table holding one row per item (the spec's embedded records)."""
 PARENT_COLUMN = {"decisions": "decision_id", "users": "user_id", "groups": "group_id"}
-REJECTED = "SELECT endpoint, field, rule, value_received FROM rejected_records"
+ENDPOINT_NAMES = {"decisions": ("E8", "decisions"), "delegations": ("delegations",), "users": ("users",)}
+ENDPOINT_NAMES |= {"groups": ("groups",), "positions": ("positions",)}
+"""How a failure names each list: its endpoint's name or the list's."""
+READ_WHOLE_NIGHTLY = {"users", "groups", "positions"}
+"""Lists an incremental run reads whole all the same (positions have no cursor; users and groups change
+unseen by theirs): they show removals at every run."""
 
 
 @dataclass
 class Served:
-    """A generated tenant, what the stand-in does to it, and what the sync must make of it."""
+    """A generated tenant, the service drawn to serve it, and what the sync must make of it."""
 
-    tenant: Tenant
-    quirks: Quirks
-    deleted_while_paged: dict[str, str] = field(default_factory=dict)
-    """List -> the id of the record removed from it between two of its page requests."""
-    inserted_while_paged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    service: Service
     rejected: int = 0
     """Records served without a usable id, or naming another tenant."""
     deviations: int = 0
 
+    @property
+    def tenant(self) -> Tenant:
+        """The tenant as the service holds it now."""
+        return self.service.tenant
+
     def __repr__(self) -> str:
-        sizes = {name: len(records) for name, records in self.tenant.lists.items()}
-        return (
-            f"Served(lists={sizes}, quirks={self.quirks}, deleted={self.deleted_while_paged}, "
-            f"inserted={list(self.inserted_while_paged)}, rejected={self.rejected})"
-        )
+        return f"Served({self.service!r}, rejected={self.rejected})"
 
 
 @st.composite
@@ -91,18 +100,17 @@ def root_id(draw: st.DrawFn) -> Any:
 
 @st.composite
 def tenants(draw: st.DrawFn) -> Served:
-    """A tenant of every list, generated from the spec, with the quirks its service has."""
+    """A tenant of every list, generated from the spec, and the service serving it."""
     tenant = Tenant(TENANT_ID, TOKEN)
-    served = Served(tenant, Quirks())
+    served = Served(draw(services(tenant)))
     for name, spec in SPEC["lists"].items():
         for _ in range(draw(st.integers(0, 9))):
-            served.tenant.lists[name].append(_root(draw, served, spec["record"]))
+            tenant.lists[name].append(_root(draw, served, spec["record"]))
     tenant.current_user_positions = [
         {**link, "tenantId": TENANT_ID} if isinstance(link.get("tenantId"), str) else link
         for link in draw(st.lists(embedded("UserPosition", 0), max_size=3))
     ]
     _revisions(draw, served)
-    _quirks(draw, served)
     return served
 
 
@@ -117,7 +125,7 @@ def _root(draw: st.DrawFn, served: Served, record_name: str) -> dict[str, Any]:
     foreign = draw(st.integers(0, 30)) == 0
     if foreign:
         item["tenantId"] = FOREIGN_TENANT_ID
-    if kind in {"missing", "empty", "number", "null"} or foreign:
+    if kind in {"missing", "empty", "null"} or foreign:
         served.rejected += 1
     elif SPEC[record_name].get("specified", True):
         served.deviations += len([d for d in drawn.deviations if d.kind == "other_type"])
@@ -127,7 +135,7 @@ def _root(draw: st.DrawFn, served: Served, record_name: str) -> dict[str, Any]:
 def _revision_parents(tenant: Tenant) -> dict[str, set[str]]:
     """The delegations and the documents of decisions the tenant lists (ids in lower case)."""
     return {
-        "delegations": {d["id"].lower() for d in tenant.lists["delegations"] if _usable(d)},
+        "delegations": {_key(d).lower() for d in tenant.lists["delegations"] if _usable(d)},
         "documents": {
             document["documentId"].lower()
             for decision in tenant.lists["decisions"]
@@ -148,118 +156,170 @@ def _revisions(draw: st.DrawFn, served: Served) -> None:
             tenant.revisions[kind][parent] = {"listed": revisions, "empty": [], "gone": None}[answer]
 
 
-def _quirks(draw: st.DrawFn, served: Served) -> None:
-    quirks, lists = served.quirks, list(SPEC["lists"])
-    quirks.page_cap = draw(st.sampled_from([None, None, 2, 3, 5]))
-    quirks.cap_reported = draw(st.booleans())
-    # A cap the page does not report together with a total too low is the one combination nothing the
-    # service sends can reveal (page 1 then looks like the whole list); finding it would cost a call on
-    # every list of every run, which the sync does not spend (docs/sync.md, "What the sync assumes").
-    skews = [0, 0, 0, 1] + ([-1] if quirks.page_cap is None or quirks.cap_reported else [])
-    quirks.total_skew = {name: draw(st.sampled_from(skews)) for name in lists}
-    quirks.no_total = set(draw(st.lists(st.sampled_from(lists), max_size=2)))
-    quirks.rate_limited = draw(st.sampled_from([0, 0, 0, 1]))
-    quirks.retry_after = lambda: "0"
-    changed = draw(st.sampled_from([None, *lists]))
-    if changed is not None and quirks.page_cap is not None:
-        _change_while_paged(draw, served, changed)
-
-
-def _change_while_paged(draw: st.DrawFn, served: Served, name: str) -> None:
-    """Between the first and the second page request of one list (if it has a second), remove one of its
-    records or add one."""
-    records = served.tenant.lists[name]
-    usable = [item for item in records if _usable(item)]
-    remove = bool(usable) and draw(st.booleans())
-    removed: dict[str, Any] | None = draw(st.sampled_from(usable)) if remove else None
-    added = draw(record(SPEC["lists"][name]["record"], clean=True)).record
-    added["id"] = str(draw(st.uuids()))
-    if "tenantId" in added:
-        added["tenantId"] = TENANT_ID
-
-    def on_request(list_name: str, before: int, tenant: Tenant) -> None:
-        if list_name != name or before != 1:
-            return
-        if removed is not None:
-            tenant.lists[name].remove(removed)
-            served.deleted_while_paged[name] = canonical_id(removed["id"])
-        else:
-            tenant.lists[name].append(added)
-            served.inserted_while_paged[name] = added
-
-    served.quirks.on_list_request = on_request
-
-
 def _usable(item: dict[str, Any]) -> bool:
+    """Whether the record has an id (a non-empty string, or a number: an id sent as a number is an id) and
+    names no other tenant."""
     value = item.get("id")
-    return isinstance(value, str) and bool(value.strip()) and item.get("tenantId") != FOREIGN_TENANT_ID
+    usable = (isinstance(value, str) and bool(value.strip())) or (type(value) is int)
+    return usable and item.get("tenantId") != FOREIGN_TENANT_ID
+
+
+def _key(item: dict[str, Any]) -> str:
+    """The id the warehouse keys a usable record by."""
+    return canonical_id(str(item["id"]))
 
 
 # A failing example's generated tenant is large; its summary (Served.__repr__) is what the report shows.
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
-@pytest.mark.timeout(max(600, 3 * EXAMPLES))  # about half a second an example, far more on a busy machine
+@pytest.mark.timeout(max(600, 10 * EXAMPLES))  # a few seconds an example, far more on a busy machine
 @settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate]
 )
 @given(served=tenants())
-def test_any_spec_tenant_behind_any_ordinary_quirk_commits_every_usable_record_once(
+def test_any_service_the_protocol_allows_leaves_every_value_exact_or_fails_naming_the_list(
     served: Served, template: Path, folder: Path
 ) -> None:
     warehouse = folder / f"{uuid.uuid4()}.duckdb"
     shutil.copyfile(template, warehouse)
-    with StandIn(served.tenant, served.quirks) as standin:
-        outcome = sync_standin(standin, warehouse, reject_max_count=1_000, reject_max_share=1.0)
-    _dump(served, outcome.record.warnings)
+    removed: set[tuple[str, str]] = set()
+    with StandIn(served.tenant, served.service.quirks) as standin:
+        # Run 1, full, while the service changes lists as they are read.
+        removed |= _removed_by(served, lambda: _run(served, standin, warehouse, "full", full_refresh=True))
+        served.service.while_paged = []
+        for change in served.service.between:
+            removed |= _removed_by(served, partial(apply, change, served.tenant))
+        _run(served, standin, warehouse, "incremental", full_refresh=False, removed=removed)
+        _run(served, standin, warehouse, "full again", full_refresh=True, removed=removed)
 
+
+def _removed_by(served: Served, action: Callable[[], object]) -> set[tuple[str, str]]:
+    """The (list, id) of the usable records ``action`` removed from the service."""
+    before = _usable_ids(served.tenant)
+    action()
+    return before - _usable_ids(served.tenant)
+
+
+def _usable_ids(tenant: Tenant) -> set[tuple[str, str]]:
+    return {(name, _key(item)) for name, item in _records(tenant) if _usable(item)}
+
+
+def _records(tenant: Tenant) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, item) for name, records in tenant.lists.items() for item in records]
+
+
+def _run(
+    served: Served,
+    standin: StandIn,
+    warehouse: Path,
+    label: str,
+    *,
+    full_refresh: bool,
+    removed: set[tuple[str, str]] | None = None,
+) -> None:
+    """One run of the sequence and the property after it."""
+    before = _stored(warehouse)
+    try:
+        outcome = sync_standin(
+            standin,
+            warehouse,
+            full_refresh=full_refresh,
+            reject_max_count=1_000,
+            reject_max_share=1.0,
+            request_deadline_s=DEADLINE_S,
+        )
+    except Exception as error:  # the run failed: it must say which list, and leave the warehouse as it was
+        _dump(served, label, [str(error)])
+        named = [name for name, names in ENDPOINT_NAMES.items() if any(n in str(error) for n in names)]
+        unprovable = [
+            name
+            for name in named
+            if served.service.orders[name] == "shuffled" or served.service.changed_while_paged(name)
+        ]
+        assert unprovable, f"{label}: the run failed naming no list it could not prove: {error}"
+        assert _stored(warehouse) == before, f"{label}: a failed run changed the warehouse"
+        event(f"a run failed naming {unprovable[0]} (order {served.service.orders[unprovable[0]]})")
+        return
+    _dump(served, label, outcome.record.warnings)
     assert outcome.record.status == "succeeded", outcome.record.error
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        _every_usable_record_once(con, served)
-        _every_item_a_row_of_its_parent(con, served)
+        earlier = served.service.earlier if served.service.while_paged else {}
+        _every_record_as_served(con, served, label, full_refresh, removed or set(), earlier)
+        _every_item_a_row_of_its_parent(con, served, label, earlier)
         _every_revision_list_as_served(con, served)
-        rejected = con.execute(
-            "SELECT endpoint, field, rule, value_received FROM rejected_records"
-        ).fetchall()
-    assert len(rejected) == served.rejected, rejected
-    counted = sum(row["records"] for row in outcome.record.deviations)
-    assert counted >= served.deviations
+        if full_refresh:
+            _every_unusable_record_rejected(con, served, outcome)
 
 
-def _dump(served: Served, warnings: list[str]) -> None:
-    """With ``ADM_GENERATIVE_DUMP=<file>``, write the example the stand-in served (after the run, so a
-    record removed while paged is gone) and the run's warnings, to see a failing example whole."""
-    target = os.environ.get("ADM_GENERATIVE_DUMP")
-    if target:
-        quirks: dict[str, Any] = {"cap": served.quirks.page_cap, "cap_reported": served.quirks.cap_reported}
-        quirks |= {"skew": served.quirks.total_skew, "no_total": sorted(served.quirks.no_total)}
-        example: dict[str, Any] = {"lists": served.tenant.lists, "revisions": served.tenant.revisions}
-        example |= {"quirks": quirks, "deleted": served.deleted_while_paged, "warnings": warnings}
-        Path(target).write_text(json.dumps(example, default=str, indent=1), encoding="utf-8")
+def _stored(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every root table's rows (id, deleted, raw), to see that a failed run changed nothing."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return {
+            name: con.execute(f"SELECT id, is_deleted, raw FROM {name} ORDER BY id").fetchall()  # noqa: S608
+            for name in SPEC["lists"]
+        }
 
 
-def _every_usable_record_once(con: duckdb.DuckDBPyConnection, served: Served) -> None:
-    for name, records in served.tenant.lists.items():
-        expected = {canonical_id(item["id"]) for item in records if _usable(item)}
-        if name in served.inserted_while_paged:
-            expected.add(served.inserted_while_paged[name]["id"])
-        rows = con.execute(f"SELECT id, is_deleted FROM {ROOT_TABLES[name]}").fetchall()  # noqa: S608
+def _every_record_as_served(
+    con: duckdb.DuckDBPyConnection,
+    served: Served,
+    label: str,
+    full_refresh: bool,
+    removed: set[tuple[str, str]],
+    earlier: dict[tuple[str, str], list[dict[str, Any]]],
+) -> None:
+    """Every usable record the service holds is stored live under its id, every field of ``raw`` as the
+    service wrote it (a record changed while paged: as one of its copies); no other record is live, but
+    for those removed from a list the run did not read whole."""
+    for name in SPEC["lists"]:
+        held = {_key(item): item for item in served.tenant.lists[name] if _usable(item)}
+        rows = con.execute(f"SELECT id, is_deleted, raw FROM {name}").fetchall()  # noqa: S608
         ids_ = [row[0] for row in rows]
-        assert len(ids_) == len(set(ids_)), name
-        gone = served.deleted_while_paged.get(name)
-        live = {row[0] for row in rows} - ({gone} if gone else set())
-        rejected = con.execute(
-            "SELECT endpoint, field, rule, value_received FROM rejected_records"
-        ).fetchall()
-        assert live == expected, (name, rejected)
-        if gone in {row[0] for row in rows}:
-            assert dict(rows)[gone] is True, f"{name}: {gone} was removed while paged but is not deleted"
+        assert len(ids_) == len(set(ids_)), (label, name, "an id twice")
+        stored = {row[0]: row[2] for row in rows}
+        live = {row[0] for row in rows if not row[1]}  # a record the service says is deleted is stored so
+        read_whole = full_refresh or name in READ_WHOLE_NIGHTLY
+        stale = (
+            set() if read_whole else {record_id for (list_name, record_id) in removed if list_name == name}
+        )
+        assert set(held) <= set(stored), (label, name, "missing", sorted(set(held) - set(stored)))
+        assert live - set(held) <= stale, (label, name, "not removed", sorted(live - set(held) - stale))
+        for record_id, item in held.items():
+            copies = [item, *earlier.get((name, str(item["id"])), [])]
+            _one_of(
+                json_fields(stored[record_id]),
+                [json_fields(encode(copy).decode()) for copy in copies],
+                (label, name, record_id),
+            )
 
 
-def _every_item_a_row_of_its_parent(con: duckdb.DuckDBPyConnection, served: Served) -> None:
+def json_fields(text: str) -> Any:
+    """A JSON text parsed with every number kept as its own text: two values compare as the texts do."""
+    return json.loads(text, parse_float=lambda n: ("number", n), parse_int=lambda n: ("number", n))
+
+
+def _one_of(stored: Any, copies: list[Any], where: tuple[str, ...]) -> None:
+    """``stored`` is one of ``copies``; else the first field by which it differs from the latest."""
+    if stored in copies:
+        return
+    latest = copies[0]
+    differs = sorted(key for key in set(stored) | set(latest) if stored.get(key) != latest.get(key))
+    if not differs:
+        raise AssertionError(f"{where}: stored {stored!r}, the service holds {copies!r}")
+    field_name = differs[0]
+    raise AssertionError(
+        f"{where}: field {field_name} stored {stored.get(field_name)!r}, the service holds "
+        f"{latest.get(field_name)!r}"
+    )
+
+
+def _every_item_a_row_of_its_parent(
+    con: duckdb.DuckDBPyConnection, served: Served, label: str, earlier: dict[tuple[str, str], Any]
+) -> None:
     for name, nested in CHILDREN.items():
         for item in served.tenant.lists[name]:
-            if not _usable(item):
+            if not _usable(item) or (name, str(item["id"])) in earlier:
                 continue
-            parent = canonical_id(item["id"])
+            parent = _key(item)
             for field_name, table in nested.items():
                 value = item.get(field_name)
                 items = (
@@ -274,7 +334,7 @@ def _every_item_a_row_of_its_parent(con: duckdb.DuckDBPyConnection, served: Serv
                 sent = [
                     canonical_id(entry["id"]) if isinstance(entry.get("id"), str) else None for entry in items
                 ]
-                assert [row[0] for row in found] == sent, (name, parent, field_name)
+                assert [row[0] for row in found] == sent, (label, name, parent, field_name)
 
 
 def _every_revision_list_as_served(con: duckdb.DuckDBPyConnection, served: Served) -> None:
@@ -285,7 +345,7 @@ def _every_revision_list_as_served(con: duckdb.DuckDBPyConnection, served: Serve
     ):
         for parent, revisions in served.tenant.revisions[kind].items():
             if parent not in listed[kind]:
-                continue  # its owner was removed while paged: whether it was read first is the race's
+                continue  # its owner was removed: whether it was read first is the race's
             found = con.execute(
                 f"SELECT revision_id FROM {table} WHERE {column} = ? ORDER BY revision_order",  # noqa: S608
                 [parent],
@@ -297,11 +357,33 @@ def _every_revision_list_as_served(con: duckdb.DuckDBPyConnection, served: Serve
             assert outcome == ("not_found" if revisions is None else "listed" if revisions else "empty")
 
 
+def _every_unusable_record_rejected(
+    con: duckdb.DuckDBPyConnection, served: Served, outcome: SyncOutcome
+) -> None:
+    rejected = con.execute(
+        "SELECT endpoint, field, rule, value_received FROM rejected_records WHERE run_id = ?",
+        [outcome.record.run_id],
+    ).fetchall()
+    assert len(rejected) == served.rejected, rejected
+    counted = sum(row["records"] for row in outcome.record.deviations)
+    assert counted >= served.deviations
+
+
+def _dump(served: Served, label: str, warnings: list[str]) -> None:
+    """With ``ADM_GENERATIVE_DUMP=<file>``, write the example as the service holds it after the run, and
+    the run's warnings, to see a failing example whole."""
+    target = os.environ.get("ADM_GENERATIVE_DUMP")
+    if target:
+        example: dict[str, Any] = {"run": label, "service": repr(served.service), "warnings": warnings}
+        example |= {"lists": served.tenant.lists, "revisions": served.tenant.revisions}
+        Path(target).write_text(json.dumps(example, default=str, indent=1), encoding="utf-8")
+
+
 def test_the_generators_draw_from_the_spec_not_from_the_product() -> None:
-    # The generators and the stand-in import nothing of the product (only the test itself uses it): both
-    # sides of the property never share a mistake.
+    # The generators, the drawn service and the stand-in import nothing of the product (only the test
+    # itself uses it): both sides of the property never share a mistake.
     product = {"models", "resources", "emulator", "pipelines", "warehouse"}
-    for module in ("spec_generators.py", "standin.py"):
+    for module in ("spec_generators.py", "standin.py", "fuzz_service.py"):
         tree = ast.parse(Path(__file__).with_name(module).read_text(encoding="utf-8"))
         imported = {name.split(".")[0] for node in ast.walk(tree) for name in _imports(node)}
         assert not imported & product, (module, imported & product)

@@ -465,7 +465,7 @@ def position_rows(tenant_id: str, position: Position) -> TableRows:
                 "group_ids": position.group_ids,
                 # The record has no deleted state of its own: only a full refresh that no longer finds it.
                 "is_deleted": False,
-                "raw": position.model_dump_json(by_alias=True),
+                "raw": position.raw_json(),
             }
         ]
     }
@@ -483,7 +483,7 @@ def current_user_position_rows(tenant_id: str, link: UserPosition) -> TableRows:
                 "position_id": link.positions_id,
                 "position_name": link.position_name,
                 "is_deleted": bool(link.is_deleted),
-                "raw": link.model_dump_json(by_alias=True),
+                "raw": link.raw_json(),
             }
         ]
     }
