@@ -47,9 +47,9 @@ lint: $(VENV)/.synced
 bench: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run
 
-# The generative test of the sync (tests/test_sync_generative.py) at 500 examples instead of make test's 30.
+# The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4.
 generative: $(VENV)/.synced
-	ADM_GENERATIVE_EXAMPLES=500 $(VENV)/bin/pytest -q tests/test_sync_generative.py
+	ADM_GENERATIVE_EXAMPLES=300 $(VENV)/bin/pytest -q tests/test_sync_generative.py
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator
