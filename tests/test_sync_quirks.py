@@ -24,7 +24,7 @@ import pytest
 from pipelines.sync import SyncOutcome
 from resources.settings import RatePlan
 from tests.conftest import copy_of
-from tests.standin import Quirks, StandIn, Tenant
+from tests.standin import JsonText, Quirks, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 
 T = STANDIN_TENANT_ID
@@ -293,6 +293,35 @@ def test_after_an_hr_apply_the_next_run_reads_users_and_groups_whole_whatever_th
         )
     assert modes() == {"users": "full", "groups": "full", "decisions": "incremental"}
     assert modes() == {"users": "incremental", "groups": "incremental", "decisions": "incremental"}
+
+
+def test_a_count_beyond_32_bits_is_an_invalid_value_not_a_stopped_run(warehouse: Path) -> None:
+    # Found by the protocol fuzzer: JSON allows any number; a decisionsCount of 10^20 stopped the run with
+    # "Python int too large to convert to C long", naming neither the list, the record nor the field.
+    huge = group(1, decisionsCount=JsonText("100000000000000000000"), delegationsCount=3)
+
+    outcome, _ = run(tenant(groups=[huge]), warehouse)
+
+    assert outcome.record.status == "succeeded"
+    ((count, delegations, raw),) = rows(
+        warehouse, "SELECT decisions_count, delegations_count, raw FROM groups"
+    )
+    assert (count, delegations) == (None, 3)
+    assert '"decisionsCount": 100000000000000000000' in raw
+    invalid = [d for d in outcome.record.deviations if d["field"] == "decisionsCount"]
+    assert invalid and invalid[0]["kind"] == "invalid", outcome.record.deviations
+
+
+def test_a_position_keeps_in_raw_the_json_the_service_sent(warehouse: Path) -> None:
+    # Found by the protocol fuzzer: a position's raw was its validated model written again, so a
+    # positionName sent as false was kept as null and a number's text was rewritten.
+    odd = {**position(1), "positionName": False, "rank": JsonText("1500.00")}
+
+    outcome, _ = run(tenant(positions=[odd]), warehouse)
+
+    assert outcome.record.status == "succeeded"
+    ((raw,),) = rows(warehouse, "SELECT raw FROM positions")
+    assert '"positionName": false' in raw and '"rank": 1500.00' in raw
 
 
 def test_a_delegation_gone_before_its_revisions_are_read_is_noted(warehouse: Path) -> None:
