@@ -49,8 +49,10 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    every record). A pass that disagrees is followed by another one; a pass that lists exactly the records
    of the pass before it is accepted whatever the total says (nothing moved between the two reads, so the
    difference is the service's own count: a duplicate in a page, a total that counts what the list does
-   not show), and is ``reread``. A list still changing after ``MAX_PASSES`` raises `PagingDriftError`:
-   a set known to be short is never returned as if it were whole.
+   not show), and is ``reread``. A pass with records the contract kept out (rejected: no id to count them
+   by) is accepted only so, as one such record read on two pages would count twice. A list still changing
+   after ``MAX_PASSES`` raises `PagingDriftError`: a set known to be short is never returned as if it were
+   whole.
 7. **The newest copy.** A record met again with a later updated-at than the copy yielded (it changed while
    the list was read) is kept in ``newer`` (the latest copy per id); the caller replaces what it kept.
 
@@ -377,7 +379,10 @@ class PageStream(Generic[T]):
             return False
         short = self.last_total is not None and current.listed() < self.last_total
         moved = bool(current.repeated) and not self.append_only
-        if not (short or moved):
+        # A record the contract kept out has no id to tell it from another: read on two pages, it would
+        # count twice and hide a record the pass missed. Only a second pass listing the same can show it.
+        kept_out = sum(current.kept_out.values()) > 0
+        if not (short or moved or kept_out):
             return True
         self.reread = again
         return again
