@@ -502,8 +502,8 @@ class AdmClient:
                 target = redirect_target(response, endpoint.method, request.path)
                 if target is None:
                     return response
-                logger.info(
-                    "%s %s: redirected (%d) to %s", endpoint.method, url, response.status_code, target
+                logger.info(  # the path only: a location may carry user information
+                    "%s %s: redirected (%d) to %s", endpoint.method, url, response.status_code, target.path
                 )
                 url, params = target, None  # the location names the whole address, its query included
         return response

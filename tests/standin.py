@@ -179,7 +179,8 @@ class StandIn:
                 status, origin = self.quirks.redirect
                 location = f"{origin}{MOVED}{path}" + (f"?{urlencode(query)}" if query else "")
                 return status, _error(status, "Moved"), {"Location": location}
-            self.requests["moved"] += path.startswith(MOVED + "/")
+            if path.startswith(MOVED + "/"):
+                self.requests["moved"] += 1
             return self._route(path.removeprefix(MOVED), query)
 
     def body(self, answer: Any) -> bytes:
