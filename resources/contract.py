@@ -118,12 +118,17 @@ class ContractLog:
     samples: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
     _rejected: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _deviated: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def deviated(self, endpoint: str, path: str, kind: DeviationKind, record_id: str) -> None:
-        """Count one tolerated deviation."""
+        """Count one tolerated deviation, once per record: a list read again (a pass that settles its
+        count) serves the same record again."""
         key = (endpoint, path, kind.value)
         with self._lock:
+            if (*key, record_id) in self._deviated:
+                return
+            self._deviated.add((*key, record_id))
             self.deviations[key] += 1
             sample = self.samples.setdefault(key, [])
             if len(sample) < SAMPLES:
