@@ -62,6 +62,8 @@ class HrRow:
     """Reference field -> HR keys or names as written, until resolved (`pipelines.hr.resolve`)."""
     entity_id: str | None = None
     """The service record the row matches; None when it needs creation."""
+    matched_by: str | None = None
+    """The match key (field) that found ``entity_id``."""
     effective_on: date | None = None
     """The row's effective date as written (the planner decides whether it is still to come)."""
     as_of: datetime | None = None

@@ -36,6 +36,7 @@ from models.hr.thresholds import (
     watched_kind,
 )
 from pipelines.hr.apply import ApplyReport, apply_plan
+from pipelines.hr.identity import FOREIGN_RULE
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import make_plan
 from pipelines.hr.policy import HrPolicyResource
@@ -64,6 +65,7 @@ from warehouse.hr_store import (
     save_plan,
     window_plans,
 )
+from warehouse.tenants import tenant_label
 
 PLAN_MEMORY_LIMIT = "32MB"
 """DuckDB's memory limit while planning (see `plan_upload`)."""
@@ -138,7 +140,8 @@ def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | 
         max_age = None if request.allow_old_export else request.mapping.max_export_age
         times = ExportTimes.of(files, request.as_of, moment, max_age)
         validation = validate(files, request.mapping, snapshot, moment.date(), times)
-        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share)
+        tenant = tenant_label(con, request.tenant_id)
+        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share, tenant)
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -157,9 +160,14 @@ def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | 
     return PlanOutcome(validation, plan)
 
 
-def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
+def _refusal(validation: Validation, strict: bool, max_invalid_share: float, tenant: str) -> str | None:
     """Why the upload is not planned at all, or None. A file mostly wrong (a shifted column, another
-    system's export) is a failure to report, not a plan of its few valid rows that looks like success."""
+    system's export, another tenant's people) is a failure to report, not a plan of its few valid rows
+    that looks like success."""
+    foreign = [problem for problem in validation.file_problems if problem.rule == FOREIGN_RULE]
+    if foreign:
+        files = "; ".join(f"{Path(problem.file).name}: {problem.message}" for problem in foreign)
+        return f"this file is not about this tenant {tenant} ({files}); nothing was planned"
     if validation.file_problems:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
