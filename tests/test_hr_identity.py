@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import httpx
+import pytest
 
 from emulator.scale import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TENANT_SCALE
 from emulator.seed import seed_tenant
@@ -21,9 +22,11 @@ from pipelines.hr.policy import HrPolicyResource
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.conftest import stored
+from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
     MAPPING,
     apply,
+    demo_files,
     hr_sync,
     plan,
     row_of,
@@ -38,9 +41,11 @@ from warehouse.commit import writing
 from warehouse.tenants import set_label
 
 pytest_plugins = ["tests.test_hr_support"]
+__all__ = ["service_env"]  # the CLI tests' fixture, used here
 
 NO_TENANT_COLUMN = tuple(name for name in USER_FIELDS_ORDER if name != "tenant")
 """Most HRIS exports carry no tenant column."""
+DEMO_FILES = [str(path) for path in demo_files()]
 
 
 def globex_rows() -> list[Row]:
@@ -158,3 +163,18 @@ def test_a_rename_and_an_email_change_at_once_prove_nothing(
     assert outcome.plan is not None and outcome.plan.entities == []
     assert [(p.column, p.rule) for p in outcome.validation.problems] == [("Employee ID", "identity_mismatch")]
     assert "change one, apply it, then the other" in outcome.validation.problems[0].message
+
+
+def test_the_command_line_names_the_tenant_as_extract_does_and_refuses_another_tenants_file(
+    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch, server: EmulatorServer
+) -> None:
+    monkeypatch.setenv("ADM_TENANTS", f"acme={DEMO_TENANT_ID},globex={OTHER_TENANT_ID}")
+    with writing(hr_store.file, "test", 5.0) as con:
+        set_label(con, DEMO_TENANT_ID, "acme")  # as the extract labels it
+    theirs = write_untenanted(service_env / "globex.csv", globex_rows())
+    code, output = hr("plan", str(theirs), "--tenant", "ACME", "--warehouse", hr_store.path)
+    assert code == 1, output
+    assert f"this file is not about this tenant acme ({DEMO_TENANT_ID})" in " ".join(output.split())
+    code, output = hr("plan", *DEMO_FILES, "--tenant", "acme", "--warehouse", hr_store.path)
+    assert code == 0, output
+    assert writes(server) == {}
