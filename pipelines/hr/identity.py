@@ -33,8 +33,9 @@ from pipelines.hr.snapshot import fold
 
 IDENTITY_RULE = "identity_mismatch"
 FOREIGN_RULE = "foreign_file"
-FOREIGN_SHARE = 0.25
-"""A file whose matched rows disagree with their records in this share or more is refused whole."""
+FOREIGN_SHARE = 0.5
+"""A file whose matched rows disagree with their records in this share or more (half) is refused whole:
+it is about another tenant's people (a few wrong rows among many are refused one by one)."""
 _DISPLAY_NAME: TypeAdapter[str | None] = TypeAdapter(
     cast(Any, UpdateUserEntities.model_fields["display_name"].annotation)
 )
