@@ -327,8 +327,9 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
 
 
 def test_who_plans_lifts_and_applies_is_the_os_account_and_four_eyes_refuses_the_planner(
-    service_env: Path, hr_store: WarehouseResource, adm: AdmClientResource, monkeypatch: pytest.MonkeyPatch
+    adm: AdmClientResource, service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # ``adm`` first: made before ``service_env`` puts the token in the environment (it stays a value).
     monkeypatch.setenv("ADM_HR_FOUR_EYES", "true")
     # The environment says whatever its setter likes; the account of the process's real uid is who acts.
     me = pwd.getpwuid(os.getuid()).pw_name

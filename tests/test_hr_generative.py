@@ -45,8 +45,8 @@ from pipelines.hr.workflow import os_user
 from pipelines.warehouse_resource import WarehouseResource
 from tests.conftest import fresh, stored
 from tests.sync_support import adm_for
-from tests.test_hr_identity import globex_rows
-from tests.test_hr_support import hr_sync, row_of, seeded_snapshot, user_id, user_rows, write_users
+from tests.test_hr_identity import globex_rows, write_untenanted
+from tests.test_hr_support import hr_sync, row_of, seeded_snapshot, user_id, user_rows
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -72,7 +72,8 @@ class Drawn:
 
 @st.composite
 def exports(draw: st.DrawFn) -> list[Drawn]:
-    """Rows about distinct employees of the shared id range, each with one drawn event."""
+    """Rows about distinct employees of the shared id range, each with one drawn event (written without
+    the tenant column, as most HRIS exports are)."""
     ids = draw(st.lists(st.sampled_from(OVERLAP), min_size=1, max_size=6, unique=True))
     ours, theirs = user_rows(), globex_rows()
     drawn = []
@@ -90,7 +91,6 @@ def exports(draw: st.DrawFn) -> list[Drawn]:
             text = draw(names)
             cut = draw(st.integers(1, len(text) - 1))
             row[field] = text[:cut] + draw(st.sampled_from(CONTROLS)) + text[cut:]
-        row.pop("tenant")  # most HRIS exports carry no tenant column
         drawn.append(Drawn(employee_id, event, row))
     return drawn
 
@@ -241,7 +241,7 @@ def test_every_write_is_one_a_person_sees_about_the_person_the_row_identifies_by
         warehouse = folder / "wh.duckdb"
         shutil.copy(hr_template, warehouse)
         for server in fresh(emulator_server):
-            export = write_users(folder / "export.csv", [item.row for item in drawn])
+            export = write_untenanted(folder / "export.csv", [item.row for item in drawn])
             if path == "cli":
                 by_command_line(server, warehouse, export, login)
             else:

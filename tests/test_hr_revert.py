@@ -124,12 +124,13 @@ def test_the_revert_of_a_termination_with_a_date_restores_the_status_and_says_wh
 
 
 def test_reverting_an_incomplete_plan_closes_it(
+    adm: AdmClientResource,
     service_env: Path,
     hr_store: WarehouseResource,
-    adm: AdmClientResource,
     server: EmulatorServer,
     tmp_path: Path,
 ) -> None:
+    # ``adm`` first: made before ``service_env`` puts the token in the environment (it stays a value).
     rows = user_rows()
     for key in ("E100010", "E100012"):
         row_of(rows, key)["last_name"] = "Halfway"
