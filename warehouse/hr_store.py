@@ -177,8 +177,9 @@ def _supersede(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
 
 def _close_reverted(con: duckdb.DuckDBPyConnection, plan_id: str, revert_id: str, now: datetime) -> None:
     """Close an incomplete plan its revert ``revert_id`` undoes: it is superseded, and its entities not
-    written (planned, failed) are too, so its unapplied half is never written later. Entities whose write's
-    outcome is unknown keep their status: nobody knows whether the service holds them."""
+    written (planned, failed, or waiting for their day) are too, so its unapplied half is never written
+    later. Entities whose write's outcome is unknown keep their status: nobody knows whether the service
+    holds them."""
     closed = con.execute(
         "UPDATE hr_plans SET status = 'superseded', superseded_by = ? WHERE plan_id = ? "
         "AND status = 'incomplete' RETURNING plan_id",
@@ -187,7 +188,7 @@ def _close_reverted(con: duckdb.DuckDBPyConnection, plan_id: str, revert_id: str
     if closed:
         con.execute(
             "UPDATE hr_plan_entities SET status = 'superseded', message = ?, updated_at = ? "
-            "WHERE plan_id = ? AND status IN ('planned', 'failed')",
+            "WHERE plan_id = ? AND status IN ('planned', 'failed', 'scheduled')",
             [f"superseded by its revert, plan {revert_id}", now, plan_id],
         )
 
