@@ -28,6 +28,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -222,6 +223,7 @@ run_tags = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.timeout(max(600, 60 * EXAMPLES))  # a few seconds an example, far more on a busy machine
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
