@@ -12,7 +12,7 @@ row identifies (the row agrees with them beyond the key), recorded as by the OS 
 never a name from the environment or a tag; every other row is refused with a reason (``identity_mismatch``,
 ``control_characters``, or the whole file as not about this tenant); users are compared field by field.
 
-``make test`` runs ``ADM_HR_GENERATIVE_EXAMPLES`` examples (default 4): each plans and applies for real.
+``make test`` runs ``ADM_HR_GENERATIVE_EXAMPLES`` examples (default 3): each plans and applies for real.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from tests.test_hr_support import hr_sync, row_of, seeded_snapshot, user_id, use
 
 pytest_plugins = ["tests.test_hr_support"]
 
-EXAMPLES = int(os.environ.get("ADM_HR_GENERATIVE_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("ADM_HR_GENERATIVE_EXAMPLES", "3"))
 OVERLAP = [f"E{100000 + n}" for n in range(25)]
 """Employee ids both emulator tenants hold (Globex has 25 people)."""
 CONTROLS = "\x01\x07\x1b\x7f\x85\x92\x9b"
