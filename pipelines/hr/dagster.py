@@ -111,7 +111,9 @@ class HrSyncConfig(dg.Config):
         default=None, description="With approve_plan_id: why (recorded with the plan)."
     )
     approved_by: str | None = Field(
-        default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
+        default=None,
+        description="With approve_plan_id: who approves (recorded; refused under four eyes); default the "
+        "run's actor: its sensor or schedule, else the code location's OS account.",
     )
     encoding: str | None = Field(default=None, description="The files' encoding; default the mapping's.")
     delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
