@@ -51,9 +51,10 @@ def run(
     )
 
 
-def tick(instance: dg.DagsterInstance, name: str, status: TickStatus) -> str:
-    """A tick of sensor ``name`` as the daemon records it in the instance's storage; its id."""
-    data = TickData("origin", name, InstigatorType.SENSOR, status, time.time())
+def tick(instance: dg.DagsterInstance, name: str, status: TickStatus, run_ids: list[str]) -> str:
+    """A tick of sensor ``name`` that launched ``run_ids``, as the daemon records it in the instance's
+    storage; its id."""
+    data = TickData("origin", name, InstigatorType.SENSOR, status, time.time(), run_ids)
     return str(instance.create_tick(data).tick_id)
 
 
@@ -67,7 +68,7 @@ def test_tags_a_launcher_types_do_not_name_the_actor(
     adm: AdmClientResource, hr_store: WarehouseResource, tmp_path: Path
 ) -> None:
     with dg.instance_for_test() as instance:
-        done = tick(instance, "hr_drop_folder", TickStatus.SUCCESS)  # a real tick that launched another run
+        done = tick(instance, "hr_drop_folder", TickStatus.SUCCESS, ["another-run"])  # real, not this run's
         result = run(instance, adm, hr_store, tmp_path, TYPED | {"dagster/tick": done})
     assert result.success
     assert actors(hr_store, result) == (os_user(), os_user())
@@ -77,7 +78,7 @@ def test_a_run_its_sensors_tick_launched_acts_for_that_sensor(
     adm: AdmClientResource, hr_store: WarehouseResource, tmp_path: Path
 ) -> None:
     with dg.instance_for_test() as instance:
-        running = tick(instance, "hr_drop_folder", TickStatus.STARTED)
+        running = tick(instance, "hr_drop_folder", TickStatus.STARTED, [])
         result = run(instance, adm, hr_store, tmp_path, TYPED | {"dagster/tick": running})
     assert result.success
     assert actors(hr_store, result) == ("sensor hr_drop_folder", "sensor hr_drop_folder")
