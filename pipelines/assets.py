@@ -32,6 +32,7 @@ from pipelines.sync import (
     SyncRefusedError,
     SyncRequest,
     SyncServices,
+    one_line,
     sync_tenant,
 )
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
@@ -199,6 +200,7 @@ def tenant_sync_asset(
         except StaleRunConfigError as error:
             raise dg.Failure(description=str(error)) from None
         request = _request(context, partitions)
+        _tag_run(context, request.tenant_id)
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")
         try:
@@ -209,7 +211,11 @@ def tenant_sync_asset(
         except SyncRefusedError as error:
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except TRANSIENT as error:
-            raise _retry(context, sync_policy, error) from error
+            raise _retry(context, sync_policy, error, outcome) from error
+        except Exception as error:
+            # The run's headline is the product's one-line cause (as `sync_runs.error` stores it), not
+            # Dagster's wrapper; the stack trace follows as its cause.
+            raise _failure(error, outcome) from error
         finally:
             _fail_killed_runs(context, outcome.killed)
         for warning in outcome.record.warnings:
@@ -223,18 +229,39 @@ def tenant_sync_asset(
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
 
 
+def _tag_run(context: dg.AssetExecutionContext, tenant_id: str) -> None:
+    """Give the run its tenant's tags when its launcher did not (``dagster job execute`` or
+    ``execute_job`` with only a ``dagster/partition`` tag; a queued run has them from the run queue,
+    `pipelines.run_queue`): the runs list finds it by tenant."""
+    config = context.job_def.partitioned_config
+    tags = config.get_tags_for_partition_key(tenant_id, context.job_def.name) if config else {}
+    missing = {
+        key: value
+        for key, value in tags.items()
+        if not key.startswith("dagster/") and context.run.tags.get(key) != value
+    }
+    if missing:
+        context.instance.add_run_tags(context.run.run_id, missing)
+
+
 def _retry(
-    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception
-) -> dg.RetryRequested:
+    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception, outcome: SyncOutcome
+) -> dg.RetryRequested | dg.Failure:
     """Run the step again after a passing failure, with a growing wait; the run's tags can change how often
     and how soon. The retry reuses the revision lists this attempt fetched (its journal), so it costs
-    little more than the list pages."""
+    little more than the list pages. With no retry left, the step fails with the cause."""
     tags = context.run.tags
     retries = _tag_number(tags, MAX_RETRIES_TAG, policy.max_retries)
     wait = _tag_number(tags, RETRY_WAIT_TAG, policy.retry_wait_s) * 2**context.retry_number
-    if context.retry_number < retries:
-        context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
+    if context.retry_number >= retries:
+        return _failure(error, outcome)
+    context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
     return dg.RetryRequested(max_retries=int(retries), seconds_to_wait=wait)
+
+
+def _failure(error: Exception, outcome: SyncOutcome) -> dg.Failure:
+    """The step's failure, headed by the run's one-line cause, with its figures."""
+    return dg.Failure(description=outcome.record.error or one_line(error), metadata=_run_metadata(outcome))
 
 
 def _tag_number(tags: Mapping[str, str], tag: str, default: float) -> float:

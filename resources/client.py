@@ -81,6 +81,7 @@ from resources.paging import PageStream
 from resources.ratelimit import shared_bucket
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
+from resources.waits import SharedWait
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ class AdmClient:
             settings.limiter_state_dir,
         )
         self._retry = RetryPolicy.from_settings(settings)
-        self._metrics = ClientMetrics()
+        self._rate_wait = SharedWait(self._rate_limit_awaited)
+        self._metrics = ClientMetrics(self._rate_wait)
         self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
 
     def __repr__(self) -> str:
@@ -187,6 +189,14 @@ class AdmClient:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._http.close()
         self._bucket.save()
+
+    def _rate_limit_awaited(self) -> str:
+        """What a request blocked on the limiter waits for: a 429's pause, or the plan's pace."""
+        pause = self._bucket.pause_remaining()
+        reason = (
+            f"a 429's pause, {pause:.0f} s left" if pause else f"{self._bucket.rate_per_minute:g} calls/min"
+        )
+        return f"the rate limit of tenant {self.settings.tenant_id} ({reason})"
 
     @property
     def metrics(self) -> MetricsSnapshot:
@@ -474,9 +484,10 @@ class AdmClient:
         endpoint = request.endpoint
         headers = self._credentials.authorization() if endpoint.authenticated else {}
         with self._slots:
-            waited = self._bucket.acquire()
+            with self._rate_wait.waiting():
+                self._bucket.acquire(self._rate_wait.still)
             sent_at = self._bucket.now()
-            self._metrics.request_sent(endpoint.name, waited)
+            self._metrics.request_sent(endpoint.name)
             try:
                 response = self._http.request(
                     endpoint.method, request.path, params=request.params, json=request.body, headers=headers
