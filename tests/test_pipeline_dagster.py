@@ -7,6 +7,10 @@ tests/test_pipeline_dagster_dev.py."""
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,10 +30,11 @@ from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
 from tests.sync_support import query, settings_for, sync, sync_env
-from warehouse.locks import held, tenant_lock_path
+from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
 
 @pytest.fixture
@@ -279,3 +284,43 @@ def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
     assert "\n" not in error
     assert not lowered.warehouse.exists()  # refused before anything was read or written
     # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)
+
+
+def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when_it_ends(
+    settings: SyncSettings, dagster_home: Path
+) -> None:
+    """Another writer holds the warehouse past the notice: the run's log says what it waits for and who
+    holds it when the wait has lasted a few seconds (not after the 300 s it may last), and how long it
+    waited when it got it; the sync then commits."""
+    job = sync_definitions(settings.model_copy(update={"lock_wait_s": 30})).resolve_job_def(NIGHTLY_JOB)
+    run_id = str(uuid.uuid4())
+    messages: list[str] = []
+
+    def hold_until_told(instance: dg.DagsterInstance, holding: threading.Event) -> None:
+        """Hold the writer lock until the run's log says it waits for it (or the run gave up)."""
+        with held(writer_lock_path(settings.warehouse), "an analyst's export", 0, "the warehouse"):
+            holding.set()
+            while not any(message.startswith("waiting for the warehouse") for message in messages):
+                run = instance.get_run_by_id(run_id)
+                if run is not None and run.is_finished:
+                    return
+                messages[:] = [record.user_message for record in instance.all_logs(run_id)]
+                time.sleep(0.2)
+
+    # The project's instance settings: the `resources`, `pipelines` and `warehouse` loggers are managed.
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        holding = threading.Event()
+        holder = threading.Thread(target=hold_until_told, args=(instance, holding))
+        holder.start()
+        holding.wait()
+        result = job.execute_in_process(partition_key=DEMO_TENANT_ID, instance=instance, run_id=run_id)
+        holder.join()
+        logged = [record.user_message for record in instance.all_logs(run_id)]
+
+    assert result.success, "the run gave up waiting, and its log never said what it waited for"
+    waiting = next(i for i, message in enumerate(logged) if message.startswith("waiting for the warehouse"))
+    assert f"held by an analyst's export (pid {os.getpid()}" in logged[waiting]
+    assert "(up to 30 s)" in logged[waiting]
+    waited = next(i for i, message in enumerate(logged) if message.startswith("waited "))
+    assert waiting < waited and "for the warehouse" in logged[waited]
+    assert float(logged[waited].split()[1]) >= NOTICE_AFTER_S
