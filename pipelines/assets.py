@@ -82,7 +82,7 @@ def histories() -> dict[str, str]:
     return {f"{table}{HISTORY}": table for table in TABLES if f"{table}{HISTORY}" in described}
 
 
-def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
+def _spec(table: str) -> dg.AssetSpec:
     owner = histories().get(table, table)
     return _relation_spec(
         table,
@@ -90,7 +90,6 @@ def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
         group_name=f"{ASSET_PREFIX}_{TABLES[owner]}",
         tags={"domain": "authority", **({"pii": ""} if owner in PERSONAL_TABLES else {})},
         deps=[table_key(owner)] if owner != table else [],
-        freshness_policy=freshness,
     )
 
 
@@ -172,15 +171,15 @@ CONFORMITY_DESCRIPTION = (
 )
 
 
-def tenant_sync_asset(
-    partitions: dg.PartitionsDefinition, freshness: dg.FreshnessPolicy, bound: Mapping[str, Any]
-) -> dg.AssetsDefinition:
+def tenant_sync_asset(partitions: dg.PartitionsDefinition, bound: Mapping[str, Any]) -> dg.AssetsDefinition:
     """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
-    value of the ``bound`` resources is refused (`pipelines.launch`)."""
+    value of the ``bound`` resources is refused (`pipelines.launch`). Its tables carry no freshness policy:
+    Dagster's would count any tenant's commit and show Passing beside a stale tenant; each tenant's
+    ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth."""
 
     @dg.multi_asset(
         name="adm_tenant_sync",
-        specs=[_spec(table, freshness) for table in (*TABLES, *histories())] + _derived_specs(),
+        specs=[_spec(table) for table in (*TABLES, *histories())] + _derived_specs(),
         check_specs=_check_specs(partitions),
         partitions_def=partitions,
         can_subset=True,

@@ -4,9 +4,9 @@ Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<te
 the tenant's last committed sync finished within ``ADM_FRESHNESS_HOURS`` (26 by default: a nightly sync
 plus slack). A check that only ran after a successful commit would never see a tenant whose syncs keep
 failing, or one that never synced; so the checks have a job of their own, `tenant_freshness`, which
-`tenant_freshness_sensor` launches every hour. The table assets also carry a `FreshnessPolicy` of the same
-window, which Dagster's UI shows per asset (any tenant's commit counts there; the checks are the
-per-tenant truth).
+`tenant_freshness_sensor` launches every hour. The checks are the one freshness truth: the table assets
+carry no Dagster `FreshnessPolicy`, which would count any tenant's commit and show Passing beside a
+failed check of a stale tenant.
 
 One check per tenant rather than one partitioned check: Dagster's partitioned asset checks are a preview
 that cannot run in a job of their own.

@@ -25,9 +25,7 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(
-        partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness), bound
-    )
+    sync = tenant_sync_asset(partitions, bound)
     fresh = freshness_checks(tenants, settings.freshness)
     check_job = freshness_job(fresh)
     return dg.Definitions(

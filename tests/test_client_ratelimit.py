@@ -4,8 +4,8 @@ bucket's arithmetic on a fake clock."""
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -72,7 +72,6 @@ def test_clients_of_one_tenant_share_one_budget(server: EmulatorServer) -> None:
         assert second.metrics.limiter_wait_s > 0.5
 
 
-
 def test_the_limiter_wait_is_wall_time_not_a_sum_over_workers(server: EmulatorServer) -> None:
     """Eight workers blocked on the limiter in the same second wait one second, not eight: the figure the
     progress line shows can never exceed the time the requests took."""
@@ -85,6 +84,7 @@ def test_the_limiter_wait_is_wall_time_not_a_sum_over_workers(server: EmulatorSe
     assert metrics.calls == {"E9": 8}
     # The eighth request waits about 7 / 4 s; the eight waits together add up to about 7 s.
     assert 1.0 < metrics.limiter_wait_s <= elapsed
+
 
 class FakeClock:
     def __init__(self) -> None:
