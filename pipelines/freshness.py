@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
+from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
 
 from pipelines.assets import table_key
 from pipelines.settings import tenant_variable_suffix
@@ -34,8 +35,11 @@ def check_name(tenant_id: str) -> str:
     return f"fresh_{tenant_variable_suffix(tenant_id).lower()}"
 
 
-def freshness_checks(tenants: list[str], max_age: timedelta) -> dg.AssetChecksDefinition:
-    """One freshness check of ``adm/sync_runs`` per tenant, evaluated together."""
+def freshness_checks(
+    tenants: list[str], max_age: timedelta, schedules: list[dg.ScheduleDefinition]
+) -> dg.AssetChecksDefinition:
+    """One freshness check of ``adm/sync_runs`` per tenant, evaluated together; each says so (and the
+    run's log warns) when any of the tenant sync's ``schedules`` is stopped: no sync of it will run."""
     hours = max_age / timedelta(hours=1)
     names = {check_name(tenant): tenant for tenant in tenants}
     specs = [
@@ -52,11 +56,45 @@ def freshness_checks(tenants: list[str], max_age: timedelta) -> dg.AssetChecksDe
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.AssetCheckResult]:
         now = datetime.now(UTC)
+        stopped = stopped_schedules(context.instance, schedules)
+        if stopped:
+            context.log.warning(_unscheduled(stopped))
         for key in context.selected_asset_check_keys:
             tenant = names[key.name]
-            yield judge(key, last_success(warehouse.file, tenant), max_age, now)
+            result = judge(key, last_success(warehouse.file, tenant), max_age, now)
+            yield (
+                result._replace(description=f"{result.description}; {_unscheduled(stopped)}")
+                if stopped
+                else result
+            )
 
     return tenant_sync_fresh
+
+
+def stopped_schedules(instance: dg.DagsterInstance, schedules: list[dg.ScheduleDefinition]) -> list[str]:
+    """The names of the ``schedules`` that will not run: stopped in the UI, or stopped by default and never
+    started."""
+    states = {
+        state.instigator_name: state.status
+        for state in instance.all_instigator_state(instigator_type=InstigatorType.SCHEDULE)
+    }
+    stopped = []
+    for schedule in schedules:
+        status = states.get(schedule.name, InstigatorStatus.DECLARED_IN_CODE)
+        if status == InstigatorStatus.DECLARED_IN_CODE:
+            running = schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+        else:
+            running = status == InstigatorStatus.RUNNING
+        if not running:
+            stopped.append(schedule.name)
+    return stopped
+
+
+def _unscheduled(stopped: list[str]) -> str:
+    return (
+        f"{', '.join(stopped)} stopped: no such sync of any tenant will run until it is started "
+        "(Automation in Dagster's UI)"
+    )
 
 
 def judge(

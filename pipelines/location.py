@@ -26,13 +26,16 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     partitions = dg.StaticPartitionsDefinition(tenants)
     bound = bound_resources(settings) | dict(resources or {})
     sync = tenant_sync_asset(partitions, bound)
-    fresh = freshness_checks(tenants, settings.freshness)
+    schedules = sync_schedules(
+        tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
+    )
+    fresh = freshness_checks(tenants, settings.freshness, schedules)
     check_job = freshness_job(fresh)
     return dg.Definitions(
         assets=[sync],
         asset_checks=[fresh],
         jobs=[*sync_jobs(sync, fresh, partitions, settings.tenant_names), check_job],
-        schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
+        schedules=schedules,
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )

@@ -221,6 +221,31 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     assert [request.run_key for request in requests or []] == [f"fresh:{datetime.now(UTC):%Y-%m-%dT%H}"]
 
 
+def test_a_stopped_schedule_is_told_by_every_tenants_freshness_check(
+    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+) -> None:
+    """The schedules start running when a service is configured, stopped when none is; a stopped one is
+    named by each tenant's freshness check and a warning of its run (before, nothing said that no
+    nightly sync would run)."""
+    settings = settings_for(server, warehouse)
+    for service, status in (
+        (True, dg.DefaultScheduleStatus.RUNNING),
+        (False, dg.DefaultScheduleStatus.STOPPED),
+    ):
+        defs = sync_definitions(settings if service else settings.model_copy(update={"base_url": None}))
+        schedules = defs.get_repository_def().schedule_defs
+        assert {schedule.default_status for schedule in schedules} == {status}
+        result = defs.resolve_job_def(FRESHNESS_JOB).execute_in_process(
+            instance=instance, run_config=QUIET_LOGS
+        )
+        told = [check.description or "" for check in result.get_asset_check_evaluations()]
+        warned = [record.user_message for record in instance.all_logs(result.run_id)]
+        stopped = "nightly_sync_schedule, weekly_full_refresh_schedule stopped: no such sync of any tenant"
+        assert len(told) == 2
+        assert all((stopped in description) != service for description in told)
+        assert any(stopped in message for message in warned) != service
+
+
 def test_each_tenant_syncs_with_its_own_credential(
     server: EmulatorServer, warehouse: Path, sync_environment: None
 ) -> None:
