@@ -171,11 +171,14 @@ CONFORMITY_DESCRIPTION = (
 )
 
 
-def tenant_sync_asset(partitions: dg.PartitionsDefinition, bound: Mapping[str, Any]) -> dg.AssetsDefinition:
+def tenant_sync_asset(
+    partitions: dg.PartitionsDefinition, bound: Mapping[str, Any], names: Mapping[str, str]
+) -> dg.AssetsDefinition:
     """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
     value of the ``bound`` resources is refused (`pipelines.launch`). Its tables carry no freshness policy:
     Dagster's would count any tenant's commit and show Passing beside a stale tenant; each tenant's
-    ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth."""
+    ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth. Check results name the
+    tenant as ``names`` (id -> name, ``ADM_TENANTS``) does."""
 
     @dg.multi_asset(
         name="adm_tenant_sync",
@@ -205,7 +208,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, bound: Mapping[str, A
         try:
             sync_tenant(request, SyncServices(adm, warehouse, sync_policy), outcome)
         except SyncBlockedError as error:
-            yield from _check_results(context, request.tenant_id, outcome.checks)
+            yield from _check_results(context, request.tenant_id, names, outcome.checks)
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except SyncRefusedError as error:
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
@@ -220,7 +223,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, bound: Mapping[str, A
         for warning in outcome.record.warnings:
             context.log.warning(warning)
         yield from _materializations(context, request.tenant_id, outcome)
-        yield from _check_results(context, request.tenant_id, outcome.checks)
+        yield from _check_results(context, request.tenant_id, names, outcome.checks)
 
     # Code references are a Dagster beta: they link the UI to this file, and their warning is not news here.
     with warnings.catch_warnings():
@@ -403,9 +406,10 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
 
 
 def _check_results(
-    context: dg.AssetExecutionContext, tenant_id: str, outcomes: list[CheckOutcome]
+    context: dg.AssetExecutionContext, tenant_id: str, names: Mapping[str, str], outcomes: list[CheckOutcome]
 ) -> Iterator[dg.AssetCheckResult]:
     selected = context.selected_asset_check_keys
+    label = f"{names[tenant_id]} ({tenant_id})" if tenant_id in names else tenant_id
     for outcome in outcomes:
         key = dg.AssetCheckKey(table_key(outcome.table), outcome.name)
         if key in selected:
@@ -414,7 +418,7 @@ def _check_results(
                 asset_key=key.asset_key,
                 check_name=outcome.name,
                 passed=outcome.passed,
-                description=f"tenant {tenant_id}: {outcome.description}",
+                description=f"tenant {label}: {outcome.description}",
                 metadata={"tenant": tenant_id, **outcome.metadata},
                 severity=dg.AssetCheckSeverity.ERROR if outcome.blocking else dg.AssetCheckSeverity.WARN,
             )

@@ -1,6 +1,7 @@
 """Freshness per tenant: a stalled sync turns red within a day, whether or not any run succeeds.
 
-Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<tenant>``, that passes when
+Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<tenant>`` (its name from
+``ADM_TENANTS``, else its id), that passes when
 the tenant's last committed sync finished within ``ADM_FRESHNESS_HOURS`` (26 by default: a nightly sync
 plus slack). A check that only ran after a successful commit would never see a tenant whose syncs keep
 failing, or one that never synced; so the checks have a job of their own, `tenant_freshness`, which
@@ -14,7 +15,8 @@ that cannot run in a job of their own.
 
 # No `from __future__ import annotations`: Dagster reads the annotations of the decorated functions.
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
@@ -30,23 +32,36 @@ SENSOR_INTERVAL_S = 3600
 """How often the sensor evaluates every tenant's freshness: staleness shows within an hour of the limit."""
 
 
-def check_name(tenant_id: str) -> str:
-    """The name of one tenant's freshness check (check names allow letters, digits and underscores)."""
-    return f"fresh_{tenant_variable_suffix(tenant_id).lower()}"
+def check_names(tenants: list[str], names: Mapping[str, str]) -> dict[str, str]:
+    """Each tenant's freshness check name -> the tenant: ``fresh_<name>`` when ``ADM_TENANTS`` names it
+    (``names``: id -> name), else ``fresh_<id>`` (check names allow letters, digits and underscores; a
+    name that two tenants would share falls back to the ids)."""
+    by_name = {tenant: _check_name(names.get(tenant) or tenant) for tenant in tenants}
+    shared = {name for name in by_name.values() if list(by_name.values()).count(name) > 1}
+    return {(_check_name(tenant) if name in shared else name): tenant for tenant, name in by_name.items()}
+
+
+def _check_name(label: str) -> str:
+    return "fresh_" + re.sub(r"[^a-z0-9_]", "_", tenant_variable_suffix(label).lower())
 
 
 def freshness_checks(
-    tenants: list[str], max_age: timedelta, schedules: list[dg.ScheduleDefinition]
+    tenants: list[str],
+    max_age: timedelta,
+    schedules: list[dg.ScheduleDefinition],
+    tenant_names: Mapping[str, str],
 ) -> dg.AssetChecksDefinition:
-    """One freshness check of ``adm/sync_runs`` per tenant, evaluated together; each says so (and the
-    run's log warns) when any of the tenant sync's ``schedules`` is stopped: no sync of it will run."""
+    """One freshness check of ``adm/sync_runs`` per tenant (`check_names`), evaluated together; each says
+    so (and the run's log warns) when any of the tenant sync's ``schedules`` is stopped: no sync of it
+    will run."""
     hours = max_age / timedelta(hours=1)
-    names = {check_name(tenant): tenant for tenant in tenants}
+    names = check_names(tenants, tenant_names)
     specs = [
         dg.AssetCheckSpec(
             name,
             asset=table_key("sync_runs"),
-            description=f"Tenant {tenant}: its last committed sync finished within {hours:g} h.",
+            description=f"Tenant {_label(tenant, tenant_names)}: its last committed sync finished within "
+            f"{hours:g} h.",
         )
         for name, tenant in names.items()
     ]
@@ -69,6 +84,11 @@ def freshness_checks(
             )
 
     return tenant_sync_fresh
+
+
+def _label(tenant_id: str, names: Mapping[str, str]) -> str:
+    name = names.get(tenant_id)
+    return f"{name} ({tenant_id})" if name else tenant_id
 
 
 def stopped_schedules(instance: dg.DagsterInstance, schedules: list[dg.ScheduleDefinition]) -> list[str]:

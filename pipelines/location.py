@@ -25,11 +25,11 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(partitions, bound)
+    sync = tenant_sync_asset(partitions, bound, settings.tenant_names)
     schedules = sync_schedules(
         tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
     )
-    fresh = freshness_checks(tenants, settings.freshness, schedules)
+    fresh = freshness_checks(tenants, settings.freshness, schedules, settings.tenant_names)
     check_job = freshness_job(fresh)
     return dg.Definitions(
         assets=[sync],

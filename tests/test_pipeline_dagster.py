@@ -25,7 +25,7 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
-from pipelines.freshness import FRESHNESS_JOB, check_name
+from pipelines.freshness import FRESHNESS_JOB, check_names
 from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
@@ -80,7 +80,8 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
 ) -> None:
     # One decision is served without a usable id, and the run allows none.
     set_faults(server, FaultConfig(realism_rate=0.1))
-    settings = settings.model_copy(update={"reject_max_count": 0})
+    named = {DEMO_TENANT_ID: "acme"}
+    settings = settings.model_copy(update={"reject_max_count": 0, "tenant_names": named})
 
     run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance)
 
@@ -95,9 +96,9 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
     }
     decisions = results["adm/decisions", "rejected_within_threshold"]
     assert not decisions.passed and decisions.severity == dg.AssetCheckSeverity.ERROR
-    # Named for its tenant: the UI shows a check's latest result, whichever tenant's run gave it.
+    # Named for its tenant (by its name, and its id): the UI shows a check's latest result.
     assert (decisions.description or "").startswith(
-        f"tenant {DEMO_TENANT_ID}: 1 record(s) rejected, 0 allowed"
+        f"tenant acme ({DEMO_TENANT_ID}): 1 record(s) rejected, 0 allowed"
     )
     assert decisions.metadata["tenant"].value == DEMO_TENANT_ID
     (status, phases) = query(settings.warehouse, "SELECT status, phase_seconds FROM sync_runs")[0]
@@ -191,9 +192,15 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
 ) -> None:
     """The second tenant's syncs keep failing (its credential is wrong): its check stays red while the
     demo tenant's turns green, evaluated by the sensor's own job, not by a sync."""
-    settings = settings_for(server, warehouse)
+    # The demo tenant is named: its check is fresh_acme (and its description names its id).
+    settings = settings_for(server, warehouse).model_copy(update={"tenant_names": {DEMO_TENANT_ID: "acme"}})
     defs = sync_definitions(settings)
     check_job = defs.resolve_job_def(FRESHNESS_JOB)
+    demo, other = "fresh_acme", f"fresh_{OTHER_TENANT_ID.replace('-', '_')}"
+    assert check_names([DEMO_TENANT_ID, OTHER_TENANT_ID], settings.tenant_names) == {
+        demo: DEMO_TENANT_ID,
+        other: OTHER_TENANT_ID,
+    }
 
     def freshness() -> dict[str, tuple[bool, str]]:
         result = check_job.execute_in_process(instance=instance, run_config=QUIET_LOGS)
@@ -204,15 +211,18 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
         }
 
     assert freshness() == {
-        check_name(DEMO_TENANT_ID): (False, "the tenant has no committed sync"),
-        check_name(OTHER_TENANT_ID): (False, "the tenant has no committed sync"),
+        demo: (False, "the tenant has no committed sync"),
+        other: (False, "the tenant has no committed sync"),
     }
     sync(settings)
     assert not run_tenant(defs, OTHER_TENANT_ID, instance).success
     after = freshness()
-    assert after[check_name(DEMO_TENANT_ID)][0] is True
-    assert after[check_name(DEMO_TENANT_ID)][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
-    assert after[check_name(OTHER_TENANT_ID)] == (False, "the tenant has no committed sync")
+    assert after[demo][0] is True
+    assert after[demo][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
+    assert after[other] == (False, "the tenant has no committed sync")
+    graph = defs.get_repository_def().asset_graph
+    spec = graph.get(dg.AssetCheckKey(dg.AssetKey(["adm", "sync_runs"]), demo))
+    assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs) as context:

@@ -16,7 +16,7 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
-from pipelines.freshness import check_name
+from pipelines.freshness import check_names
 from pipelines.launch import stale_values
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
@@ -84,7 +84,8 @@ def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
     keys = graph.get_all_asset_keys()
     assert [key for key in keys if graph.get(key).freshness_policy_or_from_metadata is not None] == []
     fresh = {key.name for key in graph.asset_check_keys if key.name.startswith("fresh_")}
-    assert fresh == {check_name(tenant) for tenant in load_settings().sync_tenants}
+    settings = load_settings()
+    assert fresh == set(check_names(settings.sync_tenants, settings.tenant_names))
 
 
 def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:
