@@ -130,7 +130,7 @@ def sync_tenant(
         with _tenant_lock(warehouse, request):
             _run(request, services, outcome)
     except BaseException as error:
-        outcome.record.error = outcome.record.error or _one_line(error)
+        outcome.record.error = outcome.record.error or one_line(error)
         record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s)
         raise
     return outcome
@@ -331,7 +331,7 @@ def _count_calls(record: RunRecord, metrics: MetricsSnapshot) -> None:
     record.rate_limited, record.retries = metrics.rate_limited, metrics.retries
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     """The error's kind and first line, as stored in ``sync_runs.error``."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")

@@ -87,6 +87,7 @@ from resources.rawjson import exact_value
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
 from resources.transfer import MAX_REDIRECTS, json_bytes, redirect_target, send_within
+from resources.waits import SharedWait
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +185,8 @@ class AdmClient:
             settings.limiter_state_dir,
         )
         self._retry = RetryPolicy.from_settings(settings)
-        self._metrics = ClientMetrics()
+        self._rate_wait = SharedWait(self._rate_limit_awaited)
+        self._metrics = ClientMetrics(self._rate_wait)
         self.service_clock = ServiceClock()
         """The service's own time, as its answers state it (`resources.clock`)."""
         self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
@@ -205,6 +207,14 @@ class AdmClient:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._http.close()
         self._bucket.save()
+
+    def _rate_limit_awaited(self) -> str:
+        """What a request blocked on the limiter waits for: a 429's pause, or the plan's pace."""
+        pause = self._bucket.pause_remaining()
+        reason = (
+            f"a 429's pause, {pause:.0f} s left" if pause else f"{self._bucket.rate_per_minute:g} calls/min"
+        )
+        return f"the rate limit of tenant {self.settings.tenant_id} ({reason})"
 
     @property
     def metrics(self) -> MetricsSnapshot:
@@ -513,9 +523,10 @@ class AdmClient:
         """One HTTP exchange within the request deadline, under the tenant's limiter; feed the limiter and
         the metrics."""
         endpoint = request.endpoint
-        waited = self._bucket.acquire()
+        with self._rate_wait.waiting():
+            self._bucket.acquire(self._rate_wait.still)
         sent_at = self._bucket.now()
-        self._metrics.request_sent(endpoint.name, waited)
+        self._metrics.request_sent(endpoint.name)
         try:
             response = send_within(
                 self._http,

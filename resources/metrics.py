@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from resources.waits import SharedWait
+
 
 @dataclass(frozen=True)
 class MetricsSnapshot:
@@ -22,7 +24,8 @@ class MetricsSnapshot:
     """Answers with status 429."""
     bytes_received: int = 0
     limiter_wait_s: float = 0.0
-    """Seconds requests spent blocked on the shared rate limiter, summed over requests."""
+    """Wall-clock seconds during which requests were blocked on the shared rate limiter (counted once
+    however many of the client's workers waited together)."""
     exchanges: int = 0
 
     @property
@@ -38,20 +41,19 @@ class MetricsSnapshot:
 class ClientMetrics:
     """Thread-safe counters of one client."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate_wait: SharedWait) -> None:
         self._lock = threading.Lock()
+        self._rate_wait = rate_wait
         self._calls: Counter[str] = Counter()
         self._retries = 0
         self._rate_limited = 0
         self._bytes = 0
-        self._wait_s = 0.0
         self._exchanges = 0
 
-    def request_sent(self, endpoint: str, waited_s: float) -> None:
-        """One HTTP request left for ``endpoint`` after ``waited_s`` on the rate limiter."""
+    def request_sent(self, endpoint: str) -> None:
+        """One HTTP request left for ``endpoint``."""
         with self._lock:
             self._calls[endpoint] += 1
-            self._wait_s += waited_s
 
     def response_received(self, size: int, status: int) -> None:
         """An answer of ``size`` body bytes arrived."""
@@ -77,6 +79,6 @@ class ClientMetrics:
                 retries=self._retries,
                 rate_limited=self._rate_limited,
                 bytes_received=self._bytes,
-                limiter_wait_s=self._wait_s,
+                limiter_wait_s=self._rate_wait.seconds,
                 exchanges=self._exchanges,
             )

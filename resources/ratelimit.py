@@ -108,10 +108,13 @@ class TokenBucket:
         """The rate the bucket refills at now (lower than the plan's after 429s)."""
         return self._rate * 60
 
-    def acquire(self) -> float:
-        """Block until a token is free and no pause is in force; returns the seconds waited."""
+    def acquire(self, still: Callable[[], None] | None = None) -> float:
+        """Block until a token is free and no pause is in force, calling ``still`` at least once a second
+        while blocked; returns the seconds waited."""
         started = self._clock()
         while (delay := self._take()) > 0:
+            if still is not None:
+                still()
             self._sleep(min(delay, MAX_SLEEP_S))
         waited = self._clock() - started
         with self._lock:

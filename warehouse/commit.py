@@ -20,6 +20,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from models.errors import AuthoritySyncError
+from resources.waits import SharedWait
 from warehouse.catalog import FAMILIES, REVISIONS
 from warehouse.db import ConfigValue, open_database
 from warehouse.locks import LockBusyError, held, writer_lock_path
@@ -106,16 +107,19 @@ def connect(
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
     if not path.exists():
         config["storage_compatibility_version"] = STORAGE_VERSION
-    while True:
-        try:
-            con = open_database(path, config=config)
-            break
-        except duckdb.IOException as error:
-            if "lock" not in str(error).lower():
-                raise
-            if time.monotonic() >= deadline:
-                raise LockBusyError(f"the warehouse {path} is in use: {_holder(error)}") from None
-            time.sleep(POLL_S)
+    wait = SharedWait(lambda: f"the warehouse {path}, opened by another process (up to {wait_s:g} s)")
+    with wait.waiting():
+        while True:
+            try:
+                con = open_database(path, config=config)
+                break
+            except duckdb.IOException as error:
+                if "lock" not in str(error).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise LockBusyError(f"the warehouse {path} is in use: {_holder(error)}") from None
+                wait.still()
+                time.sleep(POLL_S)
     migrate(con)
     return con
 

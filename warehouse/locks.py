@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from models.errors import AuthoritySyncError
+from resources.waits import SharedWait
 
 POLL_S = 0.2
 DEFAULT_LOCK_WAIT_S = 300.0
@@ -61,14 +62,17 @@ def held(path: Path, holder: str, wait_s: float, what: str) -> Iterator[None]:
 
 def _acquire(fd: int, path: Path, wait_s: float, what: str) -> None:
     deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockBusyError(f"{what} is held by {holder_of(path)}{_waited(wait_s)}") from None
-            time.sleep(POLL_S)
+    wait = SharedWait(lambda: f"{what}, held by {holder_of(path)} (up to {wait_s:g} s)")
+    with wait.waiting():
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockBusyError(f"{what} is held by {holder_of(path)}{_waited(wait_s)}") from None
+                wait.still()
+                time.sleep(POLL_S)
 
 
 def holder_of(path: Path) -> str:

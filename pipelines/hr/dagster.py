@@ -50,6 +50,7 @@ from pipelines.hr.drop_folder import (
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
 from pipelines.hr.policy import HrPolicyResource
+from pipelines.hr.problems import Problem
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
@@ -82,6 +83,8 @@ FOLDER_TAG = "adm/hr_drop_folder"
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 RUN_FINISHED = [dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES]
 RUN_UNFINISHED = [status for status in dg.DagsterRunStatus if status not in RUN_FINISHED]
+SHOWN_PROBLEMS = 5
+"""Problems of a refused upload shown on its run (log and metadata), before their count and report."""
 CHECK_CRON = "0 6 * * *"
 """When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
 INSTIGATOR_TAGS = (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule"))
@@ -278,19 +281,30 @@ def _plan(
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
     metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
-        raise dg.Failure(description=outcome.refusal, metadata=metadata)
+        problems = _first_problems(outcome.validation.problems, reports)
+        raise dg.Failure(description=f"{outcome.refusal}\n{problems}", metadata=metadata)
     return outcome.plan, metadata | _plan_metadata(outcome.plan)
 
 
 def _upload_metadata(outcome: PlanOutcome, reports: list[Path]) -> dict[str, Any]:
-    """What the upload held: rows, rows rejected as invalid, problems, and where the error reports are."""
-    rows = outcome.validation.rows
+    """What the upload held: rows, rows rejected as invalid, problems (the first ones, and a count), and
+    where the error reports are."""
+    rows, problems = outcome.validation.rows, outcome.validation.problems
     return {
         "rows": len(rows),
         "rejected_rows": sum(1 for row in rows if not row.valid),
-        "problems": len(outcome.validation.problems),
+        "problems": len(problems),
+        "first_problems": dg.MetadataValue.md(_first_problems(problems, reports)),
         "error_reports": dg.MetadataValue.json([str(path) for path in reports]),
     }
+
+
+def _first_problems(problems: list[Problem], reports: list[Path]) -> str:
+    """The first `SHOWN_PROBLEMS` problems (file, line, column, rule), one a line, then how many there are
+    and where the full report is: what the operator would otherwise ask the CLI for."""
+    lines = [f"- {Path(p.file).name} line {p.line}: {p.describe()}" for p in problems[:SHOWN_PROBLEMS]]
+    where = f"; the full report: {', '.join(str(path) for path in reports)}" if reports else ""
+    return "\n".join([*lines, f"{len(problems)} problem(s) in all{where}"])
 
 
 def _plan_metadata(plan: Plan) -> dict[str, Any]:
