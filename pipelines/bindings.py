@@ -39,6 +39,7 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "burst": settings.burst,
         "concurrency": settings.concurrency,
         "limiter_state_dir": str(settings.limiter_state_dir),
+        "ca_bundle": str(settings.ca_bundle) if settings.ca_bundle else None,
         "tenant_credentials": [
             credential
             for tenant in settings.sync_tenants

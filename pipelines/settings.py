@@ -29,6 +29,7 @@ from pipelines.checks import parse_check_names
 from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import ContractMode, parse_modes
 from resources.settings import Environment, RatePlan
+from resources.tls import CaBundle
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import (
@@ -74,6 +75,7 @@ ACCEPTS: dict[str, str] = {
     "publish_parquet": "true or false",
     "readers_group": "the name of a group of this machine",
     "allow_insecure_http": "true or false",
+    "ca_bundle": "a PEM file of certificate authorities",
     "overlap_minutes": "a whole number of minutes, 0 or more",
     "freshness_hours": "a number of hours above 0",
     "monthly_quota": "a whole number of API calls of at least 1",
@@ -186,6 +188,8 @@ class SyncSettings(BaseSettings):
     """The group that may read the copy for readers (else every file written is private to its owner)."""
     allow_insecure_http: bool = False
     """Allow plain http:// to an address other than this machine's (tokens would cross the network open)."""
+    ca_bundle: CaBundle | None = None
+    """A PEM file of CAs trusted besides the OS trust store and the public CAs (a re-signing proxy's CA)."""
     overlap_minutes: Annotated[int, Field(ge=0)] = 10
     freshness_hours: Annotated[float, Field(gt=0)] = 26.0
     monthly_quota: Annotated[int | None, Field(ge=1)] = None

@@ -71,6 +71,7 @@ from resources.errors import (
     RateLimitError,
     ResponseFormatError,
     ServiceError,
+    TLSError,
     error_for_response,
     error_for_transport,
     error_in_envelope,
@@ -81,6 +82,7 @@ from resources.paging import PageStream
 from resources.ratelimit import shared_bucket
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
+from resources.transport import http_client
 
 logger = logging.getLogger(__name__)
 
@@ -143,21 +145,7 @@ class AdmClient:
 
     def __init__(self, settings: ClientSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
-        self._http = httpx.Client(
-            base_url=settings.address,
-            timeout=httpx.Timeout(
-                connect=settings.connect_timeout_s,
-                read=settings.read_timeout_s,
-                write=settings.write_timeout_s,
-                pool=settings.pool_timeout_s,
-            ),
-            limits=httpx.Limits(
-                max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
-            ),
-            headers={"User-Agent": settings.user_agent, "Accept": "application/json"},
-            verify=True,
-            transport=transport,
-        )
+        self._http = http_client(settings, transport)
         self._slots = threading.BoundedSemaphore(settings.concurrency)
         self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
         self._bucket = shared_bucket(
@@ -482,7 +470,10 @@ class AdmClient:
                     endpoint.method, request.path, params=request.params, json=request.body, headers=headers
                 )
             except httpx.RequestError as error:
-                raise error_for_transport(endpoint.method, request.path, error) from error
+                failure = error_for_transport(endpoint.method, request.path, error)
+                if isinstance(failure, TLSError):
+                    self._metrics.not_sent(endpoint.name)  # the handshake failed: no API call was made
+                raise failure from error
         self._metrics.response_received(len(response.content), response.status_code)
         if response.status_code == 429:
             self._bucket.rate_limited(retry_after_seconds(response), sent_at)

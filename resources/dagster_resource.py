@@ -63,6 +63,9 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     limiter_state_dir: str | None = Field(
         default=None, description="Folder remembering each tenant's rate-limit bucket between runs."
     )
+    ca_bundle: str | None = Field(
+        default=None, description="PEM file of CAs trusted besides the OS store and the public CAs."
+    )
     tenant_credentials: list[TenantCredential] = Field(
         default_factory=list, description="Per-tenant credentials; a tenant not listed uses token/access_key."
     )
@@ -83,6 +86,7 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
             "burst": self.burst,
             "concurrency": self.concurrency,
             "limiter_state_dir": self.limiter_state_dir,
+            "ca_bundle": self.ca_bundle,
         }
         given = {key: value for key, value in values.items() if value is not None}
         return ClientSettings.model_validate(given)

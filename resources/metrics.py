@@ -53,6 +53,14 @@ class ClientMetrics:
             self._calls[endpoint] += 1
             self._wait_s += waited_s
 
+    def not_sent(self, endpoint: str) -> None:
+        """The request `request_sent` counted for ``endpoint`` never reached the service (its TLS
+        handshake failed): it is not an API call."""
+        with self._lock:
+            self._calls[endpoint] -= 1
+            if not self._calls[endpoint]:
+                del self._calls[endpoint]
+
     def response_received(self, size: int, status: int) -> None:
         """An answer of ``size`` body bytes arrived."""
         with self._lock:
