@@ -3,6 +3,7 @@ served over TLS, and a loopback proxy that tunnels CONNECT and records every req
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import socketserver
 import subprocess
@@ -41,7 +42,7 @@ def make_certificates(folder: Path) -> Certificates:
     def run(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
 
-    run("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Test Corp CA")
+    run("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Corp CA")
     run("req", *key, "-keyout", "signed.key", "-out", "signed.csr", "-subj", "/CN=127.0.0.1")
     (folder / "signed.ext").write_text(f"{ip}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
     run(
@@ -136,7 +137,7 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
         while HEAD_END not in head and (chunk := self.request.recv(CHUNK)):
             head += chunk
         cut = self.server.received(head)
-        method, target = (head.split(b" ", 2) + [b"", b""])[:2]
+        method, target = [*head.split(b" ", 2), b"", b""][:2]
         if method != b"CONNECT":
             self.request.sendall(REFUSED)
             return
@@ -158,8 +159,6 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
         while chunk := source.recv(CHUNK):
             sink.sendall(chunk)
     except OSError:
-        pass
-    try:
+        pass  # the other side went away: end this one too
+    with contextlib.suppress(OSError):
         sink.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass

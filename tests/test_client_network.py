@@ -98,9 +98,7 @@ def test_an_untrusted_certificate_fails_once_naming_the_problem_and_the_cure(
     assert elapsed < 5
 
 
-def test_a_ca_bundle_trusts_a_corporate_ca(
-    certificates: Certificates, proxy: RecordingProxy
-) -> None:
+def test_a_ca_bundle_trusts_a_corporate_ca(certificates: Certificates, proxy: RecordingProxy) -> None:
     with TlsEmulator(certificates.signed) as served:
         with tls_client(served.base_url) as untrusting, pytest.raises(TLSError):
             untrusting.current_user_positions()
