@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from resources.errors import (
     RateLimitError,
     ResponseFormatError,
     ServiceError,
+    StoppedError,
     TLSError,
     error_for_response,
     error_for_transport,
@@ -147,6 +149,7 @@ class AdmClient:
         self.settings = settings
         self._http = http_client(settings, transport)
         self._slots = threading.BoundedSemaphore(settings.concurrency)
+        self._halt = threading.Event()
         self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
         self._bucket = shared_bucket(
             settings.address,
@@ -175,6 +178,11 @@ class AdmClient:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._http.close()
         self._bucket.save()
+
+    def stop(self) -> None:
+        """Send no more requests, from any thread: each call not yet sent, a retry's wait and a wait for
+        the rate limiter included, ends at once with `StoppedError` (requests in flight finish)."""
+        self._halt.set()
 
     @property
     def metrics(self) -> MetricsSnapshot:
@@ -412,7 +420,12 @@ class AdmClient:
             partial(self._attempt, request, read),
             request.endpoint.retry_safe,
             partial(self._retrying, request),
+            self._pause,
         )
+
+    def _pause(self, seconds: float) -> None:
+        """Wait between two tries, cut short when the client is stopped."""
+        self._halt.wait(seconds)
 
     def _retrying(self, request: _Request, error: BaseException, attempt: int, sleep_s: float) -> None:
         self._metrics.retried()
@@ -462,9 +475,12 @@ class AdmClient:
         endpoint = request.endpoint
         headers = self._credentials.authorization() if endpoint.authenticated else {}
         with self._slots:
-            waited = self._bucket.acquire()
+            waited = self._bucket.acquire(self._halt)
+            if self._halt.is_set():
+                raise StoppedError("the client was stopped", method=endpoint.method, path=request.path)
             sent_at = self._bucket.now()
             self._metrics.request_sent(endpoint.name, waited)
+            started = time.perf_counter()
             try:
                 response = self._http.request(
                     endpoint.method, request.path, params=request.params, json=request.body, headers=headers
@@ -474,6 +490,8 @@ class AdmClient:
                 if isinstance(failure, TLSError):
                     self._metrics.not_sent(endpoint.name)  # the handshake failed: no API call was made
                 raise failure from error
+            finally:
+                self._metrics.took(endpoint.name, time.perf_counter() - started)
         self._metrics.response_received(len(response.content), response.status_code)
         if response.status_code == 429:
             self._bucket.rate_limited(retry_after_seconds(response), sent_at)

@@ -11,6 +11,7 @@
     ├── ServerError                5xx on a read, after retries
     ├── ConnectionError            no usable answer: refused, timed out, cut off
     ├── TLSError                   the TLS handshake failed: an untrusted certificate (never retried)
+    ├── StoppedError               the client was stopped (`AdmClient.stop`): the request was not sent
     ├── ResponseFormatError        the answer does not match the spec's shape
     ├── WriteOutcomeUnknown        a write failed after it was sent: it may have been applied
     │   └── WriteResponseFormatError  (also a ResponseFormatError) a write's answer could not be read
@@ -123,6 +124,11 @@ class TLSError(ServiceError):
     trusted (a proxy re-signing TLS with its own CA, a wrong host, an expired certificate) or a handshake
     the two sides cannot agree on. Nothing was sent; trying again would fail the same way, so neither the
     client nor a Dagster step retries it."""
+
+
+class StoppedError(ServiceError):
+    """The client was stopped (`AdmClient.stop`: the run is stopping): this request was not sent, and no
+    later one will be."""
 
 
 TLS_ADVICE = (

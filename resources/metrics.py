@@ -24,6 +24,8 @@ class MetricsSnapshot:
     limiter_wait_s: float = 0.0
     """Seconds requests spent blocked on the shared rate limiter, summed over requests."""
     exchanges: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds requests spent on the network per endpoint (sending to the end of the answer), summed."""
 
     @property
     def api_calls(self) -> int:
@@ -46,6 +48,7 @@ class ClientMetrics:
         self._bytes = 0
         self._wait_s = 0.0
         self._exchanges = 0
+        self._seconds: dict[str, float] = {}
 
     def request_sent(self, endpoint: str, waited_s: float) -> None:
         """One HTTP request left for ``endpoint`` after ``waited_s`` on the rate limiter."""
@@ -67,6 +70,11 @@ class ClientMetrics:
             self._bytes += size
             self._rate_limited += status == 429
 
+    def took(self, endpoint: str, seconds: float) -> None:
+        """A request of ``endpoint`` spent ``seconds`` on the network."""
+        with self._lock:
+            self._seconds[endpoint] = self._seconds.get(endpoint, 0.0) + seconds
+
     def retried(self) -> None:
         """A request is about to be tried again."""
         with self._lock:
@@ -87,4 +95,5 @@ class ClientMetrics:
                 bytes_received=self._bytes,
                 limiter_wait_s=self._wait_s,
                 exchanges=self._exchanges,
+                seconds=dict(self._seconds),
             )
