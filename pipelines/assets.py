@@ -26,6 +26,7 @@ import dagster as dg
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
+from pipelines.stopping import RunInterruptedError, RunOverBudgetError
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
@@ -37,7 +38,7 @@ from pipelines.sync import (
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError
+from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -206,7 +207,8 @@ def tenant_sync_asset(
         except SyncBlockedError as error:
             yield from _check_results(context, request.tenant_id, outcome.checks)
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
-        except SyncRefusedError as error:
+        except (SyncRefusedError, RunInterruptedError, RunOverBudgetError, TLSError) as error:
+            # Final: a refusal, a stop (its journal resumes the next run) or a certificate not trusted.
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except TRANSIENT as error:
             raise _retry(context, sync_policy, error) from error

@@ -106,6 +106,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         reject_max_share=settings.reject_max_share,
         warn_only_checks=",".join(settings.warn_only_checks),
         resume_hours=settings.resume_hours,
+        run_budget_s=settings.run_budget_s,
         max_retries=settings.max_retries,
         retry_wait_s=settings.retry_wait_s,
         revision_recheck_days=settings.revision_recheck_days,

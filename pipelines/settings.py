@@ -87,6 +87,7 @@ ACCEPTS: dict[str, str] = {
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
     "resume_hours": "a number of hours, 0 or more",
+    "run_budget_s": "a number of seconds above 0",
     "max_retries": "a whole number of retries, 0 or more",
     "retry_wait_s": "a number of seconds, 0 or more",
     "revision_recheck_days": "a whole number of days of at least 1",
@@ -202,6 +203,9 @@ class SyncSettings(BaseSettings):
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
     resume_hours: Annotated[float, Field(ge=0)] = 12.0
     """A run reuses the revision lists a failed or killed run fetched within this many hours (0: never)."""
+    run_budget_s: Annotated[float | None, Field(gt=0)] = None
+    """Seconds a run may take before it is stopped like a SIGTERM would (its journal kept for the next run);
+    unset: three times what its expected calls take at the plan's rate, plus ten minutes."""
     max_retries: Annotated[int, Field(ge=0)] = 2
     """A Dagster step that failed for a passing reason (5xx, connection, 429s) runs again this often."""
     retry_wait_s: Annotated[float, Field(ge=0)] = 30.0

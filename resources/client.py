@@ -184,6 +184,10 @@ class AdmClient:
         the rate limiter included, ends at once with `StoppedError` (requests in flight finish)."""
         self._halt.set()
 
+    def observe(self, observer: Callable[[MetricsSnapshot], None] | None) -> None:
+        """Call ``observer`` with the metrics before each request leaves (see `ClientMetrics.observe`)."""
+        self._metrics.observe(observer)
+
     @property
     def metrics(self) -> MetricsSnapshot:
         """What this client has spent so far (calls, retries, 429s, bytes, limiter wait, exchanges)."""

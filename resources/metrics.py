@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,12 +50,21 @@ class ClientMetrics:
         self._wait_s = 0.0
         self._exchanges = 0
         self._seconds: dict[str, float] = {}
+        self._observer: Callable[[MetricsSnapshot], None] | None = None
+
+    def observe(self, observer: Callable[[MetricsSnapshot], None] | None) -> None:
+        """Call ``observer`` with the counters each time a request is about to leave (None: stop), one call
+        at a time and in order, so that the last one it saw is the latest count."""
+        with self._lock:
+            self._observer = observer
 
     def request_sent(self, endpoint: str, waited_s: float) -> None:
-        """One HTTP request left for ``endpoint`` after ``waited_s`` on the rate limiter."""
+        """One HTTP request is about to leave for ``endpoint`` after ``waited_s`` on the rate limiter."""
         with self._lock:
             self._calls[endpoint] += 1
             self._wait_s += waited_s
+            if self._observer is not None:
+                self._observer(self._snapshot())
 
     def not_sent(self, endpoint: str) -> None:
         """The request `request_sent` counted for ``endpoint`` never reached the service (its TLS
@@ -88,12 +98,15 @@ class ClientMetrics:
     def snapshot(self) -> MetricsSnapshot:
         """The counters now."""
         with self._lock:
-            return MetricsSnapshot(
-                calls=dict(self._calls),
-                retries=self._retries,
-                rate_limited=self._rate_limited,
-                bytes_received=self._bytes,
-                limiter_wait_s=self._wait_s,
-                exchanges=self._exchanges,
-                seconds=dict(self._seconds),
-            )
+            return self._snapshot()
+
+    def _snapshot(self) -> MetricsSnapshot:
+        return MetricsSnapshot(
+            calls=dict(self._calls),
+            retries=self._retries,
+            rate_limited=self._rate_limited,
+            bytes_received=self._bytes,
+            limiter_wait_s=self._wait_s,
+            exchanges=self._exchanges,
+            seconds=dict(self._seconds),
+        )
