@@ -22,7 +22,7 @@ from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
-from pipelines.stopping import received_signal
+from pipelines.stopping import exit_at_once, received_signal
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private
@@ -140,8 +140,8 @@ def extract(
         run = runs[-1]
         shown = escape(settings.tenant_label(run.tenant_id))
         said = run.error if not run.success else f"committed; {Signals(stopped_by).name}: no further tenant"
-        console.print(f"[red]tenant {shown}: {escape(said or 'interrupted')}[/]")
-        raise typer.Exit(128 + stopped_by)
+        console.print(f"[red]tenant {shown}: {escape(said or 'interrupted')}[/]", soft_wrap=True)
+        exit_at_once(128 + stopped_by)
     failed = [run for run in runs if not run.success]
     for run in failed:
         shown = escape(settings.tenant_label(run.tenant_id))
