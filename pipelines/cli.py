@@ -23,9 +23,10 @@ from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from pipelines.stopping import exit_at_once, received_signal
+from pipelines.sync import owned_files
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
-from warehouse.files import keep_private
+from warehouse.files import keep_private, tighten
 from warehouse.locks import LockBusyError
 from warehouse.migrate import NewerWarehouseError
 from warehouse.publish import for_readers, try_publish
@@ -206,6 +207,7 @@ def warehouse_upgrade(
     settings = settings_or_exit(warehouse)
     try:
         done = upgrade(settings.warehouse, settings.lock_wait_s)
+        tighten(*owned_files(warehouse_resource(settings), str(settings.limiter_state_dir)))
     except (OSError, LockBusyError, NewerWarehouseError, duckdb.Error) as error:
         typer.echo(f"error: {settings.warehouse}: {error}", err=True)
         raise typer.Exit(1) from None

@@ -45,7 +45,7 @@ from resources.metrics import MetricsSnapshot
 from warehouse import reads
 from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
-from warehouse.files import keep_private
+from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
 from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
 from warehouse.staging import (
@@ -131,6 +131,7 @@ def sync_tenant(
     outcome.record.monthly_quota = services.policy.quota_of(request.tenant_id)
     warehouse = services.warehouse.file
     keep_private()
+    tighten(*owned_files(services.warehouse, services.adm.limiter_state_dir))
     stop = RunStop()
     with stopping_on_signals(stop):  # until the row is written: a second signal cannot lose it
         try:
@@ -148,6 +149,15 @@ def sync_tenant(
                 raise stopped from None
             raise
     return outcome
+
+
+def owned_files(warehouse: WarehouseResource, limiter_state_dir: str | None) -> list[Path]:
+    """What syncs write and keep (an earlier release may have left it readable): the warehouse and its
+    files, staging, the rate-limit state, and the copy for readers unless a group may read it."""
+    target = warehouse.publish_target
+    shared = [] if target.readers_group else [target.path, target.parquet_root]
+    limiter = [Path(limiter_state_dir)] if limiter_state_dir else []
+    return [*warehouse_files(warehouse.file), Path(warehouse.staging_root), *limiter, *shared]
 
 
 def _left_for_resume(services: SyncServices, record: RunRecord) -> str:
