@@ -281,8 +281,8 @@ def _warn_only(tags: Mapping[str, str]) -> frozenset[str]:
 
 
 def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:
-    """The run's tenant: its partition; a run without one (``dagster job execute`` with no partition tag)
-    syncs the only configured tenant, and is refused when there are several."""
+    """The run's tenant: its partition. A run without one (``dagster job execute`` with no partition tag)
+    is refused before it does anything: its checks are partitioned too, and would fail after its commit."""
     tenants = partitions.get_partition_keys()
     if context.has_partition_key:
         # A partition key can come from a run tag that Dagster does not check (dagster/partition: "*").
@@ -290,11 +290,10 @@ def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefiniti
             return configured_tenant(str(context.partition_key), tenants)
         except SettingsError as error:
             raise dg.Failure(description=f"run partition: {error}; this run did nothing") from None
-    if len(tenants) == 1:
-        return tenants[0]
     raise dg.Failure(
-        description=f"this run names no tenant; configured tenants: {', '.join(tenants)}. Launch one run "
-        'per tenant (the schedules do), e.g. --tags \'{"dagster/partition": "<tenant>"}\''
+        description=f"this run names no tenant (no partition); configured tenants: {', '.join(tenants)}; "
+        "this run did nothing. Launch one run per tenant (the schedules do), e.g. "
+        '--tags \'{"dagster/partition": "<tenant>"}\''
     )
 
 

@@ -279,3 +279,18 @@ def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
     assert "\n" not in error
     assert not lowered.warehouse.exists()  # refused before anything was read or written
     # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)
+
+
+def test_a_run_without_a_partition_is_refused_before_it_does_anything(
+    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+) -> None:
+    # ``dagster job execute -j nightly_sync`` with no partition tag. Before, with one tenant configured: the
+    # sync committed, then its partitioned checks failed the run, and the on-call engineer reran it.
+    settings = settings_for(server, warehouse, tenants=[DEMO_TENANT_ID])
+    job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
+
+    result = job.execute_in_process(instance=instance, run_config=QUIET_LOGS, raise_on_error=False)
+
+    assert not result.success
+    assert "this run names no tenant (no partition)" in first_error(result)
+    assert query(warehouse, "SELECT count(*) FROM sync_runs") == [(0,)]
