@@ -114,17 +114,20 @@ class ProgressFile:
     """A run's progress report, rewritten in place before each request it sends: one ``pwrite`` of a few
     hundred bytes to the page cache (microseconds), which a killed process leaves whole. The report only
     grows (its counts only rise), so the rest of the file never holds an older tail; padding covers the
-    rare shorter one."""
+    rare shorter one. The file appears with the first report: a run killed before it sent anything leaves
+    none."""
 
     def __init__(self, directory: Path) -> None:
-        self._fd = os.open(directory / PROGRESS_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._path = directory / PROGRESS_FILE
+        self._fd: int | None = None
         self._size = 0
 
     def __enter__(self) -> ProgressFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
 
     def write(self, progress: Progress) -> None:
         """Report the run's spending so far."""
@@ -135,6 +138,8 @@ class ProgressFile:
             "at": progress.at.isoformat(),
         }
         text = json.dumps(body).encode().ljust(self._size)  # spaces after JSON are JSON still
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.pwrite(self._fd, text, 0)
         self._size = len(text)
 
