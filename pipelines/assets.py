@@ -26,6 +26,7 @@ import dagster as dg
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
+from pipelines.stopping import RunInterruptedError, RunOverBudgetError
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
@@ -38,7 +39,7 @@ from pipelines.sync import (
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError
+from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -210,7 +211,8 @@ def tenant_sync_asset(
         except SyncBlockedError as error:
             yield from _check_results(context, request.tenant_id, names, outcome.checks)
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
-        except SyncRefusedError as error:
+        except (SyncRefusedError, RunInterruptedError, RunOverBudgetError, TLSError) as error:
+            # Final: a refusal, a stop (its journal resumes the next run) or a certificate not trusted.
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except TRANSIENT as error:
             raise _retry(context, sync_policy, error, outcome) from error
@@ -308,8 +310,8 @@ def _warn_only(tags: Mapping[str, str]) -> frozenset[str]:
 
 
 def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:
-    """The run's tenant: its partition; a run without one (``dagster job execute`` with no partition tag)
-    syncs the only configured tenant, and is refused when there are several."""
+    """The run's tenant: its partition. A run without one (``dagster job execute`` with no partition tag)
+    is refused before it does anything: its checks are partitioned too, and would fail after its commit."""
     tenants = partitions.get_partition_keys()
     if context.has_partition_key:
         # A partition key can come from a run tag that Dagster does not check (dagster/partition: "*").
@@ -317,11 +319,10 @@ def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefiniti
             return configured_tenant(str(context.partition_key), tenants)
         except SettingsError as error:
             raise dg.Failure(description=f"run partition: {error}; this run did nothing") from None
-    if len(tenants) == 1:
-        return tenants[0]
     raise dg.Failure(
-        description=f"this run names no tenant; configured tenants: {', '.join(tenants)}. Launch one run "
-        'per tenant (the schedules do), e.g. --tags \'{"dagster/partition": "<tenant>"}\''
+        description=f"this run names no tenant (no partition); configured tenants: {', '.join(tenants)}; "
+        "this run did nothing. Launch one run per tenant (the schedules do), e.g. "
+        '--tags \'{"dagster/partition": "<tenant>"}\''
     )
 
 

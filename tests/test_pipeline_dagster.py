@@ -359,3 +359,18 @@ def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when
     waited = next(i for i, message in enumerate(logged) if message.startswith("waited "))
     assert waiting < waited and "for the warehouse" in logged[waited]
     assert float(logged[waited].split()[1]) >= NOTICE_AFTER_S
+
+
+def test_a_run_without_a_partition_is_refused_before_it_does_anything(
+    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+) -> None:
+    # ``dagster job execute -j nightly_sync`` with no partition tag. Before, with one tenant configured: the
+    # sync committed, then its partitioned checks failed the run, and the on-call engineer reran it.
+    settings = settings_for(server, warehouse, tenants=[DEMO_TENANT_ID])
+    job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
+
+    result = job.execute_in_process(instance=instance, run_config=QUIET_LOGS, raise_on_error=False)
+
+    assert not result.success
+    assert "this run names no tenant (no partition)" in first_error(result)
+    assert query(warehouse, "SELECT count(*) FROM sync_runs") == [(0,)]
