@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from models.hr.fields import EntityKind
-from pipelines.hr.csv_input import CsvFile
+from pipelines.hr.csv_input import FILE_RULES, CsvFile, column_key
 from pipelines.hr.dates import date_order_problems
 from pipelines.hr.graph import check_org_graph
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
@@ -24,6 +24,7 @@ from pipelines.hr.rows import HrRow, parse_row
 from pipelines.hr.snapshot import Snapshot, fold
 from pipelines.hr.staleness import ExportTimes, old_exports, stale_rows
 
+HIDDEN_COLUMN_RULE = "hidden_column"
 _SHOWN_COLUMNS = 8
 """Header names an unknown_file_kind problem quotes at most."""
 
@@ -119,7 +120,20 @@ def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKin
         Problem(file.name, 1, column, "duplicate_column", "the header names this mapped column twice")
         for column in twice
     ]
-    return None if missing or twice else kinds[0]
+    hidden = hidden_mapped(file, entity_mapping)
+    problems += hidden
+    return None if missing or twice or hidden else kinds[0]
+
+
+def hidden_mapped(file: CsvFile, entity_mapping: EntityMapping) -> list[Problem]:
+    """A workbook's mapped columns hidden in Excel: their values would be written unseen."""
+    mapped = {column_key(column) for column in entity_mapping.columns.values()}
+    message = "the column is hidden in the workbook: unhide it (its values would be written unseen)"
+    return [
+        Problem(file.name, 1, name, HIDDEN_COLUMN_RULE, message)
+        for name in file.hidden_columns
+        if column_key(name) in mapped
+    ]
 
 
 def _kind_message(file: CsvFile, mapping: Mapping) -> str:
@@ -136,12 +150,17 @@ def _kind_message(file: CsvFile, mapping: Mapping) -> str:
 
 
 def _rows(file: CsvFile, entity_mapping: EntityMapping, mapping: Mapping, tenant_id: str) -> list[HrRow]:
-    shape = {problem.line: problem for problem in file.problems if problem.rule == "field_count"}
+    """The file's rows, each with the problems reading found in it: of its shape, of the whole row, or of
+    a cell in a mapped column (an unmapped column's cells are never read)."""
+    mapped = {column_key(column) for column in entity_mapping.columns.values()}
+    found: dict[int, list[Problem]] = defaultdict(list)
+    for problem in file.problems:
+        if problem.rule not in FILE_RULES and (not problem.column or column_key(problem.column) in mapped):
+            found[problem.line].append(problem)
     rows = []
     for csv_row in file.rows:
         row = parse_row(file.name, csv_row, entity_mapping, mapping.csv, tenant_id)
-        if csv_row.line in shape:
-            row.problems.insert(0, shape[csv_row.line])
+        row.problems[:0] = found.get(csv_row.line, [])
         rows.append(row)
     return rows
 
