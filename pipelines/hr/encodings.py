@@ -4,11 +4,12 @@
 (UTF-8, UTF-16 or UTF-32, either byte order), whatever the setting: spreadsheets write one, and so does
 this tool's error report. Otherwise the setting (``--encoding``, ``[csv] encoding``) is used.
 
-**What proves an encoding wrong.** Bytes that do not decode; control characters C1 (U+0080 to U+009F) or
-NUL in the text, which no HR system types and which only a wrong single-byte reading makes (cp1252's
-right quote, byte 0x92, read as latin-1 is U+0092); and a file set as a single-byte encoding whose bytes
-are valid UTF-8 with letters beyond ASCII (read as cp1252 ``José`` would be ``JosÃ©``). Each refuses
-the file with one ``encoding`` problem (NUL: ``unreadable``) naming the line.
+**What proves an encoding wrong.** Bytes that do not decode; NUL in the text; control characters C1
+(U+0080 to U+009F) read with a single-byte encoding, which no HR system types and which only a wrong
+reading makes (cp1252's right quote, byte 0x92, read as latin-1 is U+0092); and a file set as a
+single-byte encoding whose bytes are valid UTF-8 with letters beyond ASCII (read as cp1252 ``José``
+would be ``JosÃ©``). Each refuses the file with one ``encoding`` problem (NUL: ``unreadable``) naming
+the line.
 
 **The advice.** The problem names the first encoding of `CANDIDATES` that decodes the file without any
 such control character (cp1252 before latin-1: latin-1 decodes every byte, turning cp1252's quotes into
@@ -37,7 +38,10 @@ CANDIDATES = ("utf-8", "cp1252", "latin-1")
 WIDE_CANDIDATES = ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 """Encodings the advice may name for a file with NUL bytes (UTF-16 or UTF-32 written without a BOM)."""
 _UNTYPED = re.compile("[\x00\x80-\x9f]")
-"""Characters no HR system types: NUL and the C1 controls, made only by reading bytes wrongly."""
+"""Characters no HR system types: NUL and the C1 controls, made by reading bytes wrongly."""
+_NUL = re.compile("\x00")
+"""What proves a UTF reading wrong: a C1 character read as UTF is what the file holds (a cell's own
+content, refused as such by the row checks), but NUL is no text."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -61,7 +65,7 @@ def decode(path: str, data: bytes, encoding: str) -> str:
         line = len(_LINE_BREAK.findall(data[: error.start].decode("latin-1"))) + 1
         message = f"line {line} is not {_name(codec)} ({error.reason} at byte {error.start}); {_advice(data)}"
         raise EncodingRefusedError(Problem(path, line, "", "encoding", message)) from None
-    untyped = _UNTYPED.search(text)
+    untyped = (_NUL if codecs.lookup(codec).name.startswith("utf") else _UNTYPED).search(text)
     if untyped is not None:
         raise EncodingRefusedError(_untyped_problem(path, text, untyped.start(), codec, data))
     if used is None and not setting.startswith("utf") and not data.isascii() and _utf8(data):
@@ -116,4 +120,4 @@ def _utf8(data: bytes) -> bool:
 
 
 def _name(codec: str) -> str:
-    return "UTF-8" if codec == "utf-8-sig" else codec
+    return "utf-8" if codec == "utf-8-sig" else codec

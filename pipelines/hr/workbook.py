@@ -36,10 +36,10 @@ from typing import Any
 from xml.etree.ElementTree import Element
 
 from openpyxl import load_workbook
-from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
 from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet._reader import FORMULA_TAG, VALUE_TAG, WorkSheetParser
+from openpyxl.worksheet.cell_range import CellRange
 
 from pipelines.hr.csv_input import CsvFile, CsvRow, column_key, column_positions, header_names
 from pipelines.hr.problems import Problem
@@ -52,7 +52,7 @@ MERGED_RULE = "merged_cells"
 HIDDEN_ROW_RULE = "hidden_row"
 
 
-class _Parser(WorkSheetParser):  # type: ignore[misc]  # openpyxl's parser is untyped
+class _Parser(WorkSheetParser):
     """openpyxl's worksheet parser (values only), keeping where the formula cells are and which of them
     were saved without their value (read as empty otherwise)."""
 
@@ -124,8 +124,8 @@ def _parse(workbook: Workbook, sheet: Any) -> _Sheet:
             sheet._shared_strings,
             data_only=True,
             epoch=workbook.epoch,
-            date_formats=workbook._date_formats,
-            timedelta_formats=workbook._timedelta_formats,
+            date_formats=workbook._date_formats,  # type: ignore[attr-defined]
+            timedelta_formats=workbook._timedelta_formats,  # type: ignore[attr-defined]
         )
         for number, cells in parser.parse():
             found.rows[number] = {
@@ -213,7 +213,13 @@ def _merge(path: Path, sheet: _Sheet, header: list[str]) -> list[Problem]:
     data cell)."""
     problems = []
     for ref in sheet.merged:
-        first_column, first_row, last_column, last_row = range_boundaries(ref)
+        merged = CellRange(ref)
+        first_column, first_row, last_column, last_row = (
+            merged.min_col,
+            merged.min_row,
+            merged.max_col,
+            merged.max_row,
+        )
         value = sheet.rows.get(first_row, {}).get(first_column)
         if first_column == last_column and first_row > 1:
             for line in range(first_row + 1, last_row + 1):
