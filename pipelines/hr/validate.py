@@ -1,10 +1,10 @@
 """Validate an upload (one or more HR files) before anything is planned.
 
 Order: the files (readable, a known kind, every mapped column present once, dates in a provable day/month
-order), each row's fields (E1/E3 rules,
-formula injection, tenant), duplicate keys, matching to service records, references, dates across
-fields, then the org graph (cycles, inactive managers). Every problem names file, physical line, HR
-column and rule; a row with any problem is invalid and never planned.
+order), each row's fields (E1/E3 rules, formula injection, tenant), duplicate keys, ids as a spreadsheet
+may have changed them, matching to service records, references, dates across fields, then the org graph
+(cycles, inactive managers). Every problem names file, physical line, HR column and rule; a row with
+any problem is invalid and never planned.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from models.hr.fields import EntityKind
 from pipelines.hr.csv_input import FILE_RULES, CsvFile, column_key
 from pipelines.hr.dates import date_order_problems
 from pipelines.hr.graph import check_org_graph
+from pipelines.hr.ids import check_ids
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
@@ -81,6 +82,7 @@ def validate(
     users, groups = result.of_kind("user"), result.of_kind("group")
     for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
         _duplicates(rows, entity_mapping)
+        check_ids(rows, entity_mapping, snapshot)
         match_rows(rows, entity_mapping, snapshot)
     references = References(snapshot, users, groups)
     for row in users:
