@@ -8,21 +8,37 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+from datetime import date
 from pathlib import Path
 
 import pytest
 import xlsxwriter
 from openpyxl import Workbook
 
+from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.hr.plan import Plan
+from models.users import UpdateUserEntities
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row
 from pipelines.hr.mapping import CsvOptions, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.upload import read_upload
+from pipelines.hr.validate import validate
+from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from tests.test_hr_support import MAPPING, apply, plan, row_of, user_id, user_rows, writes
+from tests.test_hr_support import (
+    MAPPING,
+    SETTINGS,
+    apply,
+    client_of,
+    plan,
+    row_of,
+    seeded_snapshot,
+    user_id,
+    user_rows,
+    writes,
+)
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -253,3 +269,42 @@ def test_utf16_without_bom_is_advised_as_utf16_and_utf8_set_as_cp1252_is_refused
     path.write_bytes(csv_bytes(renamed(), "utf-8"))  # read as cp1252 "Seán" would be "SeÃ¡n"
     (problem,) = read_upload(path, "cp1252").problems
     assert problem.rule == "encoding" and "--encoding utf-8" in problem.message
+
+
+def test_an_id_that_lost_its_leading_zeros_is_never_written_nor_matched_as_another(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    with client_of(adm) as client:  # the service holds an id with leading zeros
+        client.update_user_entities(
+            user_id("E100010"), UpdateUserEntities(tenant_id=DEMO_TENANT_ID, employee_id="00123")
+        )
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
+    rows = user_rows()
+    mine = {**row_of(rows, "E100010"), "employee_id": 123}  # Excel made the id a number
+    report = {**row_of(rows, "E100011"), "manager": 123}
+    workbook = xlsxwriter.Workbook(str(tmp_path / "users.xlsx"))
+    sheet = workbook.add_worksheet()
+    sheet.write_row(0, 0, HEADER)
+    for number, row in enumerate((mine, report), start=1):
+        sheet.write_row(number, 0, [row.get(name, "") for name in ORDER])
+    workbook.close()
+    outcome = plan(hr_store, tmp_path / "users.xlsx")
+    assert rules(outcome.validation.problems) >= {
+        (2, "Employee ID", "id_leading_zeros"),
+        (3, "Manager Employee ID", "id_leading_zeros"),
+    }
+    assert "'00123'" in outcome.validation.problems[0].message
+    assert outcome.plan is None or changes(outcome.plan) == {}
+    assert writes(server) == {f"user:{user_id('E100010')}": 1}  # the test's own write only
+
+
+def test_an_id_holding_an_invisible_character_is_refused(tmp_path: Path) -> None:
+    rows = user_rows()
+    zero_width = {**row_of(rows, "E100010"), "employee_id": "E100\u200b010"}
+    control = {**row_of(rows, "E100011"), "manager": "E100\u0085002"}
+    path = tmp_path / "users.csv"
+    path.write_bytes(csv_bytes([zero_width, control], "utf-8"))
+    validation = validate([read_upload(path)], MAPPING, seeded_snapshot(), date(2026, 2, 1))
+    found = {(p.line, p.column, p.rule): p.message for p in validation.problems}
+    assert "U+200B" in found[(2, "Employee ID", "invisible_character")]
+    assert "U+0085" in found[(3, "Manager Employee ID", "invisible_character")]
