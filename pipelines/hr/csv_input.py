@@ -106,6 +106,8 @@ class CsvFile:
     delimiter: str | None = None
     hidden_columns: list[str] = field(default_factory=list)
     """A workbook's header names of the columns hidden in Excel (their values would be read unseen)."""
+    notes: list[Problem] = field(default_factory=list)
+    """What reading left out, and why (a totals row): told to the person, refusing nothing."""
 
     @property
     def name(self) -> str:
@@ -140,6 +142,45 @@ def parse_csv(path: Path, data: bytes, encoding: str = "utf-8", delimiter: str |
         return replace(_parse(path, digest, reader), delimiter=separator)
     except csv.Error as error:
         return CsvFile(path, digest, problems=[_syntax_problem(path, text, separator, reader, error)])
+
+
+FOOTER_LABEL = re.compile(
+    r"(?:grand\s+|sub\s*)?(?:totals?|sum|summe|gesamt|count|record\s+count|row\s+count|anzahl)\b"
+    r"|end\s+of\s+(?:report|file|data)\b",
+    re.IGNORECASE,
+)
+"""How a totals or footer row's first cell starts: ``Total: 300 workers``, ``Grand total``, ``Summe``,
+``Record count``, ``End of report``."""
+_NUMBER = re.compile(r"[-+]?[\d.,\s']+%?")
+FOOTER_RULE = "footer_row"
+
+
+def without_footers(file: CsvFile) -> CsvFile:
+    """``file`` without its totals and footer rows, each told in a note. Such a row's first non-blank cell
+    starts with a totals word (`FOOTER_LABEL`) and its other cells are blank or numbers (totals), so a
+    person's row (whose email, title or dates are no numbers) is never taken for one."""
+    footers = {row.line: label for row in file.rows if (label := _footer_label(row.cells))}
+    if not footers:
+        return file
+    notes = [
+        Problem(
+            file.name, line, "", FOOTER_RULE, f"skipped: {label!r} is a totals or footer row, not a record"
+        )
+        for line, label in footers.items()
+    ]
+    return replace(
+        file,
+        rows=[row for row in file.rows if row.line not in footers],
+        problems=[problem for problem in file.problems if problem.line not in footers],
+        notes=[*file.notes, *notes],
+    )
+
+
+def _footer_label(cells: Sequence[str]) -> str | None:
+    filled = [cell.strip() for cell in cells if cell.strip()]
+    if not filled or not FOOTER_LABEL.match(filled[0]):
+        return None
+    return filled[0] if all(_NUMBER.fullmatch(cell) for cell in filled[1:]) else None
 
 
 def read_bytes(path: Path) -> tuple[bytes, Problem | None]:

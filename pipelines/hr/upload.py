@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pipelines.hr.csv_input import CsvFile, parse_csv, read_bytes
+from pipelines.hr.csv_input import CsvFile, parse_csv, read_bytes, without_footers
 from pipelines.hr.problems import Problem
 from pipelines.hr.workbook import read_workbook
 
@@ -34,8 +34,8 @@ def read_upload(path: Path, encoding: str = "utf-8", delimiter: str | None = Non
         message = "an Excel 97-2003 workbook (.xls): save it as .xlsx (Excel Workbook) or as CSV"
         return CsvFile(path, _sha(data), problems=[Problem(str(path), 0, "", "unreadable", message)])
     if data.startswith(XLSX_MAGIC):
-        return read_workbook(path, data, _sha(data))
-    return parse_csv(path, data, encoding, delimiter)
+        return without_footers(read_workbook(path, data, _sha(data)))
+    return without_footers(parse_csv(path, data, encoding, delimiter))
 
 
 def _sha(data: bytes) -> str:

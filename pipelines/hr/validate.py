@@ -44,6 +44,11 @@ class Validation:
         """Every problem, by file, line and column."""
         return sorted([*self.file_problems, *(p for row in self.rows for p in row.problems)])
 
+    @property
+    def notes(self) -> list[Problem]:
+        """What reading the files left out and why (a totals row), refusing nothing."""
+        return [note for file in self.files for note in file.notes]
+
     def of_kind(self, kind: EntityKind) -> list[HrRow]:
         """The rows of one kind."""
         return [row for row in self.rows if row.kind == kind]
