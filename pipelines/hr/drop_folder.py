@@ -107,7 +107,13 @@ def folder_settings(folder: Path) -> FolderSettings:
     try:
         with path.open("rb") as handle:
             return FolderSettings.model_validate(tomllib.load(handle))
-    except (OSError, tomllib.TOMLDecodeError, PydanticValidationError) as error:
+    except PydanticValidationError as error:
+        wrong = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors(include_url=False, include_input=False)
+        )
+        raise FolderSettingsError(f"{path}: {wrong}") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
         raise FolderSettingsError(f"{path}: {str(error).splitlines()[0]}") from None
 
 
