@@ -308,3 +308,40 @@ def test_an_id_holding_an_invisible_character_is_refused(tmp_path: Path) -> None
     found = {(p.line, p.column, p.rule): p.message for p in validation.problems}
     assert "U+200B" in found[(2, "Employee ID", "invisible_character")]
     assert "U+0085" in found[(3, "Manager Employee ID", "invisible_character")]
+
+
+def test_dotted_day_first_dates_that_read_both_ways_are_read_day_first(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    doubtful = [
+        row
+        for row in rows
+        if int(row["start_date"][8:]) <= 12 and row["start_date"][5:7] != row["start_date"][8:]
+    ]
+    delta = doubtful[:2]  # a small delta file: no date in it tells the order by itself
+    for row in delta:
+        year, month, day = row["start_date"].split("-")
+        row["start_date"] = f"{day}.{month}.{year}"
+    path = tmp_path / "users.csv"
+    path.write_bytes(csv_bytes(delta, "utf-8"))
+    options = CsvOptions.model_validate({**MAPPING.csv.model_dump(), "date_formats": ["%d.%m.%Y"]})
+    outcome = plan(hr_store, path, mapping=MAPPING.model_copy(update={"csv": options}))
+    assert outcome.validation.problems == []
+    assert changes(outcome.plan) == {}  # read day first: the service's own start dates
+
+
+def test_a_totals_row_is_skipped_with_a_note(hr_store: WarehouseResource, tmp_path: Path) -> None:
+    rows = renamed()
+    path = tmp_path / "users.csv"
+    footer = ["Total: 2 workers"] + [""] * (len(HEADER) - 1)
+    path.write_bytes(csv_bytes(rows, "utf-8") + ",".join(["Grand total", "2"]).encode() + b"\r\n")
+    with path.open("a", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerow(footer)
+    outcome = plan(hr_store, path)
+    assert outcome.validation.problems == []
+    assert [(note.line, note.rule) for note in outcome.validation.notes] == [
+        (4, "footer_row"),
+        (5, "footer_row"),
+    ]
+    assert set(changes(outcome.plan)) == set(EXPECTED)
