@@ -373,7 +373,7 @@ def show_plan(
 ) -> PlanOutcome:
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
-        outcome = plan_upload(store, request)
+        outcome = plan_upload(store, request, progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     except (StaleWarehouseError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
