@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import re
 
+from models.errors import AuthoritySyncError
 from pipelines.hr.problems import Problem
 
 BOMS = (
@@ -45,7 +46,7 @@ content, refused as such by the row checks), but NUL is no text."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-class EncodingRefusedError(Exception):
+class EncodingRefusedError(AuthoritySyncError, ValueError):
     """The file is not text in the encoding it was read with; ``problem`` says where and what to do."""
 
     def __init__(self, problem: Problem) -> None:
