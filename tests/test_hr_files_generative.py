@@ -228,6 +228,8 @@ def check_property(outcome: PlanOutcome, drawn: Drawn) -> None:
     for (key, name), after in made.items():
         if name == "last_name":
             assert drawn.last_names.get(key) == after, (key, after)
+        elif name == "display_name":  # written with a renamed person's seen names
+            assert key in drawn.last_names and after.endswith(drawn.last_names[key]), (key, after)
         elif name == "groups":
             assert key in drawn.departments and group_id(drawn.departments[key]) in after, (key, after)
         else:
