@@ -123,6 +123,8 @@ def hr_policy_resource(settings: SyncSettings) -> HrPolicyResource:
         plan_max_age_hours=settings.hr_plan_max_age_hours,
         max_invalid_share=settings.hr_max_invalid_share,
         four_eyes=settings.hr_four_eyes,
+        tenants=settings.sync_tenants,
+        tenant_names=settings.tenant_names,
     )
 
 

@@ -362,3 +362,18 @@ def test_who_plans_lifts_and_applies_is_the_os_account_and_four_eyes_refuses_the
     assert [(lift["kind"], lift["approved_by"]) for lift in shown["lifts"]] == [("manager", "hr.lead")]
     code, listed = hr("status", "--json", "--warehouse", hr_store.path)
     assert [plan["plan_id"] for plan in json.loads(listed)["plans"]] == [plan_id]
+
+
+def test_plan_tells_a_person_waiting_each_step_it_finished(
+    service_env: Path, hr_store: WarehouseResource
+) -> None:
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path)
+    assert code == 0, output
+    steps = [
+        "row(s) from 2 file(s)",
+        "loaded the warehouse's 300 user(s)",
+        "validated ",
+        "planned ",
+    ]
+    places = [output.find(step) for step in steps]
+    assert -1 not in places and places == sorted(places), output

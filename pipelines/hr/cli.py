@@ -378,11 +378,13 @@ def show_plan(
 ) -> PlanOutcome:
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
-        outcome = plan_upload(store, request)
+        outcome = plan_upload(store, request, progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     except (StaleWarehouseError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     print_problems(console, outcome.validation.problems, limit)
+    for note in outcome.validation.notes:
+        console.print(f"Note: {escape(Path(note.file).name)} line {note.line}: {escape(note.message)}")
     for path in write_error_reports(outcome.validation, request.mapping, errors):
         console.print(f"Error report: {path} (fix those rows and upload them again)")
     if outcome.plan is None:

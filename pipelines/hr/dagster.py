@@ -39,8 +39,8 @@ from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
     FAILED,
     ROOT,
+    SETTINGS_FILE,
     DropFolder,
-    FolderSettingsError,
     complete,
     drop_folders,
     file_away,
@@ -67,7 +67,7 @@ from pipelines.hr.workflow import (
 )
 from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
-from pipelines.settings import NO_TENANT
+from pipelines.settings import NO_TENANT, SettingsError, configured_tenant
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
@@ -122,6 +122,10 @@ class HrSyncConfig(dg.Config):
     delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
     date_formats: list[str] = Field(
         default_factory=list, description="Date formats of the files; default the mapping's."
+    )
+    trust_date_order: bool | None = Field(
+        default=None,
+        description="Accept dates that read both as day/month and month/day; default the mapping's.",
     )
     allow_old_export: bool = Field(
         default=False,
@@ -260,6 +264,7 @@ def _plan(
             config.encoding,
             config.delimiter,
             config.date_formats,
+            config.trust_date_order,
         )
         request = PlanRequest(
             tuple(Path(name) for name in config.files),
@@ -295,6 +300,9 @@ def _upload_metadata(outcome: PlanOutcome, reports: list[Path]) -> dict[str, Any
         "rejected_rows": sum(1 for row in rows if not row.valid),
         "problems": len(problems),
         "first_problems": dg.MetadataValue.md(_first_problems(problems, reports)),
+        "notes": dg.MetadataValue.json(
+            [f"{Path(note.file).name} line {note.line}: {note.message}" for note in outcome.validation.notes]
+        ),
         "error_reports": dg.MetadataValue.json([str(path) for path in reports]),
     }
 
@@ -408,22 +416,46 @@ def hr_drop_folder(
     root = hr_policy.drop_folder
     if not root.is_dir():
         return dg.SkipReason(f"no drop folder {root}")
-    try:
-        folders = drop_folders(root)
-    except FolderSettingsError as error:
-        raise dg.Failure(description=str(error)) from None  # a broken folder setting is loud, not skipped
     previous = json.loads(context.cursor) if context.cursor else {}
     seen: dict[str, list[int]] = {}
     requests: list[dg.RunRequest] = []
-    for folder in folders:
-        tenant_id = folder.settings.tenant_id or adm.tenant_id or ""
+    taken: set[str] = set()
+    """Tenants a file was taken for at this tick: another file of theirs waits for its run and refresh."""
+    for folder in drop_folders(root):
+        tenant_id, unusable = folder_tenant(folder, hr_policy, adm.tenant_id)
+        if unusable is not None:
+            # Loud at every tick, in this folder alone: the other folders' files go on.
+            context.log.error(f"drop folder {folder.path} is not used: {unusable}")
+            continue
         for path in uploads(folder):
             key = path.name if folder.key == ROOT else f"{folder.key}/{path.name}"
             seen[key] = signature(path)
             if previous.get(key) != seen[key] or not complete(path, folder.settings):
                 continue
-            requests += _run_request(context, folder, path, tenant_id)
+            if tenant_id in taken:
+                context.log.info(f"{path.name} waits: a file of tenant {tenant_id} was taken at this tick")
+                continue
+            request = _run_request(context, folder, path, tenant_id)
+            taken |= {tenant_id} if request else set()
+            requests += request
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
+
+
+def folder_tenant(
+    folder: DropFolder, policy: HrPolicyResource, default: str | None
+) -> tuple[str, str | None]:
+    """The configured tenant a folder's files are for (its ``tenant_id``, an id or a name, else
+    ``default``), and why the folder cannot be used (None when it can): its settings are broken, or name
+    no configured tenant."""
+    named = folder.settings.tenant_id or default or ""
+    if folder.error is not None:
+        return named, folder.error
+    if not policy.tenants:
+        return named, None
+    try:
+        return configured_tenant(named, policy.tenants, policy.tenant_names), None
+    except SettingsError as error:
+        return named, f"{folder.path / SETTINGS_FILE}: {error}"
 
 
 def _waiting_for(instance: dg.DagsterInstance, tenant_id: str) -> str | None:
@@ -499,6 +531,7 @@ def _folder_config(folder: DropFolder, path: Path, tenant_id: str) -> HrSyncConf
         encoding=settings.encoding,
         delimiter=settings.delimiter,
         date_formats=settings.date_formats,
+        trust_date_order=settings.trust_date_order,
         errors_dir=str(folder.path / FAILED),
     )
 
