@@ -131,7 +131,9 @@ def sync_tenant(
             _run(request, services, outcome)
     except BaseException as error:
         outcome.record.error = outcome.record.error or _one_line(error)
-        record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s)
+        record_unfinished(
+            warehouse, outcome.record, services.warehouse.lock_wait_s, services.warehouse.publish_target
+        )
         raise
     return outcome
 

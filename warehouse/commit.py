@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from models.errors import AuthoritySyncError
 from warehouse.catalog import FAMILIES, REVISIONS
+from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, open_database
 from warehouse.locks import LockBusyError, held, writer_lock_path
 from warehouse.merge import (
@@ -35,7 +36,7 @@ from warehouse.merge import (
     record_rechecks,
 )
 from warehouse.migrate import migrate
-from warehouse.publish import Published, PublishTarget, publish_run
+from warehouse.publish import Published, PublishTarget, publish_run, try_publish
 from warehouse.reads import table_exists
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
@@ -194,6 +195,7 @@ def _commit(
             try:
                 now = datetime.now(UTC)
                 record.row_counts = _merge_all(con, staged, record, now)
+                record_changes(con, record.tenant_id, record.run_id, now)
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
@@ -265,15 +267,21 @@ def start_run(warehouse: Path, record: RunRecord, killed: dict[str, Progress], w
     return ended
 
 
-def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool:
-    """Rewrite the row of a run that did not commit, in a transaction of its own. Returns False (and logs)
-    when even that cannot be written: the run's own error matters more."""
+def record_unfinished(
+    warehouse: Path, record: RunRecord, wait_s: float, publish: PublishTarget | None = None
+) -> bool:
+    """Rewrite the row of a run that did not commit, in a transaction of its own, then (with ``publish``)
+    publish the copy again, still as the writer: the row is all that changed since the last publish, and
+    readers see that the last run failed. Returns False (and logs) when even the row cannot be written: the
+    run's own error matters more (a failed publish is only logged: readers keep the previous copy)."""
     record.finished_at = record.finished_at or datetime.now(UTC)
     if record.status is RunStatus.RUNNING:
         record.status = RunStatus.FAILED
     try:
         with writing(warehouse, f"run {record.run_id}", wait_s) as con:
             insert_run(con, record)
+            if publish is not None:
+                try_publish(con, publish, record.run_id)
     except (duckdb.Error, LockBusyError, OSError) as error:
         logger.warning("could not record run %s in sync_runs: %s", record.run_id, error)
         return False

@@ -1,0 +1,53 @@
+"""What a commit records besides the current tables and their record histories, in the commit's own
+transaction: the versions of the revision lists (``<revisions>_history``) and the field-level change log
+(``change_log``, read through ``v_changes``).
+
+The change log is appended per commit rather than computed per query, so that asking for one record or one
+month reads only those rows however long the history grows. Its one definition is the SQL macros
+``change_rows`` and ``raw_changes`` (migration 0042): here they are asked for the changes of this commit alone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from warehouse.catalog import REVISIONS, RevisionList
+
+
+def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, now: datetime) -> None:
+    """Bring the revision histories up to the current lists, then append the changes the commit at
+    ``now`` made to the tenant's histories to ``change_log`` (inside the caller's transaction)."""
+    for revisions in REVISIONS.values():
+        _record_revision_history(con, revisions, tenant_id, run_id, now)
+    for changes in ("change_rows", "raw_changes"):  # raw_changes reads what change_rows appended
+        con.execute(f"INSERT INTO change_log SELECT * FROM {changes}(?, ?)", [tenant_id, now])
+
+
+def _record_revision_history(
+    con: duckdb.DuckDBPyConnection, revisions: RevisionList, tenant_id: str, run_id: str, now: datetime
+) -> None:
+    """End the current versions of revision ids no list holds any more (dropped by the service, or with
+    their list by a full refresh), and start one for each id a list holds without a current version. A
+    version is a revision id in a parent's list; the id's place there is not its content."""
+    table, parent = revisions.table, revisions.parent_column
+    history = f"{table}_history"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE held_{table} AS SELECT tenant_id, {parent}, revision_id, "
+        f"CAST(row_number() OVER (PARTITION BY {parent}, revision_id ORDER BY revision_order) AS INTEGER) "
+        f"AS occurrence, first_seen_at FROM {table} WHERE tenant_id = ?",
+        [tenant_id],
+    )
+    same = f"n.{parent} = h.{parent} AND n.revision_id = h.revision_id AND n.occurrence = h.occurrence"
+    con.execute(
+        f"UPDATE {history} h SET valid_to = ?, ended_run_id = ?, is_current = FALSE "
+        f"WHERE h.tenant_id = ? AND h.is_current AND NOT EXISTS (SELECT 1 FROM held_{table} n WHERE {same})",
+        [now, run_id, tenant_id],
+    )
+    con.execute(
+        f"INSERT INTO {history} BY NAME SELECT n.*, ?::TIMESTAMPTZ AS valid_from, ? AS run_id, "
+        f"TRUE AS is_current FROM held_{table} n WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {history} h WHERE h.tenant_id = ? AND h.is_current AND {same})",
+        [now, run_id, tenant_id],
+    )
