@@ -6,6 +6,8 @@ nightly run, a failed run again."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +24,7 @@ from pipelines.settings import SyncSettings
 from pipelines.sync import SyncOutcome
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, copy_of
 from tests.sync_support import query, settings_for, sync_direct
+from warehouse.locks import LockBusyError
 
 NEW_COST_CENTER = "CC-AUDIT-29"
 
@@ -207,3 +210,33 @@ def test_revision_ids_a_full_refresh_drops_stay_in_their_history(
         [delegation],
     )
     assert ended == [(second.run_id,)]
+
+
+def test_a_commit_blocked_by_a_notebooks_read_only_session_names_it_and_the_copy(
+    small_emulator_server: EmulatorServer, template: Path, tmp_path: Path
+) -> None:
+    """A plain ``duckdb.connect(warehouse, read_only=True)`` in another process (a notebook) holds DuckDB's
+    lock on the writer's file: the run's failure names that process and the copy readers belong on."""
+    settings = settings_for(
+        small_emulator_server, copy_of(template, tmp_path / "wh.duckdb"), lock_wait_s=0.5
+    )
+    notebook = tmp_path / "notebook.py"
+    notebook.write_text(
+        "import sys, duckdb\n"
+        f"con = duckdb.connect({str(settings.warehouse)!r}, read_only=True)\n"
+        "print('open', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, str(notebook)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as holder:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        try:
+            with pytest.raises(LockBusyError) as refused:
+                sync_direct(settings, DEMO_TENANT_ID, full_refresh=True)
+        finally:
+            holder.communicate("")
+    message = str(refused.value)
+    assert f"pid {holder.pid} ({Path(sys.executable).name} notebook.py, user " in message
+    assert f"readers belong on the published copy {settings.publish_file}" in message
+    assert "\n" not in message

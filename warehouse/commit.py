@@ -23,7 +23,8 @@ from models.errors import AuthoritySyncError
 from warehouse.catalog import FAMILIES, REVISIONS
 from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, open_database
-from warehouse.locks import LockBusyError, held, writer_lock_path
+from warehouse.files import default_publish_path
+from warehouse.locks import LockBusyError, file_holder_error, held, writer_lock_path
 from warehouse.merge import (
     Counts,
     MergeContext,
@@ -98,10 +99,15 @@ class CommitResult:
 
 
 def connect(
-    path: Path, memory_limit: str | None = MEMORY_LIMIT, wait_s: float = 0.0
+    path: Path,
+    memory_limit: str | None = MEMORY_LIMIT,
+    wait_s: float = 0.0,
+    readers_copy: Path | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the warehouse file with its schema up to date, waiting up to ``wait_s``
-    while another process holds DuckDB's lock on it; ``memory_limit`` bounds DuckDB's buffer."""
+    while another process holds DuckDB's lock on it (then failing with that process's pid and program, and
+    the copy its readers belong on: ``readers_copy``, by default the one beside the warehouse);
+    ``memory_limit`` bounds DuckDB's buffer."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
@@ -115,16 +121,11 @@ def connect(
             if "lock" not in str(error).lower():
                 raise
             if time.monotonic() >= deadline:
-                raise LockBusyError(f"the warehouse {path} is in use: {_holder(error)}") from None
+                copy = readers_copy or default_publish_path(path)
+                raise file_holder_error(path, str(error), copy, wait_s) from None
             time.sleep(POLL_S)
     migrate(con)
     return con
-
-
-def _holder(error: duckdb.IOException) -> str:
-    message = str(error)
-    start = message.find("Conflicting lock")
-    return message[start:].split(". See also")[0] if start >= 0 else message
 
 
 Opener = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
@@ -190,7 +191,8 @@ def _commit(
     started = time.perf_counter()
     deadline = time.monotonic() + wait_s
     with held(writer_lock_path(warehouse), f"run {record.run_id}", wait_s, f"the warehouse {warehouse}"):
-        with closing(connect(warehouse, memory_limit, _left(deadline))) as con:
+        copy = publish.path if publish is not None else None
+        with closing(connect(warehouse, memory_limit, _left(deadline), copy)) as con:
             con.begin()
             try:
                 now = datetime.now(UTC)
