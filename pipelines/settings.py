@@ -400,8 +400,10 @@ class SyncSettings(BaseSettings):
     @property
     def limiter_state_dir(self) -> Path:
         """Where each tenant's rate-limit bucket is remembered between runs: ``ratelimit`` beside the
-        staging folder, so that a run following another starts with the budget the service has left."""
-        return self.staging_root.parent / "ratelimit"
+        warehouse, so that a run following another starts with the budget the service has left. It follows
+        the warehouse, which the operator placed, never the staging folder's parent (``ADM_STAGING_DIR=/tmp``
+        would put it at ``/ratelimit``) nor the working directory."""
+        return self.warehouse.parent / "ratelimit"
 
     @property
     def publish_file(self) -> Path:

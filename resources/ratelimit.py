@@ -33,8 +33,10 @@ saved state plus what has refilled since, instead of full.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
 import threading
@@ -42,6 +44,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 SAFETY_RATE_FACTOR = 0.99
 JITTER_ALLOWANCE_S = 0.5
@@ -74,6 +78,7 @@ class TokenBucket:
         self._clock = clock
         self._sleep = sleep
         self.state_file = state_file
+        self._save_failed = False
         self._saved_at = -math.inf
         self._paused_until = -math.inf
         self._pause_began = -math.inf
@@ -192,8 +197,21 @@ class TokenBucket:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(json.dumps(state), encoding="utf-8")
             temporary.replace(self.state_file)
-        except OSError:
-            temporary.unlink(missing_ok=True)
+        except OSError as error:
+            with contextlib.suppress(OSError):  # a folder that is a file cannot hold the temporary either
+                temporary.unlink(missing_ok=True)
+            self._report_save_failure(error)
+
+    def _report_save_failure(self, error: OSError) -> None:
+        """Log a failed save once per bucket: the run goes on (the next run starts with a full bucket and
+        may meet 429s), but the operator learns why the state is not kept."""
+        if not self._save_failed:
+            self._save_failed = True
+            logger.warning(
+                "rate-limit state not saved to %s (%s): the next run starts with a full bucket",
+                self.state_file,
+                error.strerror or type(error).__name__,
+            )
 
     def _restore(self) -> None:
         """Start from the saved state of an earlier bucket of the same plan, plus the refill since it was

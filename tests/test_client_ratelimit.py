@@ -183,3 +183,18 @@ def test_a_saved_bucket_of_another_plan_or_unreadable_is_ignored(tmp_path: Path)
     assert TokenBucket(1200, 20, state_file=state_file)._take() == 0  # another plan: starts full
     state_file.write_text("{not json", encoding="utf-8")
     assert TokenBucket(600, 20, state_file=state_file)._take() == 0
+
+
+def test_a_failed_save_is_logged_once_and_costs_the_run_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: the OSError was swallowed without a word; the operator never learned why runs met 429s.
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the state folder should be", encoding="utf-8")
+    bucket = TokenBucket(600, 20, state_file=blocker / "bucket.json")
+    with caplog.at_level("WARNING", logger="resources.ratelimit"):
+        bucket.save()
+        bucket.save()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "resources.ratelimit"]
+    assert len(warnings) == 1 and "rate-limit state not saved" in warnings[0]
+    assert bucket._take() >= 0  # the bucket still works

@@ -54,6 +54,16 @@ def test_defaults_need_no_variable() -> None:
     assert settings.quota == MONTHLY_QUOTAS[RatePlan.ESSENTIAL] == 25_000
 
 
+def test_the_limiter_state_lives_beside_the_warehouse_whatever_the_staging_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Before: it followed the staging folder's parent, so ADM_STAGING_DIR=/tmp wrote /ratelimit and a
+    # one-level relative staging folder wrote ./ratelimit into the working directory (committed once).
+    monkeypatch.setenv("ADM_WAREHOUSE", str(tmp_path / "wh" / "warehouse.duckdb"))
+    monkeypatch.setenv("ADM_STAGING_DIR", "/tmp")
+    assert load_settings().limiter_state_dir == tmp_path / "wh" / "ratelimit"
+
+
 def test_an_address_without_a_tenant_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: the emulator's demo tenant was every installation's default tenant.
     message = refusal(monkeypatch, ADM_BASE_URL="https://api.example.com", ADM_TOKEN="secret-token")
