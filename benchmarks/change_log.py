@@ -52,7 +52,11 @@ def recomputed_view(con: duckdb.DuckDBPyConnection) -> str:
     """Migration 0022's v_changes and the macros it calls, as temporary objects: the name of the view."""
     sql = package_files.files("warehouse").joinpath("migrations/0022_as_of.sql").read_text(encoding="utf-8")
     start = sql.index("CREATE MACRO record_cells")
-    old = sql[start:].replace("CREATE MACRO ", "CREATE TEMP MACRO old_").replace("CREATE VIEW ", "CREATE TEMP VIEW old_")
+    old = (
+        sql[start:]
+        .replace("CREATE MACRO ", "CREATE TEMP MACRO old_")
+        .replace("CREATE VIEW ", "CREATE TEMP VIEW old_")
+    )
     old = re.sub(r"\b(record_cells|item_cells)\(", r"old_\1(", old)
     con.execute(old)
     return "old_v_changes"
@@ -85,7 +89,9 @@ def main() -> None:
         for _ in range(arguments.nights):
             httpx.post(f"{server.base_url}/_admin/mutate", json=MUTATION).raise_for_status()
             commits.append(sync(settings, full_refresh=False))
-    print(f"{arguments.nights} nightly runs: commit {statistics.median(commits):.2f} s (median, log appended)")
+    print(
+        f"{arguments.nights} nightly runs: commit {statistics.median(commits):.2f} s (median, log appended)"
+    )
     with duckdb.connect(str(settings.publish_file), read_only=True) as con:
         old = recomputed_view(con)
         logged = con.execute("SELECT count(*), count(DISTINCT run_id) FROM change_log").fetchall()[0]

@@ -92,7 +92,9 @@ STATUS = (
 )
 
 
-def test_the_copy_shows_the_last_run_failed_with_its_own_error_and_where_history_starts(synced: Synced) -> None:
+def test_the_copy_shows_the_last_run_failed_with_its_own_error_and_where_history_starts(
+    synced: Synced,
+) -> None:
     (status,) = query(synced.copy, STATUS, [DEMO_TENANT_ID])
     assert status[0] == "failed"
     assert synced.failed_error in status[1]
@@ -146,7 +148,8 @@ def test_an_instant_before_the_first_commit_is_refused_not_answered_empty(synced
 def test_a_change_no_column_shows_is_named_by_its_path_in_raw(synced: Synced) -> None:
     rows = query(
         synced.copy,
-        "SELECT field, before, after, run_id FROM v_changes WHERE entity = 'users' AND id = ? AND field LIKE '$%'",
+        "SELECT field, before, after, run_id FROM v_changes "
+        "WHERE entity = 'users' AND id = ? AND field LIKE '$%'",
         [synced.user_id],
     )
     assert (
@@ -202,7 +205,9 @@ def test_revision_ids_a_full_refresh_drops_stay_in_their_history(
         "SELECT list(revision_id ORDER BY revision_id) FROM delegation_revisions_as_of(?) "
         "WHERE tenant_id = ? AND delegation_id = ?"
     )
-    assert query(settings.publish_file, as_of, [first.finished_at, DEMO_TENANT_ID, delegation]) == [(revisions,)]
+    assert query(settings.publish_file, as_of, [first.finished_at, DEMO_TENANT_ID, delegation]) == [
+        (revisions,)
+    ]
     assert query(settings.publish_file, as_of, [second.finished_at, DEMO_TENANT_ID, delegation]) == [(None,)]
     ended = query(
         settings.publish_file,
@@ -217,9 +222,7 @@ def test_a_commit_blocked_by_a_notebooks_read_only_session_names_it_and_the_copy
 ) -> None:
     """A plain ``duckdb.connect(warehouse, read_only=True)`` in another process (a notebook) holds DuckDB's
     lock on the writer's file: the run's failure names that process and the copy readers belong on."""
-    settings = settings_for(
-        small_emulator_server, copy_of(template, tmp_path / "wh.duckdb"), lock_wait_s=0.5
-    )
+    settings = settings_for(small_emulator_server, copy_of(template, tmp_path / "wh.duckdb"), lock_wait_s=0.5)
     notebook = tmp_path / "notebook.py"
     notebook.write_text(
         "import sys, duckdb\n"

@@ -4,7 +4,8 @@ transaction: the versions of the revision lists (``<revisions>_history``) and th
 
 The change log is appended per commit rather than computed per query, so that asking for one record or one
 month reads only those rows however long the history grows. Its one definition is the SQL macros
-``change_rows`` and ``raw_changes`` (migration 0042): here they are asked for the changes of this commit alone.
+``change_rows`` and ``raw_changes`` (migration 0042): here they are asked for this commit's changes alone.
+Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 """
 
 from __future__ import annotations

@@ -97,7 +97,9 @@ def _describe_holder(fd: int, holder: str) -> None:
     os.pwrite(fd, f"{holder} (pid {os.getpid()}, since {stamp})".encode(), 0)
 
 
-def file_holder_error(warehouse: Path, duckdb_message: str, readers_copy: Path, wait_s: float) -> LockBusyError:
+def file_holder_error(
+    warehouse: Path, duckdb_message: str, readers_copy: Path, wait_s: float
+) -> LockBusyError:
     """The one-line error of an open of the warehouse that waited ``wait_s`` in vain for DuckDB's own lock
     on the file (``duckdb_message``, DuckDB's words, names the holder's pid): which process holds it (pid,
     program, user, from /proc) and that readers belong on the published copy, ``readers_copy``. Any DuckDB
