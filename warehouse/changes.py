@@ -4,7 +4,8 @@ transaction: the versions of the revision lists (``<revisions>_history``) and th
 
 The change log is appended per commit rather than computed per query, so that asking for one record or one
 month reads only those rows however long the history grows. Its one definition is the SQL macros
-``change_rows`` and ``raw_changes`` (migration 0042): here they are asked for this commit's changes alone.
+``record_changes``, ``item_changes`` and ``raw_changes`` (migration 0042), one history table each: here
+they are asked, for every table of the catalog, for this commit's changes alone.
 Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 """
 
@@ -14,7 +15,7 @@ from datetime import datetime
 
 import duckdb
 
-from warehouse.catalog import REVISIONS, RevisionList
+from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 
 
 def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, now: datetime) -> None:
@@ -22,8 +23,43 @@ def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, 
     ``now`` made to the tenant's histories to ``change_log`` (inside the caller's transaction)."""
     for revisions in REVISIONS.values():
         _record_revision_history(con, revisions, tenant_id, run_id, now)
-    for changes in ("change_rows", "raw_changes"):  # raw_changes reads what change_rows appended
-        con.execute(f"INSERT INTO change_log SELECT * FROM {changes}(?, ?)", [tenant_id, now])
+    for family in FAMILIES.values():
+        # A record changed only where a version of it ended now; an item where a version began or ended.
+        if _versions_at(con, family.history, tenant_id, now, began=False):
+            _append(
+                con, f"record_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now
+            )
+            # After record_changes: a path of raw whose column is logged as changed is left out.
+            _append(con, f"raw_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now)
+        for child in family.children:
+            if _versions_at(con, child.history, tenant_id, now, began=True):
+                names = (child.table, child.history, child.parent_column, child.reference, family.history)
+                _append(con, f"item_changes({', '.join(map(_text, names))}, ?, ?)", tenant_id, now)
+
+
+def _versions_at(
+    con: duckdb.DuckDBPyConnection, history: str, tenant_id: str, now: datetime, began: bool
+) -> bool:
+    """Whether a version of the tenant in ``history`` ended at ``now`` (or, with ``began``, began then): a
+    cheap look before the change macros, whose planning alone costs a tenth of a second each."""
+    which = "valid_to = $now OR valid_from = $now" if began else "valid_to = $now"
+    found = con.execute(
+        f"SELECT EXISTS (SELECT 1 FROM {history} WHERE tenant_id = $tenant AND ({which}))",
+        {"tenant": tenant_id, "now": now},
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def _append(con: duckdb.DuckDBPyConnection, changes: str, tenant_id: str, now: datetime) -> None:
+    """Append the rows of the change macro call ``changes`` (its last two arguments the tenant and the
+    commit instant) to the log. One statement per table: one query of every table ran out of a commit's
+    bounded memory."""
+    con.execute(f"INSERT INTO change_log SELECT * FROM {changes}", [tenant_id, now])
+
+
+def _text(name: str) -> str:
+    """A catalog name as an SQL string literal: the macros take table and column names as constants."""
+    return "'" + name.replace("'", "''") + "'"
 
 
 def _record_revision_history(

@@ -16,7 +16,7 @@ END;
 -- The error of an as-of query about an instant ts before the history of a tenant starts (at starts).
 CREATE MACRO before_history(ts, tenant, starts) AS error(format(
     'nothing is known as of {}: the history of tenant {} starts at its first commit, {} '
-    '(v_sync_status.first_commit_at); before it the warehouse holds no answer, not an empty one: ask about '
+    '(first_commit_at of its sync status); before it the warehouse holds no answer, not an empty one: ask about '
     'an instant at or after it',
     utc_text(CAST(ts AS TIMESTAMPTZ)), tenant, utc_text(starts)
 ));

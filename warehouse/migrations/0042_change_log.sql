@@ -7,10 +7,11 @@
 -- Instants are written as UTC ISO 8601 text (utc_text), the same for every reader. An item's occurrence
 -- tells apart two items of one list citing the same record.
 --
--- change_rows(tenant, at_instant) and then raw_changes(tenant, at_instant) are the one definition of a
--- change: with both NULL every change the histories hold (what this migration fills the log with); with a
--- tenant and a commit instant the changes that commit made (reading only the histories of the records it
--- touched).
+-- One table's changes are record_changes, item_changes and raw_changes (each of one history table, one
+-- definition of a change): with tenant and at_instant NULL every change the history holds (what this
+-- migration fills the log with), with a tenant and a commit instant the changes that commit made, reading
+-- only the histories of the records it touched. A commit runs them table by table (warehouse/changes.py,
+-- from the catalog): one query of every table ran out of a commit's bounded memory.
 DROP VIEW v_changes;
 DROP MACRO TABLE record_cells;
 DROP MACRO TABLE item_cells;
@@ -83,74 +84,55 @@ SELECT * FROM (
     'ended_run_id', 'record_first_seen'
 ))));
 
--- Every change of a column or an item (the rules of migration 0022's v_changes); restricted to one commit of
--- one tenant when both are given.
-CREATE MACRO change_rows(tenant, at_instant) AS TABLE
-WITH records AS (
-    SELECT 'decisions' AS entity, * FROM record_cells('decisions_history', tenant, at_instant)
-    UNION ALL SELECT 'delegations', * FROM record_cells('delegations_history', tenant, at_instant)
-    UNION ALL SELECT 'users', * FROM record_cells('users_history', tenant, at_instant)
-    UNION ALL SELECT 'groups', * FROM record_cells('groups_history', tenant, at_instant)
-    UNION ALL SELECT 'positions', * FROM record_cells('positions_history', tenant, at_instant)
-    UNION ALL SELECT 'current_user_positions', *
-    FROM record_cells('current_user_positions_history', tenant, at_instant)
-), items AS (
-    SELECT 'decision_groups' AS entity, *
-    FROM item_cells('decision_groups_history', 'decision_id', 'group_id', 'decisions_history', tenant, at_instant)
-    UNION ALL SELECT 'decision_authorities', *
-    FROM item_cells(
-        'decision_authorities_history', 'decision_id', 'authority_type_id', 'decisions_history', tenant, at_instant
-    )
-    UNION ALL SELECT 'decision_documents', *
-    FROM item_cells(
-        'decision_documents_history', 'decision_id', 'document_id', 'decisions_history', tenant, at_instant
-    )
-    UNION ALL SELECT 'user_roles', *
-    FROM item_cells('user_roles_history', 'user_id', 'tenant_role_id', 'users_history', tenant, at_instant)
-    UNION ALL SELECT 'user_positions', *
-    FROM item_cells('user_positions_history', 'user_id', 'position_id', 'users_history', tenant, at_instant)
-    UNION ALL SELECT 'user_groups', *
-    FROM item_cells('user_groups_history', 'user_id', 'group_id', 'users_history', tenant, at_instant)
-    UNION ALL SELECT 'group_parents', *
-    FROM item_cells('group_parents_history', 'group_id', 'parent_id', 'groups_history', tenant, at_instant)
-), record_steps AS (
+-- A record's fields that differ between two consecutive versions (the rule of migration 0022's v_changes).
+CREATE MACRO record_changes(entity_name, history_table, tenant, at_instant) AS TABLE
+WITH steps AS (
     SELECT *, lag(value) OVER w AS before, lag(typed) OVER w AS before_typed
-    FROM records
-    WINDOW w AS (PARTITION BY entity, tenant_id, record_id, field ORDER BY valid_from)
-), column_changes AS (
-    SELECT entity, tenant_id, record_id AS id, CAST(NULL AS VARCHAR) AS item, CAST(NULL AS INTEGER) AS occurrence,
-           field, before, value AS after, valid_from AS changed_at, run_id
-    FROM record_steps
-    WHERE typed AND before_typed AND before IS DISTINCT FROM value
+    FROM record_cells(history_table, tenant, at_instant)
+    WINDOW w AS (PARTITION BY tenant_id, record_id, field ORDER BY valid_from)
+)
+SELECT entity_name AS entity, tenant_id, record_id AS id, CAST(NULL AS VARCHAR) AS item,
+       CAST(NULL AS INTEGER) AS occurrence, field, before, value AS after, valid_from AS changed_at, run_id
+FROM steps
+WHERE typed AND before_typed AND before IS DISTINCT FROM value AND (at_instant IS NULL OR valid_from = at_instant);
+
+-- Items of a record's list added, removed or changed (the rules of migration 0022's v_changes): added
+-- (field the item's reference column, before NULL, after the cited id), removed (before the cited id,
+-- after NULL), or one of its fields changed. Items that came with a record's first version, and those an
+-- upgrade found already there (run_id NULL), were not added by a change.
+CREATE MACRO item_changes(entity_name, history_table, parent_column, item_column, record_history, tenant, at_instant)
+AS TABLE
+WITH items AS (
+    SELECT * FROM item_cells(history_table, parent_column, item_column, record_history, tenant, at_instant)
 ), item_steps AS (
     SELECT *, lag(value) OVER w AS before, lag(valid_to) OVER w AS before_to
     FROM items
-    WINDOW w AS (PARTITION BY entity, tenant_id, record_id, item, occurrence, field ORDER BY valid_from)
+    WINDOW w AS (PARTITION BY tenant_id, record_id, item, occurrence, field ORDER BY valid_from)
 ), item_versions AS (
-    SELECT DISTINCT entity, tenant_id, record_id, item, item_field, occurrence, valid_from, valid_to, run_id,
+    SELECT DISTINCT tenant_id, record_id, item, item_field, occurrence, valid_from, valid_to, run_id,
            ended_run_id, record_first_seen
     FROM items
 ), item_spans AS (
     SELECT *, lag(valid_to) OVER w AS before_to, lead(valid_from) OVER w AS next_from
     FROM item_versions
-    WINDOW w AS (PARTITION BY entity, tenant_id, record_id, item, occurrence ORDER BY valid_from)
+    WINDOW w AS (PARTITION BY tenant_id, record_id, item, occurrence ORDER BY valid_from)
 ), every_change AS (
-    SELECT * FROM column_changes
-    UNION ALL
-    SELECT entity, tenant_id, record_id, item, CAST(occurrence AS INTEGER), field, before, value, valid_from, run_id
+    SELECT tenant_id, record_id, item, occurrence, field, before, value AS after, valid_from AS changed_at, run_id
     FROM item_steps
     WHERE before_to = valid_from AND before IS DISTINCT FROM value
     UNION ALL
-    SELECT entity, tenant_id, record_id, item, CAST(occurrence AS INTEGER), item_field, NULL, item, valid_from, run_id
+    SELECT tenant_id, record_id, item, occurrence, item_field, NULL, item, valid_from, run_id
     FROM item_spans
     WHERE before_to IS DISTINCT FROM valid_from AND run_id IS NOT NULL AND valid_from > record_first_seen
     UNION ALL
-    SELECT entity, tenant_id, record_id, item, CAST(occurrence AS INTEGER), item_field, item, NULL, valid_to,
-           ended_run_id
+    SELECT tenant_id, record_id, item, occurrence, item_field, item, NULL, valid_to, ended_run_id
     FROM item_spans
     WHERE valid_to IS NOT NULL AND next_from IS DISTINCT FROM valid_to
 )
-SELECT * FROM every_change WHERE at_instant IS NULL OR changed_at = at_instant;
+SELECT entity_name AS entity, tenant_id, record_id AS id, item, CAST(occurrence AS INTEGER) AS occurrence, field,
+       before, after, changed_at, run_id
+FROM every_change
+WHERE at_instant IS NULL OR changed_at = at_instant;
 
 CREATE TABLE change_log (
     entity VARCHAR NOT NULL,
@@ -169,19 +151,12 @@ CREATE TABLE change_log (
 -- that are no object or array, or empty ones) by JSON path, with their JSON text before and after. A change
 -- no column shows (a user's customAttributes, a field the tables lack) is named this way. A top-level path
 -- whose key, in snake case, is a column already logged as changed in the same version ($.displayName beside
--- display_name) is left out: the column's row says it. Run after change_rows' rows of the same versions are
--- in change_log (one query of both ran out of a commit's bounded memory).
-CREATE MACRO raw_changes(tenant, at_instant) AS TABLE
-WITH raws AS (
-    SELECT 'decisions' AS entity, * FROM raw_steps('decisions_history', tenant, at_instant)
-    UNION ALL SELECT 'delegations', * FROM raw_steps('delegations_history', tenant, at_instant)
-    UNION ALL SELECT 'users', * FROM raw_steps('users_history', tenant, at_instant)
-    UNION ALL SELECT 'groups', * FROM raw_steps('groups_history', tenant, at_instant)
-    UNION ALL SELECT 'positions', * FROM raw_steps('positions_history', tenant, at_instant)
-    UNION ALL SELECT 'current_user_positions', *
-    FROM raw_steps('current_user_positions_history', tenant, at_instant)
-), steps AS (
-    SELECT * FROM raws WHERE at_instant IS NULL OR valid_from = at_instant
+-- display_name) is left out: the column's row says it. Run after record_changes' rows of the same versions
+-- are in change_log.
+CREATE MACRO raw_changes(entity_name, history_table, tenant, at_instant) AS TABLE
+WITH steps AS (
+    SELECT entity_name AS entity, * FROM raw_steps(history_table, tenant, at_instant)
+    WHERE at_instant IS NULL OR valid_from = at_instant
 ), raw_leaves AS (
     SELECT u.entity, u.tenant_id, u.record_id, u.valid_from, u.run_id, 'before' AS side, t.fullkey AS path,
            CAST(t.value AS VARCHAR) AS value
@@ -207,10 +182,33 @@ WHERE NOT EXISTS (
       AND c.field = lower(regexp_replace(regexp_extract(p.field, '^\$\.([A-Za-z0-9_]+)$', 1), '([A-Z])', '_\1', 'g'))
 );
 
+-- Every change the histories hold, table by table, in the order a commit appends them.
+INSERT INTO change_log SELECT * FROM record_changes('decisions', 'decisions_history', NULL, NULL);
 INSERT INTO change_log
-SELECT * FROM change_rows(NULL, NULL) ORDER BY changed_at, entity, tenant_id, id, field;
+SELECT * FROM item_changes('decision_groups', 'decision_groups_history', 'decision_id', 'group_id', 'decisions_history', NULL, NULL);
 INSERT INTO change_log
-SELECT * FROM raw_changes(NULL, NULL) ORDER BY changed_at, entity, tenant_id, id, field;
+SELECT * FROM item_changes('decision_authorities', 'decision_authorities_history', 'decision_id', 'authority_type_id', 'decisions_history', NULL, NULL);
+INSERT INTO change_log
+SELECT * FROM item_changes('decision_documents', 'decision_documents_history', 'decision_id', 'document_id', 'decisions_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('decisions', 'decisions_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM record_changes('delegations', 'delegations_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('delegations', 'delegations_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM record_changes('users', 'users_history', NULL, NULL);
+INSERT INTO change_log
+SELECT * FROM item_changes('user_roles', 'user_roles_history', 'user_id', 'tenant_role_id', 'users_history', NULL, NULL);
+INSERT INTO change_log
+SELECT * FROM item_changes('user_positions', 'user_positions_history', 'user_id', 'position_id', 'users_history', NULL, NULL);
+INSERT INTO change_log
+SELECT * FROM item_changes('user_groups', 'user_groups_history', 'user_id', 'group_id', 'users_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('users', 'users_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM record_changes('groups', 'groups_history', NULL, NULL);
+INSERT INTO change_log
+SELECT * FROM item_changes('group_parents', 'group_parents_history', 'group_id', 'parent_id', 'groups_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('groups', 'groups_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM record_changes('positions', 'positions_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('positions', 'positions_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM record_changes('current_user_positions', 'current_user_positions_history', NULL, NULL);
+INSERT INTO change_log SELECT * FROM raw_changes('current_user_positions', 'current_user_positions_history', NULL, NULL);
 
 CREATE VIEW v_changes AS
 SELECT entity, tenant_id, id, item, occurrence, field, before, after, changed_at, run_id FROM change_log;
