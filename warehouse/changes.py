@@ -15,7 +15,7 @@ from datetime import datetime
 
 import duckdb
 
-from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
+from warehouse.catalog import FAMILIES, REVISIONS, Child, Family, RevisionList
 
 
 def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, now: datetime) -> None:
@@ -24,29 +24,44 @@ def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, 
     for revisions in REVISIONS.values():
         _record_revision_history(con, revisions, tenant_id, run_id, now)
     for family in FAMILIES.values():
-        # A record changed only where a version of it ended now; an item where a version began or ended.
-        if _versions_at(con, family.history, tenant_id, now, began=False):
+        if _ended_at(con, family.history, tenant_id, now):
             _append(
                 con, f"record_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now
             )
             # After record_changes: a path of raw whose column is logged as changed is left out.
             _append(con, f"raw_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now)
         for child in family.children:
-            if _versions_at(con, child.history, tenant_id, now, began=True):
+            if _ended_at(con, child.history, tenant_id, now) or _added_at(con, family, child, tenant_id, now):
                 names = (child.table, child.history, child.parent_column, child.reference, family.history)
                 _append(con, f"item_changes({', '.join(map(_text, names))}, ?, ?)", tenant_id, now)
 
 
-def _versions_at(
-    con: duckdb.DuckDBPyConnection, history: str, tenant_id: str, now: datetime, began: bool
+def _ended_at(con: duckdb.DuckDBPyConnection, history: str, tenant_id: str, now: datetime) -> bool:
+    """Whether a version of the tenant in ``history`` ended at ``now``: a record changed then only so (its
+    next version began). Cheap looks like this one spare the change macros, whose planning alone costs a
+    tenth of a second each, and a full refresh's first commit their whole work."""
+    return _exists(
+        con, f"SELECT 1 FROM {history} WHERE tenant_id = $tenant AND valid_to = $now", tenant_id, now
+    )
+
+
+def _added_at(
+    con: duckdb.DuckDBPyConnection, family: Family, child: Child, tenant_id: str, now: datetime
 ) -> bool:
-    """Whether a version of the tenant in ``history`` ended at ``now`` (or, with ``began``, began then): a
-    cheap look before the change macros, whose planning alone costs a tenth of a second each."""
-    which = "valid_to = $now OR valid_from = $now" if began else "valid_to = $now"
-    found = con.execute(
-        f"SELECT EXISTS (SELECT 1 FROM {history} WHERE tenant_id = $tenant AND ({which}))",
-        {"tenant": tenant_id, "now": now},
-    ).fetchone()
+    """Whether an item began a version at ``now`` in the list of a record seen before: an item that came
+    with its record's first version is no change."""
+    return _exists(
+        con,
+        f"SELECT 1 FROM {child.history} i WHERE i.tenant_id = $tenant AND i.valid_from = $now "
+        f"AND EXISTS (SELECT 1 FROM {family.history} r WHERE r.tenant_id = i.tenant_id "
+        f"AND r.id = i.{child.parent_column} AND r.valid_from < $now)",
+        tenant_id,
+        now,
+    )
+
+
+def _exists(con: duckdb.DuckDBPyConnection, rows: str, tenant_id: str, now: datetime) -> bool:
+    found = con.execute(f"SELECT EXISTS ({rows})", {"tenant": tenant_id, "now": now}).fetchone()
     return bool(found and found[0])
 
 
