@@ -38,6 +38,7 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "rate_per_minute": settings.rate_per_minute,
         "burst": settings.burst,
         "concurrency": settings.concurrency,
+        "request_deadline_s": settings.request_deadline_s,
         "limiter_state_dir": str(settings.limiter_state_dir),
         "tenant_credentials": [
             credential

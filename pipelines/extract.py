@@ -28,11 +28,13 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from models.errors import AuthoritySyncError
 from resources.client import AdmClient
+from resources.clock import ServiceClock
 from resources.concurrency import Feed
-from resources.contract import RecordContract
+from resources.contract import DeviationKind, RecordContract
 from resources.errors import NotFoundError
 from resources.metrics import MetricsSnapshot
 from warehouse.catalog import (
@@ -76,12 +78,17 @@ class EntityReport:
     """Ids read early in the run that the list no longer held when its read settled: removed meanwhile."""
     without_cursor: int = 0
     """Records that lacked the updated-at field the cursor follows (the list is then read whole)."""
+    future: int = 0
+    """Records stamped later than the service's own clock: loaded, but they move no cursor."""
     checks: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Revision lists only: parent id -> what its check found (``listed``, ``empty``, ``not_found``) and
     how many revision ids."""
     rejected: int = 0
     """Records the schema contract kept out (they are in ``rejected_records``)."""
     cursor: datetime | None = None
+    """The newest updated-at stamp read that is not in the service's future (incremental lists only)."""
+    forget_cursor: bool = False
+    """Whether the committed cursor is to be cleared when ``cursor`` is None (it cannot be trusted)."""
     warnings: list[str] = field(default_factory=list)
     tables: dict[str, int] = field(default_factory=dict)
 
@@ -222,8 +229,15 @@ def extract_list(request: ExtractRequest, entity: str, scopes: Scopes) -> Entity
     with the ids its records name; the feeds are closed however the read ends."""
     entry = LISTS[entity]
     since = request.since(entity) if entry.source.incremental else None
-    cursor = request.cursors.get(entity) if entry.source.incremental else None
-    report = EntityReport(entity, INCREMENTAL if since is not None else FULL, cursor=cursor)
+    # A full read sets the cursor afresh from what it reads (so it also repairs a cursor in the future);
+    # an incremental one starts from the committed cursor, which a read without changes keeps.
+    cursor = request.cursors.get(entity) if since is not None else None
+    report = EntityReport(
+        entity,
+        INCREMENTAL if since is not None else FULL,
+        cursor=cursor,
+        forget_cursor=since is None and entry.source.incremental,
+    )
     named = {revisions: scopes[revisions.table] for revisions in revisions_named_by(entity)}
     try:
         _stage_list(request, entry, report, since, named)
@@ -255,17 +269,14 @@ def _stage_list(
             writer.add(rows)
             _offer_parents(entry, rows, named)
             report.rows += 1
-            updated = source.updated_of(record)
-            if updated is not None:
-                _advance_cursor(report, since, updated)
-            elif source.incremental:
-                report.without_cursor += 1
+            _follow_cursor(request, report, since, record)
     # The list's final total: a list that grew while it was read was read to its new end.
     report.service_total, report.first_total = stream.last_total, stream.total
     report.complete, report.vanished = stream.complete, stream.vanished
     report.rejected = len(request.contract.log.rejected_from(source.endpoint))
     report.tables = dict(writer.counts)
     _note_read(report, stream.page_size)
+    _check_cursor(report, request.client.service_clock)
 
 
 def _offer_parents(entry: ListTables, rows: TableRows, named: Mapping[RevisionList, RevisionScope]) -> None:
@@ -286,7 +297,7 @@ def _note_read(report: EntityReport, page_size: int) -> None:
     """Warn once about what the read learnt of the service: records without the cursor field (the list is
     then read whole: its cursor is cleared), records removed while the list was read, a capped page."""
     if report.without_cursor:
-        report.cursor = None
+        report.cursor, report.forget_cursor = None, True
         report.warnings.append(
             f"{report.entity}: {report.without_cursor} record(s) lack the updated-at field the incremental "
             "cursor follows, so this list is read whole until the service sends it"
@@ -300,6 +311,40 @@ def _note_read(report: EntityReport, page_size: int) -> None:
         report.warnings.append(
             f"{report.entity}: the service serves {page_size} records a page (asked for {PAGE_LIMIT})"
         )
+
+
+def _follow_cursor(
+    request: ExtractRequest, report: EntityReport, since: datetime | None, record: Any
+) -> None:
+    """Move the list's cursor to ``record``'s updated-at stamp unless the stamp is missing or later than
+    the service's own clock (then the record is counted and the stamp recorded as a deviation)."""
+    source = LISTS[report.entity].source
+    updated = source.updated_of(record)
+    if updated is None:
+        report.without_cursor += 1 if source.incremental else 0
+    elif request.client.service_clock.ahead(updated):
+        report.future += 1
+        request.contract.log.deviated(
+            source.endpoint, str(source.updated), DeviationKind.FUTURE_INSTANT, record.id
+        )
+    else:
+        _advance_cursor(report, since, updated)
+
+
+def _check_cursor(report: EntityReport, clock: ServiceClock) -> None:
+    """Warn about records stamped in the service's future; clear a committed cursor that is itself in the
+    future (stored before the rule held), so that the next run reads the list whole."""
+    if report.future:
+        report.warnings.append(
+            f"{report.entity}: {report.future} record(s) are stamped later than the service's own clock "
+            f"({clock.now()}): loaded, but the cursor does not follow them"
+        )
+    if report.cursor is not None and clock.ahead(report.cursor):
+        report.warnings.append(
+            f"{report.entity}: the committed cursor {report.cursor.isoformat()} is later than the service's "
+            f"own clock ({clock.now()}): cleared, so the next run reads this list whole"
+        )
+        report.cursor, report.forget_cursor = None, True
 
 
 def _advance_cursor(report: EntityReport, since: datetime | None, updated: datetime) -> None:

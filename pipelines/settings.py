@@ -28,7 +28,7 @@ from models.errors import AuthoritySyncError
 from pipelines.checks import parse_check_names
 from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import ContractMode, parse_modes
-from resources.settings import Environment, RatePlan
+from resources.settings import REQUEST_DEADLINE_S, Environment, RatePlan
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import (
@@ -67,6 +67,7 @@ ACCEPTS: dict[str, str] = {
     "rate_per_minute": "a number of requests per minute above 0",
     "burst": "a whole number of requests of at least 1",
     "concurrency": "a whole number from 1 to 64",
+    "request_deadline_s": "a number of seconds above 0",
     "warehouse": "the path of a DuckDB file, existing or to create",
     "staging_dir": "a folder path",
     "publish_path": "the path of a DuckDB file other than the warehouse (ADM_WAREHOUSE)",
@@ -176,6 +177,8 @@ class SyncSettings(BaseSettings):
     rate_per_minute: Annotated[float | None, Field(gt=0)] = None
     burst: Annotated[int | None, Field(ge=1)] = None
     concurrency: Annotated[int, Field(ge=1, le=64)] = 8
+    request_deadline_s: Annotated[float, Field(gt=0)] = REQUEST_DEADLINE_S
+    """The whole of one request, connecting and every read of its answer (`resources.transfer`)."""
     warehouse: Path = Path("data/warehouse.duckdb")
     staging_dir: Path | None = None
     publish_path: Path | None = None

@@ -252,7 +252,7 @@ def _extract_check_commit(
         {
             entity: report.cursor.isoformat() if report.cursor else None
             for entity, report in reports.items()
-            if report.cursor or report.without_cursor
+            if report.cursor or report.forget_cursor
         },
         {entity: report.vanished for entity, report in reports.items() if report.vanished},
     )

@@ -10,6 +10,7 @@ body straight from the response bytes.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -62,15 +63,18 @@ from models.base import canonical_id
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
 from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, POSITIONS, USERS, PagedList, paged_list_of
+from resources.clock import ServiceClock
 from resources.concurrency import bounded_map
 from resources.contract import RecordContract
 from resources.endpoints import ENDPOINTS, Endpoint, EndpointName
 from resources.errors import (
     AuthenticationError,
+    NotFoundError,
     PagingDriftError,
     RateLimitError,
     ResponseFormatError,
     ServiceError,
+    ValidationError,
     error_for_response,
     error_for_transport,
     error_in_envelope,
@@ -79,8 +83,10 @@ from resources.errors import (
 from resources.metrics import ClientMetrics, MetricsSnapshot
 from resources.paging import PageStream
 from resources.ratelimit import shared_bucket
+from resources.rawjson import exact_value
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
+from resources.transfer import MAX_REDIRECTS, json_bytes, redirect_target, send_within
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +109,17 @@ Rec = TypeVar("Rec", bound=Identified)
 
 
 class RevisionIds(RootModel[list[str]]):
-    """E11/E12: a bare JSON array of revision ids, without envelope."""
+    """E11/E12: a bare JSON array of revision ids, without envelope. An id sent as a JSON number is that
+    id, as the text the service wrote (`read`)."""
+
+    @classmethod
+    def read(cls, body: bytes) -> RevisionIds:
+        """The ids of one answer, numbers kept as their text."""
+        try:
+            value = exact_value(body)
+        except ValueError:  # not JSON: pydantic's own error says so, as for every other answer
+            return cls.model_validate_json(body)
+        return cls.model_validate(value)
 
 
 DECISION_PROJECTIONS = PagedList[DecisionProjection](
@@ -169,6 +185,8 @@ class AdmClient:
         )
         self._retry = RetryPolicy.from_settings(settings)
         self._metrics = ClientMetrics()
+        self.service_clock = ServiceClock()
+        """The service's own time, as its answers state it (`resources.clock`)."""
         self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
 
     def __repr__(self) -> str:
@@ -279,7 +297,7 @@ class AdmClient:
         """The changelog revision ids of one record from its revision endpoint (E11, E12), for a caller
         that holds the endpoint as data (the warehouse's catalog of revision lists)."""
         params = query.to_params(self.settings.param_names) if query else None
-        return self._call(name, RevisionIds, record_id=record_id, params=params).root
+        return self._call(name, RevisionIds, record_id=record_id, params=params, parse=RevisionIds.read).root
 
     # -- list extensions, one page -------------------------------------------------------------------------
 
@@ -374,6 +392,7 @@ class AdmClient:
             describe=lambda message: PagingDriftError(
                 f"{endpoint.name}: {message}", method=endpoint.method, path=endpoint.path
             ),
+            past_end=_past_the_end,
         )
 
     def _page(self, kind: PagedList[T], query: PageQuery, contract: RecordContract | None = None) -> Page[T]:
@@ -445,7 +464,7 @@ class AdmClient:
             problem = f"status {response.status_code}, the spec says {sorted(endpoint.success)}"
             raise ResponseFormatError.mismatch(endpoint.name, "<status>", problem, **context)
         try:
-            result = read(response.content)
+            result = read(json_bytes(response))
         except ResponseFormatError as error:
             raise self._envelope_error(request, response) or ResponseFormatError.mismatch(
                 endpoint.name, error.field_path, error.message.split(": ", 1)[-1], **context
@@ -459,6 +478,7 @@ class AdmClient:
             raise self._envelope_error(request, response) or ResponseFormatError.mismatch(
                 endpoint.name, "statusCode", f"statusCode {result.status_code} in a success", **context
             )
+        self.service_clock.observe(response, result.timestamp if isinstance(result, Envelope) else None)
         return result
 
     def _envelope_error(self, request: _Request, response: httpx.Response) -> ServiceError | None:
@@ -470,19 +490,43 @@ class AdmClient:
         return error
 
     def _send(self, request: _Request) -> httpx.Response:
-        """Send under a concurrency slot and the tenant's limiter; feed the limiter and the metrics."""
+        """Send under a concurrency slot, following same-origin 307/308 redirects (`resources.transfer`)."""
         endpoint = request.endpoint
         headers = self._credentials.authorization() if endpoint.authenticated else {}
+        url: str | httpx.URL = request.path
+        params = request.params
         with self._slots:
-            waited = self._bucket.acquire()
-            sent_at = self._bucket.now()
-            self._metrics.request_sent(endpoint.name, waited)
-            try:
-                response = self._http.request(
-                    endpoint.method, request.path, params=request.params, json=request.body, headers=headers
+            for _ in range(MAX_REDIRECTS + 1):
+                response = self._transmit(request, url, params, headers)
+                target = redirect_target(response, endpoint.method, request.path)
+                if target is None:
+                    return response
+                logger.info(  # the path only: a location may carry user information
+                    "%s %s: redirected (%d) to %s", endpoint.method, url, response.status_code, target.path
                 )
-            except httpx.RequestError as error:
-                raise error_for_transport(endpoint.method, request.path, error) from error
+                url, params = target, None  # the location names the whole address, its query included
+        return response
+
+    def _transmit(
+        self, request: _Request, url: str | httpx.URL, params: dict[str, str] | None, headers: dict[str, str]
+    ) -> httpx.Response:
+        """One HTTP exchange within the request deadline, under the tenant's limiter; feed the limiter and
+        the metrics."""
+        endpoint = request.endpoint
+        waited = self._bucket.acquire()
+        sent_at = self._bucket.now()
+        self._metrics.request_sent(endpoint.name, waited)
+        try:
+            response = send_within(
+                self._http,
+                self._http.build_request(
+                    endpoint.method, url, params=params, json=request.body, headers=headers
+                ),
+                self.settings.request_deadline_s,
+                endpoint.name,
+            )
+        except httpx.RequestError as error:
+            raise error_for_transport(endpoint.method, request.path, error) from error
         self._metrics.response_received(len(response.content), response.status_code)
         if response.status_code == 429:
             self._bucket.rate_limited(retry_after_seconds(response), sent_at)
@@ -491,11 +535,28 @@ class AdmClient:
         logger.debug(
             "%s %s -> %d (%d bytes)",
             endpoint.method,
-            request.path,
+            url,
             response.status_code,
             len(response.content),
         )
         return response
+
+
+def _past_the_end(error: Exception) -> bool:
+    """Whether a page's failure says there is no such page: a 404, or a 400 whose message is about the
+    page (``page out of range``), as services answer an offset beyond their list."""
+    if isinstance(error, NotFoundError):
+        return True
+    return (
+        isinstance(error, ValidationError)
+        and error.status == 400
+        and bool(_NO_SUCH_PAGE.search(error.message))
+    )
+
+
+_NO_SUCH_PAGE = re.compile(
+    r"page.*(out of range|beyond|exceed|does not exist|no such|not found)", re.IGNORECASE
+)
 
 
 def _append_only(kind: PagedList[Any], query: PageQuery) -> bool:

@@ -13,8 +13,10 @@ case: one fast pass). A page that fails is read record by record:
 - **Tolerated** in ``tolerant`` mode (the default of nightly runs) and recorded, everything else: ``null``
   or a missing field (stored as null; cursor and creation times included: the sync then reads that list
   whole), an unknown enum value (kept as text), a number or boolean sent as a string (converted), a number
-  where the spec has a string (kept as its text, which loses nothing), an item of a nested list that is not
-  an object (dropped), any other value that does not validate (stored as null). Every deviation is counted
+  where the spec has a string, an id included (kept as the very text the service wrote,
+  ``1500.00`` stays ``1500.00``), an instant sent as a date alone or as epoch seconds or milliseconds
+  (converted to that instant), an item of a nested list that is not an object (dropped), any other value
+  that does not validate (stored as null). Every deviation is counted
   per endpoint, field and kind, with sample record ids. Embedded records' ids are not assumed unique: the
   warehouse keys them by parent and position.
 - In ``strict`` mode (CI, contract tests) any deviation fails the read with a message naming the
@@ -29,8 +31,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from enum import Enum, StrEnum
-from functools import cache
+from functools import cache, cached_property
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -39,7 +42,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from models.base import Envelope, Page, ServiceModel
 from resources.catalog import PAGED_LISTS
 from resources.errors import ResponseFormatError
-from resources.rawjson import array_records, page_records
+from resources.rawjson import array_records, exact_value, page_records
 
 SAMPLES = 5
 """Record ids kept per kind of deviation."""
@@ -84,6 +87,11 @@ class DeviationKind(StrEnum):
     NUMBER_AS_TEXT = "number_as_text"
     NOT_AN_OBJECT = "not_an_object"
     INVALID = "invalid"
+    DATE_ONLY = "date_only"
+    EPOCH_SECONDS = "epoch_seconds"
+    EPOCH_MILLISECONDS = "epoch_milliseconds"
+    FUTURE_INSTANT = "future_instant"
+    """An updated-at stamp later than the service's own clock (`resources.clock`): loaded, moves no cursor."""
 
 
 @dataclass(frozen=True)
@@ -244,7 +252,7 @@ class RecordContract:
                 f"expected {_expected(first)}, received {_received(first)}",
             )
         repaired = _repair(
-            item, problems, lambda path, kind: self.log.deviated(endpoint, path, kind, where.record_id)
+            where, problems, lambda path, kind: self.log.deviated(endpoint, path, kind, where.record_id)
         )
         try:
             return tolerant_model(record).model_validate(repaired)
@@ -296,7 +304,18 @@ class _Where:
     @property
     def record_id(self) -> str:
         value = self.item.get("id") if isinstance(self.item, dict) else None
+        if _is_number(value):
+            return str(_at(self.exact, ("id",)))
         return value if isinstance(value, str) else ""
+
+    @cached_property
+    def exact(self) -> Any:
+        """The record parsed with every number kept as the text the service wrote."""
+        return exact_value(self.text)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _key_problem(item: Any) -> tuple[str, str, str] | None:
@@ -306,6 +325,8 @@ def _key_problem(item: Any) -> tuple[str, str, str] | None:
     if "id" not in item:
         return "id", "a non-empty string", "nothing (the field is missing)"
     value = item["id"]
+    if _is_number(value):  # an id sent as a JSON number is that id, kept as its text (number_as_text)
+        return None
     if not isinstance(value, str) or not value.strip():
         return "id", "a non-empty string", _shown(value)
     return None
@@ -337,15 +358,17 @@ def _shown(value: Any) -> str:
 
 
 def _repair(
-    item: dict[str, Any], problems: list[Any], deviated: Callable[[str, DeviationKind], None]
+    where: _Where, problems: list[Any], deviated: Callable[[str, DeviationKind], None]
 ) -> dict[str, Any]:
-    """A copy of ``item`` with each problem mended (see the module docstring), each one reported. Items of
-    nested lists that are not objects are dropped (after every other mend, so that indexes hold)."""
-    repaired: dict[str, Any] = json.loads(json.dumps(item))
+    """A copy of the record with each problem mended (see the module docstring), each one reported. Items
+    of nested lists that are not objects are dropped (after every other mend, so that indexes hold)."""
+    repaired: dict[str, Any] = json.loads(json.dumps(where.item))
     dropped: list[tuple[int | str, ...]] = []
     for problem in problems:
         loc, value = problem["loc"], problem.get("input")
         kind, mended = _mend(problem["type"], value)
+        if kind is DeviationKind.NUMBER_AS_TEXT:
+            mended = str(_at(where.exact, loc))
         if _is_list_item(loc) and problem["type"] in _NOT_AN_OBJECT:
             kind = DeviationKind.NOT_AN_OBJECT
             dropped.append(loc)
@@ -385,8 +408,31 @@ def _mend(error_type: str, value: Any) -> tuple[DeviationKind, Any]:
             return DeviationKind.NUMBER_AS_STRING, number
     if isinstance(value, str) and error_type == "bool_type" and value.strip().lower() in {"true", "false"}:
         return DeviationKind.BOOL_AS_STRING, value.strip().lower() == "true"
-    if error_type == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
-        return DeviationKind.NUMBER_AS_TEXT, json.dumps(value)
+    if error_type == "string_type" and _is_number(value):
+        return DeviationKind.NUMBER_AS_TEXT, value  # its exact text replaces it (`_repair`)
+    if error_type.startswith("datetime"):
+        return _instant(value)
+    return DeviationKind.INVALID, None
+
+
+EPOCH_MILLISECONDS_FROM = 1e11
+"""An epoch number at least this large counts milliseconds, a smaller one seconds: 1e11 seconds is the
+year 5138, 1e11 milliseconds March 1973."""
+
+
+def _instant(value: Any) -> tuple[DeviationKind, Any]:
+    """An instant the service sent in another form than ISO 8601 date-time: a date alone (midnight UTC),
+    or epoch seconds or milliseconds."""
+    try:
+        if isinstance(value, str):
+            day = date.fromisoformat(value.strip())
+            return DeviationKind.DATE_ONLY, datetime(day.year, day.month, day.day, tzinfo=UTC)
+        if _is_number(value):
+            if abs(value) >= EPOCH_MILLISECONDS_FROM:
+                return DeviationKind.EPOCH_MILLISECONDS, datetime.fromtimestamp(value / 1000, UTC)
+            return DeviationKind.EPOCH_SECONDS, datetime.fromtimestamp(value, UTC)
+    except (ValueError, OverflowError, OSError):
+        pass
     return DeviationKind.INVALID, None
 
 

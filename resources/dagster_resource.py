@@ -60,6 +60,9 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     )
     burst: int | None = Field(default=None, description="Overrides the burst (default twice the rate).")
     concurrency: int | None = Field(default=None, description="Requests in flight at most (default 8).")
+    request_deadline_s: float | None = Field(
+        default=None, description="Seconds one request may take, connecting and every read included."
+    )
     limiter_state_dir: str | None = Field(
         default=None, description="Folder remembering each tenant's rate-limit bucket between runs."
     )
@@ -82,6 +85,7 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
             "rate_per_minute": self.rate_per_minute,
             "burst": self.burst,
             "concurrency": self.concurrency,
+            "request_deadline_s": self.request_deadline_s,
             "limiter_state_dir": self.limiter_state_dir,
         }
         given = {key: value for key, value in values.items() if value is not None}

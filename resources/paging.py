@@ -13,7 +13,10 @@ What the service says about a list is evidence, not law:
   pass whose last page came back full reads the next one (a list that is an exact multiple of the page
   size costs one call more, and a ``total`` too low by a page's records cannot hide them). A list read to
   such an end is ``complete``, whatever its ``total`` said; a ``total`` that is missing is not needed
-  (pages are read until the end).
+  (pages are read until the end). A page past the end answered as no such page (``past_end``: a 404, a
+  400 "page out of range", as some services answer an offset beyond their list) is an empty page, so the
+  end of a list that is an exact multiple of the page size is proven too; a pass in which such a page
+  comes before a page that lists records is refused (`PagingDriftError`).
 
 Drift (records inserted, updated or removed while a list is paged). An offset-paged list only stays put
 if nothing before a page's offset changes between the fetch of page 1 and the fetch of that page. Strategy:
@@ -85,10 +88,13 @@ class _End:
 
 @dataclass
 class _Pass:
-    """What one pass over the list saw: every total reported and every id listed."""
+    """What one pass over the list saw: every total reported, every id listed, the pages that listed
+    records and those answered as past the list's end."""
 
     totals: list[int] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
+    filled: set[int] = field(default_factory=lambda: {1})
+    past_end: set[int] = field(default_factory=set)
 
 
 class Mapper(Protocol):
@@ -121,8 +127,10 @@ class PageStream(Generic[T]):
         order_key: Callable[[T], Any] | None,
         describe: Callable[[str], PagingDriftError],
         max_passes: int = MAX_PASSES,
+        past_end: Callable[[Exception], bool] = lambda error: False,
     ) -> None:
-        self._fetch = fetch
+        self._fetch_answer = fetch
+        self._past_end = past_end
         self._limit = limit
         self._record_id = record_id
         self._map = mapper
@@ -179,20 +187,44 @@ class PageStream(Generic[T]):
             yield from page.data
 
     def _pass(self, current: _Pass) -> Iterator[Page[T]]:
-        first = self._fetch(1, self._limit)
+        first = self._fetch_answer(1, self._limit)
         if self.total is None:
             self.total = first.total
         size = self.page_size = self._served_size(first)
         yield from self._fresh(first, current)
         end = _End(1, first)
         pages = range(2, self._pages(first.total, size) + 1)
-        for number, page in self._map(lambda n: self._fetch(n, size), pages):
+        for number, page in self._map(lambda n: self._fetch(current, n, size), pages):
             yield from self._fresh(page, current)
             end.saw(number, page)
         if self.append_only:
             yield from self._read_growth(end, current, size)
         yield from self._read_to_end(end, current, size)
+        self._check_end(current)
         self.last_total = end.total
+
+    def _fetch(self, current: _Pass, number: int, size: int) -> Page[T]:
+        """Page ``number`` (2 or more); an answer that says there is no such page (`past_end`: a 404, a 400
+        "page out of range") is an empty page, provided no later page of the pass lists records."""
+        try:
+            page = self._fetch_answer(number, size)
+        except Exception as error:
+            if not self._past_end(error):
+                raise
+            logger.info("page %d was answered as past the end of the list (%s)", number, error)
+            current.past_end.add(number)  # set.add is atomic: pages are fetched on several threads
+            return Page[T](page=number, limit=size, total=None, data=[])
+        if page.served:
+            current.filled.add(number)
+        return page
+
+    def _check_end(self, current: _Pass) -> None:
+        """Refuse a pass in which a page said to be past the end comes before a page that lists records."""
+        if current.past_end and min(current.past_end) < max(current.filled):
+            raise self._describe(
+                f"page {min(current.past_end)} was answered as past the end of the list, but page "
+                f"{max(current.filled)} lists records"
+            )
 
     def _served_size(self, first: Page[T]) -> int:
         """The page size the service serves, judged from page 1 (see the module docstring)."""
@@ -219,7 +251,7 @@ class PageStream(Generic[T]):
             )
             answered: list[int] = []
             for number, page in self._map(
-                lambda n: self._fetch(n, size), range(end.page, self._pages(grown, size) + 1)
+                lambda n: self._fetch(current, n, size), range(end.page, self._pages(grown, size) + 1)
             ):
                 yield from self._fresh(page, current)
                 end.saw(number, page)
@@ -239,7 +271,7 @@ class PageStream(Generic[T]):
             if end.total is not None and rounds > MAX_EXTENSIONS:
                 self.complete = False
                 return
-            page = self._fetch(end.page + 1, size)
+            page = self._fetch(current, end.page + 1, size)
             yield from self._fresh(page, current)
             end.saw(end.page + 1, page)
             if page.data and len(current.ids) == listed:  # every record it listed was listed already

@@ -8,6 +8,7 @@ reports where it ended; walking the envelope down to ``data.data`` with it gives
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from models.errors import AuthoritySyncError
 
@@ -17,6 +18,17 @@ _WHITESPACE = " \t\n\r"
 
 class RawJsonError(AuthoritySyncError, ValueError):
     """The body is not an envelope holding a ``data.data`` array."""
+
+
+class NumberText(str):
+    """A JSON number as the service wrote it (``1500.00``, ``123456789012345678901234567.891``): RFC 8259
+    sets no precision, and a float would round it and render it anew."""
+
+
+def exact_value(text: str | bytes) -> Any:
+    """The JSON value of ``text`` with every number kept as its `NumberText` (``NaN`` and ``Infinity``,
+    which some services write, too)."""
+    return json.loads(text, parse_float=NumberText, parse_int=NumberText, parse_constant=NumberText)
 
 
 def page_records(body: str) -> list[str]:

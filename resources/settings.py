@@ -58,6 +58,10 @@ DEFAULT_CONCURRENCY = 8
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 30.0
 WRITE_TIMEOUT_S = 30.0
+REQUEST_DEADLINE_S = 120.0
+"""The whole of one request, from connecting to the last byte of its answer (`resources.transfer`): a
+page of 100 decisions arrives in well under a second; a body trickled slower than this is a failure,
+retried as a timeout, instead of a run held for hours."""
 POOL_TIMEOUT_S = 60.0
 """Waiting for a free pooled connection; generous because the client bounds its own concurrency."""
 
@@ -103,6 +107,7 @@ class ClientSettings(BaseModel):
     read_timeout_s: Annotated[float, Field(gt=0)] = READ_TIMEOUT_S
     write_timeout_s: Annotated[float, Field(gt=0)] = WRITE_TIMEOUT_S
     pool_timeout_s: Annotated[float, Field(gt=0)] = POOL_TIMEOUT_S
+    request_deadline_s: Annotated[float, Field(gt=0)] = REQUEST_DEADLINE_S
     max_attempts: Annotated[int, Field(ge=1)] = MAX_ATTEMPTS
     rate_limited_max_attempts: Annotated[int, Field(ge=1)] = RATE_LIMITED_MAX_ATTEMPTS
     backoff_initial_s: Annotated[float, Field(ge=0)] = BACKOFF_INITIAL_S

@@ -4,13 +4,16 @@ the spec (tests/spec_records.toml names its paths), sharing no code with the emu
 It serves one tenant's lists (filtered by ``updatedAtStart`` when asked), E9 and the revision-id lists
 from JSON-ready records the test provides, and misbehaves as real services do when `Quirks` says so: a
 capped page size, totals off or missing, a 200 whose envelope carries an error status, 429s with a
-Retry-After in seconds or as an HTTP date, latency, and a hook that changes a list between two page
-requests (a record deleted or inserted while it is paged).
+Retry-After in seconds or as an HTTP date, latency, a hook that changes a list between two page
+requests (a record deleted or inserted while it is paged), pages past the end answered 404 or 400,
+bodies behind a UTF-8 byte order mark, 307/308 redirects (same origin or not) and bodies trickled a few
+bytes at a time. Numbers can be sent as written (`JsonText`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import tomllib
@@ -21,12 +24,39 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+TRICKLE_BYTES = 4
+UTF8_BOM = b"\xef\xbb\xbf"
+MOVED = "/moved"
 
 SPEC = tomllib.loads(Path(__file__).with_name("spec_records.toml").read_text(encoding="utf-8"))
 """The spec's records and paths, as transcribed for the tests."""
 
 Record = dict[str, Any]
+
+
+class JsonText(str):
+    """A value the stand-in writes as this very JSON text: a number with more digits than a float holds, or
+    with trailing zeros (``1500.00``), as RFC 8259 lets a service send it."""
+
+
+def encode(body: Any) -> bytes:
+    """``body`` as JSON, each `JsonText` in it written as its own text."""
+    texts: list[str] = []
+
+    def marked(value: Any) -> Any:
+        if isinstance(value, JsonText):
+            texts.append(str(value))
+            return f"\x00{len(texts) - 1}\x00"
+        if isinstance(value, dict):
+            return {key: marked(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [marked(item) for item in value]
+        return value
+
+    encoded = json.dumps(marked(body))
+    return re.sub(r'"\\u0000(\d+)\\u0000"', lambda found: texts[int(found[1])], encoded).encode()
 
 
 @dataclass
@@ -70,6 +100,16 @@ class Quirks:
     """How long every answer takes (a slow service, or one far away)."""
     on_list_request: Callable[[str, int, Tenant], None] | None = None
     """Called before a list request is answered: (list, how many of its requests came before, tenant)."""
+    past_end: int | None = None
+    """The status (404, or 400 "page out of range") of a page past the end of a list, instead of ``[]``."""
+    bom: bool = False
+    """Every body starts with a UTF-8 byte order mark (RFC 8259 8.1 lets a reader ignore it)."""
+    redirect: tuple[int, str] | None = None
+    """(status, origin): every request outside ``/moved`` is redirected to the same path and query under
+    ``/moved`` at ``origin`` ("" for a relative location), which serves what the path would."""
+    trickled: int = 0
+    """The first N answers are trickled: `TRICKLE_BYTES` at a time, `trickle_every_s` apart."""
+    trickle_every_s: float = 0.05
 
 
 class StandIn:
@@ -110,7 +150,26 @@ class StandIn:
                 self.quirks.rate_limited -= 1
                 self.requests["429"] += 1
                 return 429, _error(429, "Too Many Requests"), {"Retry-After": self.quirks.retry_after()}
-            return self._route(path, query)
+            if self.quirks.redirect is not None and not path.startswith(MOVED + "/"):
+                status, origin = self.quirks.redirect
+                location = f"{origin}{MOVED}{path}" + (f"?{urlencode(query)}" if query else "")
+                return status, _error(status, "Moved"), {"Location": location}
+            if path.startswith(MOVED + "/"):
+                self.requests["moved"] += 1
+            return self._route(path.removeprefix(MOVED), query)
+
+    def body(self, answer: Any) -> bytes:
+        """The bytes of one answer's JSON, with a byte order mark when the quirks say."""
+        return (UTF8_BOM if self.quirks.bom else b"") + encode(answer)
+
+    def trickles(self) -> bool:
+        """Whether the next answer is trickled (counts it)."""
+        with self._lock:
+            if self.quirks.trickled <= 0:
+                return False
+            self.quirks.trickled -= 1
+            self.requests["trickled"] += 1
+            return True
 
     def _route(self, path: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         for name, spec in SPEC["lists"].items():
@@ -146,6 +205,8 @@ class StandIn:
         number, asked = int(query.get("page", "1")), int(query.get("limit", "10"))
         size = min(asked, quirks.page_cap) if quirks.page_cap else asked
         records = _updated_since(self.tenant.lists[name], query.get("updatedAtStart"))
+        if quirks.past_end is not None and number > 1 and (number - 1) * size >= len(records):
+            return quirks.past_end, _error(quirks.past_end, f"page {number} out of range"), {}
         page: dict[str, Any] = {
             "page": number,
             "limit": size if quirks.cap_reported else asked,
@@ -194,14 +255,23 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             query = {key: values[-1] for key, values in parse_qs(url.query).items()}
             status, body, headers = standin.answer(url.path, query, self.headers.get("Authorization"))
-            payload = json.dumps(body).encode()
+            payload = standin.body(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(payload)
+            if not standin.trickles():
+                self.wfile.write(payload)
+                return
+            try:
+                for start in range(0, len(payload), TRICKLE_BYTES):
+                    self.wfile.write(payload[start : start + TRICKLE_BYTES])
+                    self.wfile.flush()
+                    time.sleep(standin.quirks.trickle_every_s)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: that is the point
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read `StandIn.requests` instead."""

@@ -76,7 +76,8 @@ class Served:
 
 @st.composite
 def root_id(draw: st.DrawFn) -> Any:
-    """A root record's id: a fresh uuid in either case, now and then one that is not usable."""
+    """A root record's id: a fresh uuid in either case, now and then a number (an id too) or one that is
+    not usable."""
     kind = draw(st.sampled_from(["uuid"] * 30 + ["other"] * 3 + ["missing", "empty", "number", "null"]))
     fresh = str(draw(st.uuids()))
     return {
@@ -117,9 +118,12 @@ def _root(draw: st.DrawFn, served: Served, record_name: str) -> dict[str, Any]:
     foreign = draw(st.integers(0, 30)) == 0
     if foreign:
         item["tenantId"] = FOREIGN_TENANT_ID
-    if kind in {"missing", "empty", "number", "null"} or foreign:
+    if kind in {"missing", "empty", "null"} or foreign:
         served.rejected += 1
-    elif SPEC[record_name].get("specified", True):
+        return item
+    # An id sent as a number is that id, kept as its text: a deviation, not a rejection.
+    served.deviations += 1 if kind == "number" else 0
+    if SPEC[record_name].get("specified", True):
         served.deviations += len([d for d in drawn.deviations if d.kind == "other_type"])
     return item
 
@@ -127,7 +131,7 @@ def _root(draw: st.DrawFn, served: Served, record_name: str) -> dict[str, Any]:
 def _revision_parents(tenant: Tenant) -> dict[str, set[str]]:
     """The delegations and the documents of decisions the tenant lists (ids in lower case)."""
     return {
-        "delegations": {d["id"].lower() for d in tenant.lists["delegations"] if _usable(d)},
+        "delegations": {_wire_id(d).lower() for d in tenant.lists["delegations"] if _usable(d)},
         "documents": {
             document["documentId"].lower()
             for decision in tenant.lists["decisions"]
@@ -182,7 +186,7 @@ def _change_while_paged(draw: st.DrawFn, served: Served, name: str) -> None:
             return
         if removed is not None:
             tenant.lists[name].remove(removed)
-            served.deleted_while_paged[name] = canonical_id(removed["id"])
+            served.deleted_while_paged[name] = canonical_id(_wire_id(removed))
         else:
             tenant.lists[name].append(added)
             served.inserted_while_paged[name] = added
@@ -191,8 +195,16 @@ def _change_while_paged(draw: st.DrawFn, served: Served, name: str) -> None:
 
 
 def _usable(item: dict[str, Any]) -> bool:
+    return bool(_wire_id(item).strip()) and item.get("tenantId") != FOREIGN_TENANT_ID
+
+
+def _wire_id(item: dict[str, Any]) -> str:
+    """A record's id as the sync keeps it: a string as sent, a JSON number as the text the stand-in wrote
+    (an id sent as a number is that id, issue 28), anything else none ("")."""
     value = item.get("id")
-    return isinstance(value, str) and bool(value.strip()) and item.get("tenantId") != FOREIGN_TENANT_ID
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return json.dumps(value)
+    return value if isinstance(value, str) else ""
 
 
 # A failing example's generated tenant is large; its summary (Served.__repr__) is what the report shows.
@@ -238,7 +250,7 @@ def _dump(served: Served, warnings: list[str]) -> None:
 
 def _every_usable_record_once(con: duckdb.DuckDBPyConnection, served: Served) -> None:
     for name, records in served.tenant.lists.items():
-        expected = {canonical_id(item["id"]) for item in records if _usable(item)}
+        expected = {canonical_id(_wire_id(item)) for item in records if _usable(item)}
         if name in served.inserted_while_paged:
             expected.add(served.inserted_while_paged[name]["id"])
         rows = con.execute(f"SELECT id, is_deleted FROM {ROOT_TABLES[name]}").fetchall()  # noqa: S608
@@ -259,7 +271,7 @@ def _every_item_a_row_of_its_parent(con: duckdb.DuckDBPyConnection, served: Serv
         for item in served.tenant.lists[name]:
             if not _usable(item):
                 continue
-            parent = canonical_id(item["id"])
+            parent = canonical_id(_wire_id(item))
             for field_name, table in nested.items():
                 value = item.get(field_name)
                 items = (

@@ -303,9 +303,11 @@ def private_file(path: Path, encoding: str = "utf-8", newline: str | None = None
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]], delimiter: str = ",") -> Path:
     """Write a UTF-8 CSV (with BOM, so spreadsheets detect the encoding) readable by the owner only (it
-    holds personal data); cells must already have been through `safe_cell`. Returns ``path``."""
+    holds personal data); the row cells must already have been through `safe_cell` (which knows the phone
+    columns), the header's go through it here (an error report repeats the upload's header, which HR's
+    file may have written as a formula). Returns ``path``."""
     with private_file(path, encoding="utf-8-sig", newline="") as handle:
         writer = csv.writer(handle, delimiter=delimiter)
-        writer.writerow(header)
+        writer.writerow([safe_cell(cell) for cell in header])
         writer.writerows(rows)
     return path

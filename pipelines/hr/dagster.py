@@ -84,6 +84,9 @@ RUN_FINISHED = [dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES]
 RUN_UNFINISHED = [status for status in dg.DagsterRunStatus if status not in RUN_FINISHED]
 CHECK_CRON = "0 6 * * *"
 """When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
+INSTIGATOR_TAGS = (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule"))
+"""The tags Dagster puts on a run its sensor or schedule launched, with the tick in `TICK_TAG`."""
+TICK_TAG = "dagster/tick"
 DUE_CRON = "0 5 * * *"
 """When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
 weekly full refresh (03:00), so an apply does not wait for their commits."""
@@ -108,7 +111,9 @@ class HrSyncConfig(dg.Config):
         default=None, description="With approve_plan_id: why (recorded with the plan)."
     )
     approved_by: str | None = Field(
-        default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
+        default=None,
+        description="With approve_plan_id: who approves (recorded; refused under four eyes); default the "
+        "run's actor: its sensor or schedule, else the code location's OS account.",
     )
     encoding: str | None = Field(default=None, description="The files' encoding; default the mapping's.")
     delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
@@ -181,16 +186,32 @@ def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
 
 
 def run_actor(context: dg.OpExecutionContext) -> str:
-    """Who a run acts for, as the audit names them: the user who launched it (Dagster+ tags runs with
-    ``user``), else its sensor or schedule, else the code location's OS user (open-source Dagster knows
-    no users: a run launched from its UI can only be told apart by the run id, kept apart)."""
+    """Who a run acts for, as the audit names them, from what Dagster itself recorded, never from a tag a
+    launcher types: the sensor or schedule whose tick (in the instance's storage) launched it, else the
+    code location's OS user (`pipelines.hr.workflow.os_user`): open-source Dagster records no user, so
+    every run launched by hand is that one account, and under four eyes cannot approve what another run
+    launched by hand planned."""
     tags = context.run.tags
-    if tags.get("user"):
-        return tags["user"]
-    for tag, what in (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule")):
-        if tags.get(tag):
-            return f"{what} {tags[tag]}"
+    for tag, what in INSTIGATOR_TAGS:
+        name = tags.get(tag)
+        if name and _launched_by(context.instance, tags.get(TICK_TAG), name, context.run_id):
+            return f"{what} {name}"
     return os_user()
+
+
+def _launched_by(instance: dg.DagsterInstance, tick_id: str | None, name: str, run_id: str) -> bool:
+    """Whether the instance's own record of tick ``tick_id`` shows the sensor or schedule ``name``
+    launching run ``run_id`` (a tick still running has not listed its runs yet). Tags alone prove
+    nothing: anyone may type them in the launchpad."""
+    storage = instance.schedule_storage
+    if storage is None or tick_id is None or not tick_id.isdigit():
+        return False
+    try:
+        tick = storage.get_tick(int(tick_id))
+    except dg.DagsterInvariantViolationError:  # no such tick
+        return False
+    listed = run_id in tick.run_ids or tick.status.value == "STARTED"
+    return tick.instigator_name == name and listed
 
 
 def _blocked(plan_id: str, blocked: list[str]) -> str | None:
@@ -324,9 +345,9 @@ def hr_apply(
     with adm.client_for(tenant_id) as client:
         try:
             report = apply_stored(
-                warehouse, plan_id, client, context.run_id, hr_policy.plan_max_age, actor=run_actor(context)
+                warehouse, plan_id, client, context.run_id, hr_policy, actor=run_actor(context)
             )
-        except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
+        except (PlanNotApplicableError, FourEyesError) as error:  # applied, expired, blocked, four eyes: red
             raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
         "plan_id": plan_id,

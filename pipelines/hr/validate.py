@@ -1,10 +1,10 @@
 """Validate an upload (one or more HR files) before anything is planned.
 
 Order: the files (readable, a known kind, every mapped column present once, dates in a provable day/month
-order), each row's fields (E1/E3 rules,
-formula injection, tenant), duplicate keys, matching to service records, references, dates across
-fields, then the org graph (cycles, inactive managers). Every problem names file, physical line, HR
-column and rule; a row with any problem is invalid and never planned.
+order), each row's fields (E1/E3 rules, formula injection, tenant), duplicate keys, matching to service
+records, references, dates across fields, identity beyond the key (`pipelines.hr.identity`), then the org
+graph (cycles, inactive managers). Every problem names file, physical line, HR column and rule; a row with
+any problem is invalid and never planned.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from models.hr.fields import EntityKind
 from pipelines.hr.csv_input import CsvFile
 from pipelines.hr.dates import date_order_problems
 from pipelines.hr.graph import check_org_graph
+from pipelines.hr.identity import check_identity, foreign_files
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
@@ -85,6 +86,10 @@ def validate(
     for row in users:
         references.resolve_user(row, mapping.users)
         _termination_after_start(row, mapping.users, snapshot)
+        if row.entity_id:
+            current = snapshot.user_values[row.entity_id]
+            check_identity(row, mapping.users, current, snapshot.user_label(row.entity_id))
+    result.file_problems += foreign_files(users)
     for row in groups:
         references.resolve_group(row, mapping.groups)
     if times is not None:

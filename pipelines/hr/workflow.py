@@ -12,12 +12,12 @@ from write responses instead would bypass the extract's history and cursors.)
 
 from __future__ import annotations
 
-import getpass
 import os
+import pwd
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from models.hr.thresholds import (
     watched_kind,
 )
 from pipelines.hr.apply import ApplyReport, apply_plan
+from pipelines.hr.identity import FOREIGN_RULE
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import make_plan
 from pipelines.hr.policy import HrPolicyResource
@@ -64,6 +65,7 @@ from warehouse.hr_store import (
     save_plan,
     window_plans,
 )
+from warehouse.tenants import tenant_label
 
 PLAN_MEMORY_LIMIT = "32MB"
 """DuckDB's memory limit while planning (see `plan_upload`)."""
@@ -138,7 +140,8 @@ def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | 
         max_age = None if request.allow_old_export else request.mapping.max_export_age
         times = ExportTimes.of(files, request.as_of, moment, max_age)
         validation = validate(files, request.mapping, snapshot, moment.date(), times)
-        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share)
+        tenant = tenant_label(con, request.tenant_id)
+        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share, tenant)
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -157,9 +160,14 @@ def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | 
     return PlanOutcome(validation, plan)
 
 
-def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
+def _refusal(validation: Validation, strict: bool, max_invalid_share: float, tenant: str) -> str | None:
     """Why the upload is not planned at all, or None. A file mostly wrong (a shifted column, another
-    system's export) is a failure to report, not a plan of its few valid rows that looks like success."""
+    system's export, another tenant's people) is a failure to report, not a plan of its few valid rows
+    that looks like success."""
+    foreign = [problem for problem in validation.file_problems if problem.rule == FOREIGN_RULE]
+    if foreign:
+        files = "; ".join(f"{Path(problem.file).name}: {problem.message}" for problem in foreign)
+        return f"this file is not about this tenant {tenant} ({files}); nothing was planned"
     if validation.file_problems:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
@@ -203,12 +211,13 @@ def allow(
         return recheck_thresholds(con, plan_id, moment)
 
 
-def four_eyes(policy: HrPolicyResource, planned_by: str | None, approved_by: str) -> None:
-    """Under ``ADM_HR_FOUR_EYES``, refuse a lift by the plan's own planner (`FourEyesError`)."""
-    if policy.four_eyes and (planned_by or "").casefold() == approved_by.casefold():
-        raise FourEyesError(
-            f"ADM_HR_FOUR_EYES: {approved_by} made this plan, so another person must lift its thresholds"
-        )
+def four_eyes(
+    policy: HrPolicyResource, planned_by: str | None, actor: str, act: str = "lift its thresholds"
+) -> None:
+    """Under ``ADM_HR_FOUR_EYES``, refuse the plan's own planner (``actor``) the ``act`` (a lift, an
+    apply) with `FourEyesError`."""
+    if policy.four_eyes and (planned_by or "").casefold() == actor.casefold():
+        raise FourEyesError(f"ADM_HR_FOUR_EYES: {actor} made this plan, so another person must {act}")
 
 
 def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: datetime) -> StoredPlan:
@@ -257,11 +266,14 @@ def short_write(
 
 
 def os_user() -> str:
-    """Who runs this process, the default approver of a lifted threshold."""
+    """Who runs this process, as the operating system knows them: the account of its real user id in the
+    password database (`pwd`: local accounts, or the directory behind NSS). Never ``LOGNAME`` or ``USER``,
+    which whoever starts the process sets to anything."""
+    uid = os.getuid()
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (a bare container)
-        return f"uid {os.getuid()}"
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry (a bare container)
+        return f"uid {uid}"
 
 
 def stored_plan(store: WarehouseResource, plan_id: str) -> StoredPlan:
@@ -276,19 +288,22 @@ def apply_stored(
     plan_id: str,
     client: AdmClient,
     run_id: str,
-    max_age: timedelta | None = None,
+    policy: HrPolicyResource | None = None,
     now: datetime | None = None,
     actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
-    older than ``max_age`` (default: the HR policy's default) is refused, unless scheduled. The apply is
-    recorded as run by ``actor`` (default: the OS user)."""
-    age = max_age or HrPolicyResource().plan_max_age
+    older than the ``policy``'s plan age (default: the HR policy's defaults) is refused, unless scheduled,
+    and under its four eyes so is an apply by the plan's planner. The apply is recorded as run by
+    ``actor`` (default: the OS user)."""
+    rules = policy or HrPolicyResource()
     moment = now or datetime.now(UTC)
+    who = actor or os_user()
     open_write = partial(writing, store.file, f"hr apply of plan {plan_id}", store.lock_wait_s)
     with open_write() as con:
         plan = recheck_thresholds(con, plan_id, moment)
-    report = apply_plan(open_write, client, plan, run_id, age, moment, actor or os_user())
+    four_eyes(rules, plan.planned_by, who, "apply it")
+    report = apply_plan(open_write, client, plan, run_id, rules.plan_max_age, moment, who)
     republish(store, "hr-apply")
     return report
 

@@ -1,0 +1,247 @@
+"""What the nightly sync makes of what the service sends, judged against the service's own evidence (issue
+28, part A): cursors bounded by the service's clock, values stored exactly as sent, the transport as RFC
+9110 and RFC 8259 allow it, and a deadline per request. Each test runs the sync over real HTTP against the
+independent stand-in (tests/standin.py), with records written by hand in the spec's shape.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from pydantic import SecretStr
+
+from resources.client import AdmClient
+from resources.errors import ConnectionError, ServiceError
+from resources.settings import ClientSettings
+from tests.standin import JsonText, Quirks, StandIn
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
+
+FUTURE = "2099-06-01T00:00:00Z"
+
+
+@pytest.fixture
+def warehouse(migrated: Path) -> Path:
+    """A new warehouse: a copy of the migrated template."""
+    return migrated
+
+
+def cursor_of(warehouse: Path, entity: str) -> list[tuple[Any, ...]]:
+    return rows(
+        warehouse,
+        "SELECT strftime(cursor_value AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') FROM extract_cursors "
+        "WHERE entity = ?",
+        [entity],
+    )
+
+
+def future_deviations(record: Any) -> list[dict[str, Any]]:
+    return [d for d in record.deviations if d["kind"] == "future_instant"]
+
+
+def test_a_record_stamped_in_the_future_is_loaded_and_moves_no_cursor(warehouse: Path) -> None:
+    # Before: the delegations cursor moved to 2099-06-01 and every later incremental run missed every change.
+    served = tenant(delegations=[delegation(1), delegation(2), delegation(3, updatedAt=FUTURE)])
+
+    full, _ = run(served, warehouse)
+    assert rows(warehouse, "SELECT count(*) FROM delegations") == [(3,)]
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+    (deviation,) = future_deviations(full.record)
+    assert deviation["field"] == "updatedAt" and deviation["sample_ids"] == [uid("delegation", 3)]
+    assert any("stamped later than the service's own clock" in w for w in full.record.warnings)
+
+    served.lists["delegations"][1] = delegation(2, status="REVOKED", updatedAt=ts(100))
+    changed, _ = run(served, warehouse, full_refresh=False)
+    assert changed.record.mode == "incremental"
+    assert rows(warehouse, "SELECT status FROM delegations WHERE id = ?", [uid("delegation", 2)]) == [
+        ("REVOKED",)
+    ]
+    assert cursor_of(warehouse, "delegations") == [(ts(100),)]
+
+    again, _ = run(served, warehouse, full_refresh=False)
+    assert again.record.status == "succeeded" and len(future_deviations(again.record)) == 1
+    assert cursor_of(warehouse, "delegations") == [(ts(100),)]
+
+
+def poison(warehouse: Path, entity: str) -> None:
+    """Store a cursor in the future, as a run before the clock rule did."""
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, 'an-earlier-run')",
+            [STANDIN_TENANT_ID, entity, FUTURE],
+        )
+
+
+def test_a_full_refresh_repairs_a_cursor_stored_in_the_future(warehouse: Path) -> None:
+    # Before: a full refresh started from the stored cursor and kept 2099.
+    served = tenant(delegations=[delegation(1), delegation(2)])
+    poison(warehouse, "delegations")
+
+    run(served, warehouse)
+
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+
+
+def test_an_incremental_run_clears_a_cursor_stored_in_the_future(warehouse: Path) -> None:
+    # Before: kept 2099 for good; every incremental run read nothing.
+    served = tenant(delegations=[delegation(1), delegation(2)])
+    poison(warehouse, "delegations")
+
+    cleared, _ = run(served, warehouse, full_refresh=False)
+    assert any("committed cursor 2099-06-01" in w and "cleared" in w for w in cleared.record.warnings)
+    assert cursor_of(warehouse, "delegations") == []
+
+    whole, _ = run(served, warehouse, full_refresh=False)
+    assert rows(warehouse, "SELECT count(*) FROM delegations") == [(2,)]
+    assert cursor_of(warehouse, "delegations") == [(ts(2),)]
+    assert whole.record.status == "succeeded"
+
+
+def kinds(record: Any) -> dict[tuple[str, str], str]:
+    """(endpoint, field) -> the kind of deviation recorded for it."""
+    return {(d["endpoint"], d["field"]): d["kind"] for d in record.deviations}
+
+
+def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
+    # Before: the big number stored as '1.2345678901234568e+26', 1500.00 as '1500.0', the decision with a
+    # numeric id and the revision ids sent as numbers failed, the date-only and epoch instants NULL.
+    limits = [
+        {"id": "limit-1", "authorityLimitValue": JsonText("123456789012345678901234567.891")},
+        {"id": "limit-2", "authorityLimitValue": JsonText("1500.00")},
+    ]
+    served = tenant(
+        decisions=[
+            decision(1, decisionAuthorities=limits),
+            decision(2, id=JsonText("12345678901234567890123")),
+        ],
+        delegations=[delegation(1, startDate="2024-03-01")],
+        users=[user(1, createdOn=1_700_000_000_000)],
+        groups=[group(1, createdOn=1_700_000_000)],
+    )
+    served.revisions["delegations"][uid("delegation", 1)] = [JsonText("7"), JsonText("80000000000000000001")]
+
+    outcome, _ = run(served, warehouse)
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT id, limit_value FROM decision_authorities ORDER BY id") == [
+        ("limit-1", "123456789012345678901234567.891"),
+        ("limit-2", "1500.00"),
+    ]
+    (raw,) = rows(warehouse, "SELECT raw FROM decisions WHERE id = ?", [uid("decision", 1)])[0]
+    assert "123456789012345678901234567.891" in raw and "1500.00" in raw
+    assert rows(warehouse, "SELECT id FROM decisions ORDER BY id") == sorted(
+        [("12345678901234567890123",), (uid("decision", 1),)]
+    )
+    assert rows(warehouse, "SELECT revision_id FROM delegation_revisions ORDER BY revision_order") == [
+        ("7",),
+        ("80000000000000000001",),
+    ]
+    assert rows(warehouse, "SELECT start_date, starts_at FROM delegations") == [
+        (date(2024, 3, 1), datetime(2024, 3, 1, tzinfo=UTC))
+    ]
+    assert rows(warehouse, "SELECT created_on FROM users") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
+    assert rows(warehouse, "SELECT created_on FROM groups") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
+    found = kinds(outcome.record)
+    assert found["E8", "decisionAuthorities.*.authorityLimitValue"] == "number_as_text"
+    assert found["E8", "id"] == "number_as_text"
+    assert found["delegations", "startDate"] == "date_only"
+    assert found["users", "createdOn"] == "epoch_milliseconds"
+    assert found["groups", "createdOn"] == "epoch_seconds"
+
+
+@pytest.mark.parametrize("status", [404, 400])
+@pytest.mark.parametrize(("records", "skew"), [(20, 0), (15, 10)], ids=["exactly-full", "short"])
+def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(
+    warehouse: Path, status: int, records: int, skew: int
+) -> None:
+    # Before: NotFoundError / ValidationError "page 3 out of range" stopped the tenant every night.
+    served = tenant(decisions=[decision(n) for n in range(records)])
+
+    # Pages of 10 (the service's cap): page 3 is past the end of either list.
+    quirks = Quirks(past_end=status, total_skew={"decisions": skew}, page_cap=10)
+    outcome, standin = run(served, warehouse, quirks)
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(records,)]
+    assert standin.requests["decisions"] >= 3  # page 3 was asked for and answered as no such page
+
+
+def test_a_byte_order_mark_before_the_json_is_ignored(warehouse: Path) -> None:
+    # Before: "Invalid JSON: expected value at line 1 column 1" on the first page, every list.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+
+    outcome, _ = run(served, warehouse, Quirks(bom=True))
+
+    assert outcome.record.status == "succeeded"
+    assert rows(
+        warehouse, "SELECT count(*) FROM decisions UNION ALL SELECT count(*) FROM delegation_revisions"
+    ) == [
+        (1,),
+        (1,),
+    ]
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_redirect_to_the_same_origin_is_followed(warehouse: Path, status: int) -> None:
+    # Before: "-> 308" failed the tenant although the service said where to ask.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+
+    outcome, standin = run(served, warehouse, Quirks(redirect=(status, "")))
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM delegation_revisions") == [(1,)]
+    assert standin.requests["moved"] == sum(
+        count for name, count in standin.requests.items() if name not in {"moved"}
+    )
+
+
+def test_a_redirect_to_another_origin_is_refused_and_no_credential_crosses(warehouse: Path) -> None:
+    served = tenant(decisions=[decision(1)])
+    quirks = Quirks()
+
+    with StandIn(served, quirks) as standin, pytest.raises(ServiceError, match="another origin") as refused:
+        # The same server under another name: another origin (RFC 6454), which a follow would reach.
+        quirks.redirect = (307, standin.base_url.replace("127.0.0.1", "localhost"))
+        sync_standin(standin, warehouse)
+
+    assert standin.requests["moved"] == 0
+    assert "http://localhost:" in str(refused.value)
+
+
+def test_a_trickled_answer_is_cut_at_the_request_deadline_and_retried(
+    warehouse: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: a body trickled 4 bytes at a time held the run for as long as it trickled (287 s for 562 bytes
+    # at one step every 2 s); each read came within the 30 s read timeout, so nothing stopped it.
+    served = tenant(decisions=[decision(1)])
+
+    outcome, standin = run(served, warehouse, Quirks(trickled=1, trickle_every_s=0.2), request_deadline_s=1.0)
+
+    assert outcome.record.status == "succeeded" and outcome.record.retries == 1
+    assert standin.requests["trickled"] == 1
+    assert "no complete answer within the deadline of 1 s per request" in caplog.text
+
+
+def test_a_request_past_its_deadline_fails_as_a_timeout_naming_the_endpoint() -> None:
+    served = tenant()
+    with StandIn(served, Quirks(trickled=1_000, trickle_every_s=0.2)) as standin:
+        settings = ClientSettings(
+            base_url=standin.base_url,
+            token=SecretStr(STANDIN_TOKEN),
+            tenant_id=STANDIN_TENANT_ID,
+            request_deadline_s=0.5,
+            max_attempts=1,
+        )
+        started = time.monotonic()
+        with AdmClient(settings) as client, pytest.raises(ConnectionError) as late:
+            client.current_user_positions()
+        elapsed = time.monotonic() - started
+
+    assert "E9: no complete answer within the deadline of 0.5 s per request" in str(late.value)
+    assert late.value.path == "/auth/v1/user/positions"
+    assert elapsed < 0.5 + 0.2 + 1.0, elapsed  # the deadline, one step of the trickle, and a loaded machine
