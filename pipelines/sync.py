@@ -144,7 +144,9 @@ def sync_tenant(
                 outcome.record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
                 outcome.record.error = str(stopped)
             outcome.record.error = outcome.record.error or one_line(error)
-            record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s)
+            record_unfinished(
+                warehouse, outcome.record, services.warehouse.lock_wait_s, services.warehouse.publish_target
+            )
             if stopped is not None:
                 raise stopped from None
             raise
