@@ -47,9 +47,12 @@ lint: $(VENV)/.synced
 bench: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run
 
-# The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4.
+# The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4,
+# and the generative test of the HR write path (tests/test_hr_generative.py: each example plans and applies)
+# at 50 instead of 3.
 generative: $(VENV)/.synced
-	ADM_GENERATIVE_EXAMPLES=300 $(VENV)/bin/pytest -q tests/test_sync_generative.py
+	ADM_GENERATIVE_EXAMPLES=300 ADM_HR_GENERATIVE_EXAMPLES=50 $(VENV)/bin/pytest -q tests/test_sync_generative.py \
+		tests/test_hr_generative.py
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator

@@ -26,18 +26,20 @@ import dagster as dg
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
 from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
+from pipelines.stopping import RunInterruptedError, RunOverBudgetError
 from pipelines.sync import (
     SyncBlockedError,
     SyncOutcome,
     SyncRefusedError,
     SyncRequest,
     SyncServices,
+    one_line,
     sync_tenant,
 )
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError
+from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -81,7 +83,7 @@ def histories() -> dict[str, str]:
     return {f"{table}{HISTORY}": table for table in TABLES if f"{table}{HISTORY}" in described}
 
 
-def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
+def _spec(table: str) -> dg.AssetSpec:
     owner = histories().get(table, table)
     return _relation_spec(
         table,
@@ -89,7 +91,6 @@ def _spec(table: str, freshness: dg.FreshnessPolicy) -> dg.AssetSpec:
         group_name=f"{ASSET_PREFIX}_{TABLES[owner]}",
         tags={"domain": "authority", **({"pii": ""} if owner in PERSONAL_TABLES else {})},
         deps=[table_key(owner)] if owner != table else [],
-        freshness_policy=freshness,
     )
 
 
@@ -172,14 +173,17 @@ CONFORMITY_DESCRIPTION = (
 
 
 def tenant_sync_asset(
-    partitions: dg.PartitionsDefinition, freshness: dg.FreshnessPolicy, bound: Mapping[str, Any]
+    partitions: dg.PartitionsDefinition, bound: Mapping[str, Any], names: Mapping[str, str]
 ) -> dg.AssetsDefinition:
     """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
-    value of the ``bound`` resources is refused (`pipelines.launch`)."""
+    value of the ``bound`` resources is refused (`pipelines.launch`). Its tables carry no freshness policy:
+    Dagster's would count any tenant's commit and show Passing beside a stale tenant; each tenant's
+    ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth. Check results name the
+    tenant as ``names`` (id -> name, ``ADM_TENANTS``) does."""
 
     @dg.multi_asset(
         name="adm_tenant_sync",
-        specs=[_spec(table, freshness) for table in (*TABLES, *histories())] + _derived_specs(),
+        specs=[_spec(table) for table in (*TABLES, *histories())] + _derived_specs(),
         check_specs=_check_specs(partitions),
         partitions_def=partitions,
         can_subset=True,
@@ -199,23 +203,29 @@ def tenant_sync_asset(
         except StaleRunConfigError as error:
             raise dg.Failure(description=str(error)) from None
         request = _request(context, partitions)
+        _tag_run(context, request.tenant_id)
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")
         try:
             sync_tenant(request, SyncServices(adm, warehouse, sync_policy), outcome)
         except SyncBlockedError as error:
-            yield from _check_results(context, request.tenant_id, outcome.checks)
+            yield from _check_results(context, request.tenant_id, names, outcome.checks)
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
-        except SyncRefusedError as error:
+        except (SyncRefusedError, RunInterruptedError, RunOverBudgetError, TLSError) as error:
+            # Final: a refusal, a stop (its journal resumes the next run) or a certificate not trusted.
             raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
         except TRANSIENT as error:
-            raise _retry(context, sync_policy, error) from error
+            raise _retry(context, sync_policy, error, outcome) from error
+        except Exception as error:
+            # The run's headline is the product's one-line cause (as `sync_runs.error` stores it), not
+            # Dagster's wrapper; the stack trace follows as its cause.
+            raise _failure(error, outcome) from error
         finally:
             _fail_killed_runs(context, outcome.killed)
         for warning in outcome.record.warnings:
             context.log.warning(warning)
         yield from _materializations(context, request.tenant_id, outcome)
-        yield from _check_results(context, request.tenant_id, outcome.checks)
+        yield from _check_results(context, request.tenant_id, names, outcome.checks)
 
     # Code references are a Dagster beta: they link the UI to this file, and their warning is not news here.
     with warnings.catch_warnings():
@@ -223,18 +233,39 @@ def tenant_sync_asset(
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
 
 
+def _tag_run(context: dg.AssetExecutionContext, tenant_id: str) -> None:
+    """Give the run its tenant's tags when its launcher did not (``dagster job execute`` or
+    ``execute_job`` with only a ``dagster/partition`` tag; a queued run has them from the run queue,
+    `pipelines.run_queue`): the runs list finds it by tenant."""
+    config = context.job_def.partitioned_config
+    tags = config.get_tags_for_partition_key(tenant_id, context.job_def.name) if config else {}
+    missing = {
+        key: value
+        for key, value in tags.items()
+        if not key.startswith("dagster/") and context.run.tags.get(key) != value
+    }
+    if missing:
+        context.instance.add_run_tags(context.run.run_id, missing)
+
+
 def _retry(
-    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception
-) -> dg.RetryRequested:
+    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception, outcome: SyncOutcome
+) -> dg.RetryRequested | dg.Failure:
     """Run the step again after a passing failure, with a growing wait; the run's tags can change how often
     and how soon. The retry reuses the revision lists this attempt fetched (its journal), so it costs
-    little more than the list pages."""
+    little more than the list pages. With no retry left, the step fails with the cause."""
     tags = context.run.tags
     retries = _tag_number(tags, MAX_RETRIES_TAG, policy.max_retries)
     wait = _tag_number(tags, RETRY_WAIT_TAG, policy.retry_wait_s) * 2**context.retry_number
-    if context.retry_number < retries:
-        context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
+    if context.retry_number >= retries:
+        return _failure(error, outcome)
+    context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
     return dg.RetryRequested(max_retries=int(retries), seconds_to_wait=wait)
+
+
+def _failure(error: Exception, outcome: SyncOutcome) -> dg.Failure:
+    """The step's failure, headed by the run's one-line cause, with its figures."""
+    return dg.Failure(description=outcome.record.error or one_line(error), metadata=_run_metadata(outcome))
 
 
 def _tag_number(tags: Mapping[str, str], tag: str, default: float) -> float:
@@ -279,8 +310,8 @@ def _warn_only(tags: Mapping[str, str]) -> frozenset[str]:
 
 
 def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinition) -> str:
-    """The run's tenant: its partition; a run without one (``dagster job execute`` with no partition tag)
-    syncs the only configured tenant, and is refused when there are several."""
+    """The run's tenant: its partition. A run without one (``dagster job execute`` with no partition tag)
+    is refused before it does anything: its checks are partitioned too, and would fail after its commit."""
     tenants = partitions.get_partition_keys()
     if context.has_partition_key:
         # A partition key can come from a run tag that Dagster does not check (dagster/partition: "*").
@@ -288,11 +319,10 @@ def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefiniti
             return configured_tenant(str(context.partition_key), tenants)
         except SettingsError as error:
             raise dg.Failure(description=f"run partition: {error}; this run did nothing") from None
-    if len(tenants) == 1:
-        return tenants[0]
     raise dg.Failure(
-        description=f"this run names no tenant; configured tenants: {', '.join(tenants)}. Launch one run "
-        'per tenant (the schedules do), e.g. --tags \'{"dagster/partition": "<tenant>"}\''
+        description=f"this run names no tenant (no partition); configured tenants: {', '.join(tenants)}; "
+        "this run did nothing. Launch one run per tenant (the schedules do), e.g. "
+        '--tags \'{"dagster/partition": "<tenant>"}\''
     )
 
 
@@ -377,9 +407,10 @@ def _run_metadata(outcome: SyncOutcome) -> dict[str, Any]:
 
 
 def _check_results(
-    context: dg.AssetExecutionContext, tenant_id: str, outcomes: list[CheckOutcome]
+    context: dg.AssetExecutionContext, tenant_id: str, names: Mapping[str, str], outcomes: list[CheckOutcome]
 ) -> Iterator[dg.AssetCheckResult]:
     selected = context.selected_asset_check_keys
+    label = f"{names[tenant_id]} ({tenant_id})" if tenant_id in names else tenant_id
     for outcome in outcomes:
         key = dg.AssetCheckKey(table_key(outcome.table), outcome.name)
         if key in selected:
@@ -388,7 +419,7 @@ def _check_results(
                 asset_key=key.asset_key,
                 check_name=outcome.name,
                 passed=outcome.passed,
-                description=f"tenant {tenant_id}: {outcome.description}",
+                description=f"tenant {label}: {outcome.description}",
                 metadata={"tenant": tenant_id, **outcome.metadata},
                 severity=dg.AssetCheckSeverity.ERROR if outcome.blocking else dg.AssetCheckSeverity.WARN,
             )

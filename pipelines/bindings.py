@@ -40,6 +40,7 @@ def client_resource(settings: SyncSettings) -> AdmClientResource:
         "concurrency": settings.concurrency,
         "request_deadline_s": settings.request_deadline_s,
         "limiter_state_dir": str(settings.limiter_state_dir),
+        "ca_bundle": str(settings.ca_bundle) if settings.ca_bundle else None,
         "tenant_credentials": [
             credential
             for tenant in settings.sync_tenants
@@ -106,6 +107,7 @@ def policy_resource(settings: SyncSettings) -> SyncPolicyResource:
         reject_max_share=settings.reject_max_share,
         warn_only_checks=",".join(settings.warn_only_checks),
         resume_hours=settings.resume_hours,
+        run_budget_s=settings.run_budget_s,
         max_retries=settings.max_retries,
         retry_wait_s=settings.retry_wait_s,
         revision_recheck_days=settings.revision_recheck_days,
@@ -121,6 +123,8 @@ def hr_policy_resource(settings: SyncSettings) -> HrPolicyResource:
         plan_max_age_hours=settings.hr_plan_max_age_hours,
         max_invalid_share=settings.hr_max_invalid_share,
         four_eyes=settings.hr_four_eyes,
+        tenants=settings.sync_tenants,
+        tenant_names=settings.tenant_names,
     )
 
 

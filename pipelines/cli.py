@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from signal import Signals
 from typing import Annotated
 
 import duckdb
@@ -21,9 +22,11 @@ from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
+from pipelines.stopping import exit_at_once, received_signal
+from pipelines.sync import owned_files
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
-from warehouse.files import keep_private
+from warehouse.files import keep_private, tighten
 from warehouse.locks import LockBusyError
 from warehouse.migrate import NewerWarehouseError
 from warehouse.publish import for_readers, try_publish
@@ -133,6 +136,13 @@ def extract(
     settings = service_or_exit(settings)
     _label_tenants(settings, tenants)
     runs = sync_tenants(console, settings, tenants, full_refresh, allow_over_quota, verbose=bool(ctx.obj))
+    stopped_by = received_signal()
+    if stopped_by is not None:  # one line, and the exit status of a process the signal ended
+        run = runs[-1]
+        shown = escape(settings.tenant_label(run.tenant_id))
+        said = run.error if not run.success else f"committed; {Signals(stopped_by).name}: no further tenant"
+        console.print(f"[red]tenant {shown}: {escape(said or 'interrupted')}[/]", soft_wrap=True)
+        exit_at_once(128 + stopped_by)
     failed = [run for run in runs if not run.success]
     for run in failed:
         shown = escape(settings.tenant_label(run.tenant_id))
@@ -183,6 +193,8 @@ def sync_tenants(
                         verbose=verbose,
                     )
                 )
+            if received_signal() is not None:
+                break  # stopped by a signal: no next tenant
     return runs
 
 
@@ -195,6 +207,7 @@ def warehouse_upgrade(
     settings = settings_or_exit(warehouse)
     try:
         done = upgrade(settings.warehouse, settings.lock_wait_s)
+        tighten(*owned_files(warehouse_resource(settings), str(settings.limiter_state_dir)))
     except (OSError, LockBusyError, NewerWarehouseError, duckdb.Error) as error:
         typer.echo(f"error: {settings.warehouse}: {error}", err=True)
         raise typer.Exit(1) from None

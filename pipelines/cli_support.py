@@ -39,10 +39,10 @@ def tenants_or_exit(settings: SyncSettings, named: list[str] | None) -> list[str
 
 
 def tenant_or_exit(settings: SyncSettings, named: str | None) -> str:
-    """The tenant ``--tenant`` names, else the first configured one; with neither the command ends with
-    one line, exit code 2."""
+    """The configured tenant ``--tenant`` names (its id or its ``ADM_TENANTS`` name, as ``extract``
+    takes it), else the first configured one; otherwise the command ends with one line, exit code 2."""
     with _tenant_refused():
-        return named or settings.default_tenant
+        return settings.configured_tenant(named) if named else settings.default_tenant
 
 
 @contextmanager

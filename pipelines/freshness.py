@@ -1,12 +1,13 @@
 """Freshness per tenant: a stalled sync turns red within a day, whether or not any run succeeds.
 
-Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<tenant>``, that passes when
+Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<tenant>`` (its name from
+``ADM_TENANTS``, else its id), that passes when
 the tenant's last committed sync finished within ``ADM_FRESHNESS_HOURS`` (26 by default: a nightly sync
 plus slack). A check that only ran after a successful commit would never see a tenant whose syncs keep
 failing, or one that never synced; so the checks have a job of their own, `tenant_freshness`, which
-`tenant_freshness_sensor` launches every hour. The table assets also carry a `FreshnessPolicy` of the same
-window, which Dagster's UI shows per asset (any tenant's commit counts there; the checks are the
-per-tenant truth).
+`tenant_freshness_sensor` launches every hour. The checks are the one freshness truth: the table assets
+carry no Dagster `FreshnessPolicy`, which would count any tenant's commit and show Passing beside a
+failed check of a stale tenant.
 
 One check per tenant rather than one partitioned check: Dagster's partitioned asset checks are a preview
 that cannot run in a job of their own.
@@ -14,10 +15,12 @@ that cannot run in a job of their own.
 
 # No `from __future__ import annotations`: Dagster reads the annotations of the decorated functions.
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
+from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
 
 from pipelines.assets import table_key
 from pipelines.settings import tenant_variable_suffix
@@ -29,20 +32,36 @@ SENSOR_INTERVAL_S = 3600
 """How often the sensor evaluates every tenant's freshness: staleness shows within an hour of the limit."""
 
 
-def check_name(tenant_id: str) -> str:
-    """The name of one tenant's freshness check (check names allow letters, digits and underscores)."""
-    return f"fresh_{tenant_variable_suffix(tenant_id).lower()}"
+def check_names(tenants: list[str], names: Mapping[str, str]) -> dict[str, str]:
+    """Each tenant's freshness check name -> the tenant: ``fresh_<name>`` when ``ADM_TENANTS`` names it
+    (``names``: id -> name), else ``fresh_<id>`` (check names allow letters, digits and underscores; a
+    name that two tenants would share falls back to the ids)."""
+    by_name = {tenant: _check_name(names.get(tenant) or tenant) for tenant in tenants}
+    shared = {name for name in by_name.values() if list(by_name.values()).count(name) > 1}
+    return {(_check_name(tenant) if name in shared else name): tenant for tenant, name in by_name.items()}
 
 
-def freshness_checks(tenants: list[str], max_age: timedelta) -> dg.AssetChecksDefinition:
-    """One freshness check of ``adm/sync_runs`` per tenant, evaluated together."""
+def _check_name(label: str) -> str:
+    return "fresh_" + re.sub(r"[^a-z0-9_]", "_", tenant_variable_suffix(label).lower())
+
+
+def freshness_checks(
+    tenants: list[str],
+    max_age: timedelta,
+    schedules: list[dg.ScheduleDefinition],
+    tenant_names: Mapping[str, str],
+) -> dg.AssetChecksDefinition:
+    """One freshness check of ``adm/sync_runs`` per tenant (`check_names`), evaluated together; each says
+    so (and the run's log warns) when any of the tenant sync's ``schedules`` is stopped: no sync of it
+    will run."""
     hours = max_age / timedelta(hours=1)
-    names = {check_name(tenant): tenant for tenant in tenants}
+    names = check_names(tenants, tenant_names)
     specs = [
         dg.AssetCheckSpec(
             name,
             asset=table_key("sync_runs"),
-            description=f"Tenant {tenant}: its last committed sync finished within {hours:g} h.",
+            description=f"Tenant {_label(tenant, tenant_names)}: its last committed sync finished within "
+            f"{hours:g} h.",
         )
         for name, tenant in names.items()
     ]
@@ -52,11 +71,50 @@ def freshness_checks(tenants: list[str], max_age: timedelta) -> dg.AssetChecksDe
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
     ) -> Iterator[dg.AssetCheckResult]:
         now = datetime.now(UTC)
+        stopped = stopped_schedules(context.instance, schedules)
+        if stopped:
+            context.log.warning(_unscheduled(stopped))
         for key in context.selected_asset_check_keys:
             tenant = names[key.name]
-            yield judge(key, last_success(warehouse.file, tenant), max_age, now)
+            result = judge(key, last_success(warehouse.file, tenant), max_age, now)
+            yield (
+                result._replace(description=f"{result.description}; {_unscheduled(stopped)}")
+                if stopped
+                else result
+            )
 
     return tenant_sync_fresh
+
+
+def _label(tenant_id: str, names: Mapping[str, str]) -> str:
+    name = names.get(tenant_id)
+    return f"{name} ({tenant_id})" if name else tenant_id
+
+
+def stopped_schedules(instance: dg.DagsterInstance, schedules: list[dg.ScheduleDefinition]) -> list[str]:
+    """The names of the ``schedules`` that will not run: stopped in the UI, or stopped by default and never
+    started."""
+    states = {
+        state.instigator_name: state.status
+        for state in instance.all_instigator_state(instigator_type=InstigatorType.SCHEDULE)
+    }
+    stopped = []
+    for schedule in schedules:
+        status = states.get(schedule.name, InstigatorStatus.DECLARED_IN_CODE)
+        if status == InstigatorStatus.DECLARED_IN_CODE:
+            running = schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+        else:
+            running = status == InstigatorStatus.RUNNING
+        if not running:
+            stopped.append(schedule.name)
+    return stopped
+
+
+def _unscheduled(stopped: list[str]) -> str:
+    return (
+        f"{', '.join(stopped)} stopped: no such sync of any tenant will run until it is started "
+        "(Automation in Dagster's UI)"
+    )
 
 
 def judge(

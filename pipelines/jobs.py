@@ -64,20 +64,31 @@ def tenant_tags(tenant_id: str, names: Mapping[str, str]) -> dict[str, str]:
 
 
 def sync_schedules(
-    tenants: list[str], nightly_cron: str, full_refresh_cron: str
+    tenants: list[str], nightly_cron: str, full_refresh_cron: str, service: bool
 ) -> list[dg.ScheduleDefinition]:
-    """One run per tenant nightly (incremental) and weekly (full), in UTC."""
+    """One run per tenant nightly (incremental) and weekly (full), in UTC. Both start running when the
+    settings name a service (``service``): syncing is what a deployment is for, the month's API budget is
+    projected from both (`pipelines.budget`), and only the full refresh finds deletions. With no service
+    every sync would refuse, so they start stopped. (A schedule started or stopped in the UI stays so.)"""
+    status = dg.DefaultScheduleStatus.RUNNING if service else dg.DefaultScheduleStatus.STOPPED
     return [
-        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants),
-        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants),
+        _schedule("nightly_sync_schedule", NIGHTLY_JOB, nightly_cron, tenants, status),
+        _schedule("weekly_full_refresh_schedule", FULL_REFRESH_JOB, full_refresh_cron, tenants, status),
     ]
 
 
-def _schedule(name: str, job: str, cron: str, tenants: list[str]) -> dg.ScheduleDefinition:
+def _schedule(
+    name: str, job: str, cron: str, tenants: list[str], status: dg.DefaultScheduleStatus
+) -> dg.ScheduleDefinition:
     description = f"One {job} run per tenant ({cron}, UTC)."
 
     @dg.schedule(
-        name=name, job_name=job, cron_schedule=cron, execution_timezone="UTC", description=description
+        name=name,
+        job_name=job,
+        cron_schedule=cron,
+        execution_timezone="UTC",
+        description=description,
+        default_status=status,
     )
     def every_tenant(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
         stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "now"

@@ -25,16 +25,17 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(
-        partitions, dg.FreshnessPolicy.time_window(fail_window=settings.freshness), bound
+    sync = tenant_sync_asset(partitions, bound, settings.tenant_names)
+    schedules = sync_schedules(
+        tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
     )
-    fresh = freshness_checks(tenants, settings.freshness)
+    fresh = freshness_checks(tenants, settings.freshness, schedules, settings.tenant_names)
     check_job = freshness_job(fresh)
     return dg.Definitions(
         assets=[sync],
         asset_checks=[fresh],
         jobs=[*sync_jobs(sync, fresh, partitions, settings.tenant_names), check_job],
-        schedules=sync_schedules(tenants, settings.nightly_cron, settings.full_refresh_cron),
+        schedules=schedules,
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )

@@ -29,6 +29,7 @@ from pipelines.checks import parse_check_names
 from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import ContractMode, parse_modes
 from resources.settings import REQUEST_DEADLINE_S, Environment, RatePlan
+from resources.tls import CaBundle
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
 from warehouse.publish import (
@@ -75,6 +76,7 @@ ACCEPTS: dict[str, str] = {
     "publish_parquet": "true or false",
     "readers_group": "the name of a group of this machine",
     "allow_insecure_http": "true or false",
+    "ca_bundle": "a PEM file of certificate authorities",
     "overlap_minutes": "a whole number of minutes, 0 or more",
     "freshness_hours": "a number of hours above 0",
     "monthly_quota": "a whole number of API calls of at least 1",
@@ -86,6 +88,7 @@ ACCEPTS: dict[str, str] = {
     "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
     "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
     "resume_hours": "a number of hours, 0 or more",
+    "run_budget_s": "a number of seconds above 0",
     "max_retries": "a whole number of retries, 0 or more",
     "retry_wait_s": "a number of seconds, 0 or more",
     "revision_recheck_days": "a whole number of days of at least 1",
@@ -189,6 +192,8 @@ class SyncSettings(BaseSettings):
     """The group that may read the copy for readers (else every file written is private to its owner)."""
     allow_insecure_http: bool = False
     """Allow plain http:// to an address other than this machine's (tokens would cross the network open)."""
+    ca_bundle: CaBundle | None = None
+    """A PEM file of CAs trusted besides the OS trust store and the public CAs (a re-signing proxy's CA)."""
     overlap_minutes: Annotated[int, Field(ge=0)] = 10
     freshness_hours: Annotated[float, Field(gt=0)] = 26.0
     monthly_quota: Annotated[int | None, Field(ge=1)] = None
@@ -201,6 +206,9 @@ class SyncSettings(BaseSettings):
     reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
     resume_hours: Annotated[float, Field(ge=0)] = 12.0
     """A run reuses the revision lists a failed or killed run fetched within this many hours (0: never)."""
+    run_budget_s: Annotated[float | None, Field(gt=0)] = None
+    """Seconds a run may take before it is stopped like a SIGTERM would (its journal kept for the next run);
+    unset: three times what its expected calls take at the plan's rate, plus ten minutes."""
     max_retries: Annotated[int, Field(ge=0)] = 2
     """A Dagster step that failed for a passing reason (5xx, connection, 429s) runs again this often."""
     retry_wait_s: Annotated[float, Field(ge=0)] = 30.0

@@ -10,6 +10,11 @@
 5. One transaction commits the tables, the cursors and the run's row (`warehouse.commit`); then the copy
    readers open is published (`warehouse.publish`): a failed publish is a warning, the run stays committed.
 
+SIGTERM and SIGINT (a Dagster run termination arrives as one of them) and the run's wall-clock budget stop
+it at once (`pipelines.stopping`): no further request, nothing committed, the revision lists fetched kept
+for the next run, the row ``interrupted`` (a signal) or ``failed`` (the budget) with one line saying so.
+The run's calls reach its staging before each request is sent, so that a killed run is charged exactly.
+
 Whatever happens, the run leaves its row in ``sync_runs`` (a run that did not commit writes it in a small
 transaction of its own) and its staging is removed. Nothing is committed unless every check passed, so a
 failed run leaves the warehouse's data exactly as it was.
@@ -17,7 +22,6 @@ failed run leaves the warehouse's data exactly as it was.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -38,32 +42,33 @@ from pipelines.extract import (
     extract_tenant,
     whole_reads,
 )
+from pipelines.stopping import RunInterruptedError, RunStop, budget_timer, run_budget_s, stopping_on_signals
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.client import AdmClient
 from resources.contract import RecordContract, parse_modes
 from resources.dagster_resource import AdmClientResource
+from resources.errors import StoppedError
 from resources.metrics import MetricsSnapshot
 from warehouse import reads
+from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
-from warehouse.files import keep_private
+from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
 from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
 from warehouse.staging import (
+    ProgressFile,
     clean_leftovers,
     discard,
     forget_resume,
     leftover_progress,
     resume_dir,
-    write_progress,
 )
 
 logger = logging.getLogger(__name__)
 
 
-PROGRESS_EVERY_S = 2.0
-"""How often a run reports its API calls to its staging (what a killed run is charged)."""
-LOG_EVERY_TICKS = 5
-"""Every this many reports (10 s), the progress is also a line of the run's log."""
+LOG_EVERY_S = 10.0
+"""How often the run's log says how far its extract got."""
 
 
 class SyncRefusedError(AuthoritySyncError, RuntimeError):
@@ -133,14 +138,46 @@ def sync_tenant(
     outcome.record.monthly_quota = services.policy.quota_of(request.tenant_id)
     warehouse = services.warehouse.file
     keep_private()
-    try:
-        with _tenant_lock(warehouse, request):
-            _run(request, services, outcome)
-    except BaseException as error:
-        outcome.record.error = outcome.record.error or _one_line(error)
-        record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s)
-        raise
+    tighten(*owned_files(services.warehouse, services.adm.limiter_state_dir))
+    stop = RunStop()
+    with stopping_on_signals(stop):  # until the row is written: a second signal cannot lose it
+        try:
+            with _tenant_lock(warehouse, request):
+                _run(request, services, outcome, stop)
+        except BaseException as error:
+            stopped = stop.error(_left_for_resume(services, outcome.record))
+            if stopped is not None:
+                interrupted = isinstance(stopped, RunInterruptedError)
+                outcome.record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
+                outcome.record.error = str(stopped)
+            outcome.record.error = outcome.record.error or one_line(error)
+            record_unfinished(
+                warehouse, outcome.record, services.warehouse.lock_wait_s, services.warehouse.publish_target
+            )
+            if stopped is not None:
+                raise stopped from None
+            raise
     return outcome
+
+
+def owned_files(warehouse: WarehouseResource, limiter_state_dir: str | None) -> list[Path]:
+    """What syncs write and keep (an earlier release may have left it readable): the warehouse and its
+    files, staging, the rate-limit state, and the copy for readers unless a group may read it."""
+    target = warehouse.publish_target
+    shared = [] if target.readers_group else [target.path, target.parquet_root]
+    limiter = [Path(limiter_state_dir)] if limiter_state_dir else []
+    return [*warehouse_files(warehouse.file), Path(warehouse.staging_root), *limiter, *shared]
+
+
+def _left_for_resume(services: SyncServices, record: RunRecord) -> str:
+    """What a stopped run leaves for the next one, in words."""
+    if services.policy.resume_hours <= 0:
+        return "nothing is kept for resuming (ADM_RESUME_HOURS=0): the next run starts afresh"
+    fetched = sum(record.api_calls.get(revisions.endpoint, 0) for revisions in REVISIONS.values())
+    return (
+        f"the revision lists fetched ({fetched:,} calls) are kept: the next run of tenant "
+        f"{record.tenant_id} within {services.policy.resume_hours:g} h reuses them"
+    )
 
 
 @contextmanager
@@ -159,7 +196,7 @@ def _tenant_lock(warehouse: Path, request: SyncRequest) -> Iterator[None]:
         yield
 
 
-def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> None:
+def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, stop: RunStop) -> None:
     warehouse, policy = services.warehouse.file, services.policy
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
@@ -181,7 +218,7 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome) -> 
         logger.info("removed staging left by an earlier run: %s", leftover)
     staging = services.warehouse.staging(request.run_id, request.tenant_id)
     try:
-        _extract_check_commit(request, services, outcome, staging)
+        _extract_check_commit(request, services, outcome, staging, stop)
     finally:
         discard(staging)
     outcome.month = _project_month(request.tenant_id, services)
@@ -203,7 +240,7 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
 
 
 def _extract_check_commit(
-    request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path
+    request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path, stop: RunStop
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
     wait = services.warehouse.lock_wait_s
@@ -217,7 +254,9 @@ def _extract_check_commit(
         services.adm.client_for(request.tenant_id) as client,
         _phase(record, "extract"),
         _reporting(staging, client),
+        _budget(stop, client, policy, outcome.projection),
     ):
+        stop.attach(client)
         try:
             outcome.extract = extract_tenant(
                 ExtractRequest(
@@ -239,6 +278,8 @@ def _extract_check_commit(
         finally:
             _count_calls(record, client.metrics)
             record.deviations, record.rejections = contract.log.summary(), list(contract.log.rejections)
+    if stop.requested:  # the last request had answered: still, a stopping run commits nothing
+        raise StoppedError("the run is stopping")
     extract = outcome.extract
     record.mode, record.warnings = extract.mode, extract.warnings
     with _phase(record, "checks"):
@@ -293,31 +334,46 @@ def _log_progress(metrics: MetricsSnapshot) -> None:
 
 @contextmanager
 def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
-    """Report what the run has spent to its staging every `PROGRESS_EVERY_S` while it extracts (and once at
-    the end): a run that gets killed leaves its calls for the next run to count."""
+    """Report what the run has spent to its staging before each request it sends (a run that gets killed
+    leaves the calls it made for the next run to count), and in the run's log every `LOG_EVERY_S`."""
     staging.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
+    done = threading.Event()
 
-    def report() -> None:
-        metrics = client.metrics
-        write_progress(staging, Progress(dict(metrics.calls), metrics.rate_limited, metrics.retries, _now()))
+    def keep_logging() -> None:
+        while not done.wait(LOG_EVERY_S):
+            _log_progress(client.metrics)
 
-    def keep_reporting() -> None:
-        for tick in itertools.count(1):
-            if stop.wait(PROGRESS_EVERY_S):
-                return
-            report()
-            if tick % LOG_EVERY_TICKS == 0:
-                _log_progress(client.metrics)
+    with ProgressFile(staging) as progress:
 
-    reporter = threading.Thread(target=keep_reporting, name="adm-progress", daemon=True)
-    reporter.start()
-    try:
+        def report(metrics: MetricsSnapshot) -> None:
+            progress.write(Progress(dict(metrics.calls), metrics.rate_limited, metrics.retries, _now()))
+
+        client.observe(report)
+        logging_thread = threading.Thread(target=keep_logging, name="adm-progress", daemon=True)
+        logging_thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            logging_thread.join()
+            client.observe(None)
+            report(client.metrics)
+
+
+@contextmanager
+def _budget(
+    stop: RunStop, client: AdmClient, policy: SyncPolicyResource, projection: QuotaProjection | None
+) -> Iterator[None]:
+    """The run's wall-clock budget: ``ADM_RUN_BUDGET_S``, else derived from its expected calls and rate."""
+    rate = client.settings.plan_rate_per_minute
+    if policy.run_budget_s is not None:
+        seconds, source = policy.run_budget_s, "ADM_RUN_BUDGET_S"
+    else:
+        expected = projection.estimate if projection is not None else 0
+        seconds = run_budget_s(expected, rate)
+        source = f"{expected:,} expected calls at {rate:g}/min; ADM_RUN_BUDGET_S overrides it"
+    with budget_timer(stop, seconds, source, lambda: client.metrics):
         yield
-    finally:
-        stop.set()
-        reporter.join()
-        report()
 
 
 def _now() -> datetime:
@@ -340,7 +396,7 @@ def _count_calls(record: RunRecord, metrics: MetricsSnapshot) -> None:
     record.rate_limited, record.retries = metrics.rate_limited, metrics.retries
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     """The error's kind and first line, as stored in ``sync_runs.error``."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")

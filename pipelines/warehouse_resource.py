@@ -107,6 +107,10 @@ class SyncPolicyResource(dg.ConfigurableResource["SyncPolicyResource"]):
         default=_setting("resume_hours"),
         description="A run reuses the revision lists an uncommitted run fetched this recently (0: never).",
     )
+    run_budget_s: float | None = Field(
+        default=_setting("run_budget_s"),
+        description="Seconds a run may take before it is stopped (default: from its calls and rate).",
+    )
     warn_only_checks: str = Field(
         default="", description="Comma-separated blocking checks that only warn (an operator's override)."
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -74,6 +75,8 @@ from resources.errors import (
     RateLimitError,
     ResponseFormatError,
     ServiceError,
+    StoppedError,
+    TLSError,
     ValidationError,
     error_for_response,
     error_for_transport,
@@ -87,6 +90,8 @@ from resources.rawjson import exact_value
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
 from resources.transfer import MAX_REDIRECTS, json_bytes, redirect_target, send_within
+from resources.transport import http_client
+from resources.waits import SharedWait
 
 logger = logging.getLogger(__name__)
 
@@ -159,22 +164,9 @@ class AdmClient:
 
     def __init__(self, settings: ClientSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
-        self._http = httpx.Client(
-            base_url=settings.address,
-            timeout=httpx.Timeout(
-                connect=settings.connect_timeout_s,
-                read=settings.read_timeout_s,
-                write=settings.write_timeout_s,
-                pool=settings.pool_timeout_s,
-            ),
-            limits=httpx.Limits(
-                max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
-            ),
-            headers={"User-Agent": settings.user_agent, "Accept": "application/json"},
-            verify=True,
-            transport=transport,
-        )
+        self._http = http_client(settings, transport)
         self._slots = threading.BoundedSemaphore(settings.concurrency)
+        self._halt = threading.Event()
         self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
         self._bucket = shared_bucket(
             settings.address,
@@ -184,7 +176,8 @@ class AdmClient:
             settings.limiter_state_dir,
         )
         self._retry = RetryPolicy.from_settings(settings)
-        self._metrics = ClientMetrics()
+        self._rate_wait = SharedWait(self._rate_limit_awaited)
+        self._metrics = ClientMetrics(self._rate_wait)
         self.service_clock = ServiceClock()
         """The service's own time, as its answers state it (`resources.clock`)."""
         self._credentials = Credentials(settings.token, settings.access_key, self._exchange)
@@ -205,6 +198,23 @@ class AdmClient:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self._http.close()
         self._bucket.save()
+
+    def _rate_limit_awaited(self) -> str:
+        """What a request blocked on the limiter waits for: a 429's pause, or the plan's pace."""
+        pause = self._bucket.pause_remaining()
+        reason = (
+            f"a 429's pause, {pause:.0f} s left" if pause else f"{self._bucket.rate_per_minute:g} calls/min"
+        )
+        return f"the rate limit of tenant {self.settings.tenant_id} ({reason})"
+
+    def stop(self) -> None:
+        """Send no more requests, from any thread: each call not yet sent, a retry's wait and a wait for
+        the rate limiter included, ends at once with `StoppedError` (requests in flight finish)."""
+        self._halt.set()
+
+    def observe(self, observer: Callable[[MetricsSnapshot], None] | None) -> None:
+        """Call ``observer`` with the metrics before each request leaves (see `ClientMetrics.observe`)."""
+        self._metrics.observe(observer)
 
     @property
     def metrics(self) -> MetricsSnapshot:
@@ -444,7 +454,12 @@ class AdmClient:
             partial(self._attempt, request, read),
             request.endpoint.retry_safe,
             partial(self._retrying, request),
+            self._pause,
         )
+
+    def _pause(self, seconds: float) -> None:
+        """Wait between two tries, cut short when the client is stopped."""
+        self._halt.wait(seconds)
 
     def _retrying(self, request: _Request, error: BaseException, attempt: int, sleep_s: float) -> None:
         self._metrics.retried()
@@ -514,9 +529,13 @@ class AdmClient:
         """One HTTP exchange within the request deadline, under the tenant's limiter; feed the limiter and
         the metrics."""
         endpoint = request.endpoint
-        waited = self._bucket.acquire()
+        with self._rate_wait.waiting():
+            self._bucket.acquire(self._halt, self._rate_wait.still)
+        if self._halt.is_set():
+            raise StoppedError("the client was stopped", method=endpoint.method, path=request.path)
         sent_at = self._bucket.now()
-        self._metrics.request_sent(endpoint.name, waited)
+        self._metrics.request_sent(endpoint.name)
+        started = time.perf_counter()
         try:
             response = send_within(
                 self._http,
@@ -527,7 +546,12 @@ class AdmClient:
                 endpoint.name,
             )
         except httpx.RequestError as error:
-            raise error_for_transport(endpoint.method, request.path, error) from error
+            failure = error_for_transport(endpoint.method, request.path, error)
+            if isinstance(failure, TLSError):
+                self._metrics.not_sent(endpoint.name)  # the handshake failed: no API call was made
+            raise failure from error
+        finally:
+            self._metrics.took(endpoint.name, time.perf_counter() - started)
         self._metrics.response_received(len(response.content), response.status_code)
         if response.status_code == 429:
             self._bucket.rate_limited(retry_after_seconds(response), sent_at)

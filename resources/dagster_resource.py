@@ -66,6 +66,9 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
     limiter_state_dir: str | None = Field(
         default=None, description="Folder remembering each tenant's rate-limit bucket between runs."
     )
+    ca_bundle: str | None = Field(
+        default=None, description="PEM file of CAs trusted besides the OS store and the public CAs."
+    )
     tenant_credentials: list[TenantCredential] = Field(
         default_factory=list, description="Per-tenant credentials; a tenant not listed uses token/access_key."
     )
@@ -87,6 +90,7 @@ class AdmClientResource(dg.ConfigurableResource["AdmClientResource"]):
             "concurrency": self.concurrency,
             "request_deadline_s": self.request_deadline_s,
             "limiter_state_dir": self.limiter_state_dir,
+            "ca_bundle": self.ca_bundle,
         }
         given = {key: value for key, value in values.items() if value is not None}
         return ClientSettings.model_validate(given)

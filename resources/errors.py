@@ -10,6 +10,8 @@
     ├── RateLimitError             429 (retried first; raised when attempts run out)
     ├── ServerError                5xx on a read, after retries
     ├── ConnectionError            no usable answer: refused, timed out, cut off
+    ├── TLSError                   the TLS handshake failed: an untrusted certificate (never retried)
+    ├── StoppedError               the client was stopped (`AdmClient.stop`): the request was not sent
     ├── ResponseFormatError        the answer does not match the spec's shape
     ├── WriteOutcomeUnknown        a write failed after it was sent: it may have been applied
     │   └── WriteResponseFormatError  (also a ResponseFormatError) a write's answer could not be read
@@ -26,6 +28,7 @@ client's connection error); `resources` also exports it as ``APIConnectionError`
 from __future__ import annotations
 
 import math
+import ssl
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -114,6 +117,25 @@ class ConnectionError(ServiceError):
     def __init__(self, message: str, *, request_sent: bool, **context: Any) -> None:
         self.request_sent = request_sent
         super().__init__(message, **context)
+
+
+class TLSError(ServiceError):
+    """The TLS handshake failed for a reason that will not pass by itself: a certificate that is not
+    trusted (a proxy re-signing TLS with its own CA, a wrong host, an expired certificate) or a handshake
+    the two sides cannot agree on. Nothing was sent; trying again would fail the same way, so neither the
+    client nor a Dagster step retries it."""
+
+
+class StoppedError(ServiceError):
+    """The client was stopped (`AdmClient.stop`: the run is stopping): this request was not sent, and no
+    later one will be."""
+
+
+TLS_ADVICE = (
+    "if your network re-signs TLS (a corporate proxy), trust its CA: install it in the OS trust store or "
+    "set ADM_CA_BUNDLE to its PEM file (docs/operations.md, corporate network)"
+)
+"""How to trust a CA, as every `TLSError` says it."""
 
 
 class ResponseFormatError(ServiceError):
@@ -293,8 +315,16 @@ def error_in_envelope(method: str, path: str, response: httpx.Response) -> Servi
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
-def error_for_transport(method: str, path: str, error: httpx.RequestError) -> ConnectionError:
-    """The `ConnectionError` of a failure without a usable answer; says whether the request can have left."""
+_PASSING_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+"""Handshakes cut off by the network (a proxy's timeout, a dropped connection): may pass, retried."""
+
+
+def error_for_transport(method: str, path: str, error: httpx.RequestError) -> ServiceError:
+    """The `TLSError` of a refused handshake, else the `ConnectionError` of a failure without a usable
+    answer, which says whether the request can have left."""
+    refusal = _tls_refusal(error)
+    if refusal is not None:
+        return TLSError(f"{refusal}; {TLS_ADVICE}", method=method, path=path)
     sent = not isinstance(error, _NOT_SENT)
     detail = str(error)[:MAX_DETAIL] or type(error).__name__
     return ConnectionError(
@@ -303,3 +333,25 @@ def error_for_transport(method: str, path: str, error: httpx.RequestError) -> Co
         method=method,
         path=path,
     )
+
+
+def _tls_refusal(error: BaseException) -> str | None:
+    """What a failed handshake says about the certificate or the protocol, or None when ``error`` holds no
+    TLS failure that would repeat."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None or isinstance(cause, _PASSING_TLS):
+        return None
+    where = _host(error)
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"the certificate of {where} is not trusted: {cause.verify_message} ({cause.reason})"
+    return f"the TLS handshake with {where} failed: {cause.reason or cause}"
+
+
+def _host(error: BaseException) -> str:
+    """The host an httpx error was about (httpx attaches the request; a RuntimeError says it did not)."""
+    try:
+        return error.request.url.host if isinstance(error, httpx.RequestError) else "the service"
+    except RuntimeError:
+        return "the service"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from resources.waits import SharedWait
 
 
 @dataclass(frozen=True)
@@ -22,8 +25,11 @@ class MetricsSnapshot:
     """Answers with status 429."""
     bytes_received: int = 0
     limiter_wait_s: float = 0.0
-    """Seconds requests spent blocked on the shared rate limiter, summed over requests."""
+    """Wall-clock seconds during which requests were blocked on the shared rate limiter (counted once
+    however many of the client's workers waited together)."""
     exchanges: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds requests spent on the network per endpoint (sending to the end of the answer), summed."""
 
     @property
     def api_calls(self) -> int:
@@ -38,26 +44,48 @@ class MetricsSnapshot:
 class ClientMetrics:
     """Thread-safe counters of one client."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate_wait: SharedWait) -> None:
         self._lock = threading.Lock()
+        self._rate_wait = rate_wait
         self._calls: Counter[str] = Counter()
         self._retries = 0
         self._rate_limited = 0
         self._bytes = 0
-        self._wait_s = 0.0
         self._exchanges = 0
+        self._seconds: dict[str, float] = {}
+        self._observer: Callable[[MetricsSnapshot], None] | None = None
 
-    def request_sent(self, endpoint: str, waited_s: float) -> None:
-        """One HTTP request left for ``endpoint`` after ``waited_s`` on the rate limiter."""
+    def observe(self, observer: Callable[[MetricsSnapshot], None] | None) -> None:
+        """Call ``observer`` with the counters each time a request is about to leave (None: stop), one call
+        at a time and in order, so that the last one it saw is the latest count."""
+        with self._lock:
+            self._observer = observer
+
+    def request_sent(self, endpoint: str) -> None:
+        """One HTTP request is about to leave for ``endpoint``."""
         with self._lock:
             self._calls[endpoint] += 1
-            self._wait_s += waited_s
+            if self._observer is not None:
+                self._observer(self._snapshot())
+
+    def not_sent(self, endpoint: str) -> None:
+        """The request `request_sent` counted for ``endpoint`` never reached the service (its TLS
+        handshake failed): it is not an API call."""
+        with self._lock:
+            self._calls[endpoint] -= 1
+            if not self._calls[endpoint]:
+                del self._calls[endpoint]
 
     def response_received(self, size: int, status: int) -> None:
         """An answer of ``size`` body bytes arrived."""
         with self._lock:
             self._bytes += size
             self._rate_limited += status == 429
+
+    def took(self, endpoint: str, seconds: float) -> None:
+        """A request of ``endpoint`` spent ``seconds`` on the network."""
+        with self._lock:
+            self._seconds[endpoint] = self._seconds.get(endpoint, 0.0) + seconds
 
     def retried(self) -> None:
         """A request is about to be tried again."""
@@ -72,11 +100,15 @@ class ClientMetrics:
     def snapshot(self) -> MetricsSnapshot:
         """The counters now."""
         with self._lock:
-            return MetricsSnapshot(
-                calls=dict(self._calls),
-                retries=self._retries,
-                rate_limited=self._rate_limited,
-                bytes_received=self._bytes,
-                limiter_wait_s=self._wait_s,
-                exchanges=self._exchanges,
-            )
+            return self._snapshot()
+
+    def _snapshot(self) -> MetricsSnapshot:
+        return MetricsSnapshot(
+            calls=dict(self._calls),
+            retries=self._retries,
+            rate_limited=self._rate_limited,
+            bytes_received=self._bytes,
+            limiter_wait_s=self._rate_wait.seconds,
+            exchanges=self._exchanges,
+            seconds=dict(self._seconds),
+        )

@@ -108,10 +108,14 @@ class TokenBucket:
         """The rate the bucket refills at now (lower than the plan's after 429s)."""
         return self._rate * 60
 
-    def acquire(self) -> float:
-        """Block until a token is free and no pause is in force; returns the seconds waited."""
+    def acquire(self, halt: threading.Event | None = None, still: Callable[[], None] | None = None) -> float:
+        """Block until a token is free and no pause is in force, or until ``halt`` is set (then without a
+        token: the caller sends nothing), calling ``still`` at least once a second while blocked; returns
+        the seconds waited."""
         started = self._clock()
-        while (delay := self._take()) > 0:
+        while (delay := self._take()) > 0 and not (halt is not None and halt.is_set()):
+            if still is not None:
+                still()
             self._sleep(min(delay, MAX_SLEEP_S))
         waited = self._clock() - started
         with self._lock:

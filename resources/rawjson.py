@@ -26,8 +26,9 @@ class NumberText(str):
 
 
 def exact_value(text: str | bytes) -> Any:
-    """The JSON value of ``text`` with every number kept as its `NumberText`."""
-    return json.loads(text, parse_float=NumberText, parse_int=NumberText)
+    """The JSON value of ``text`` with every number kept as its `NumberText` (``NaN`` and ``Infinity``,
+    which some services write, too)."""
+    return json.loads(text, parse_float=NumberText, parse_int=NumberText, parse_constant=NumberText)
 
 
 def page_records(body: str) -> list[str]:

@@ -16,6 +16,7 @@ then one more try).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -58,9 +59,17 @@ class RetryPolicy:
             settings.backoff_max_s,
         )
 
-    def call(self, attempt: Callable[[], T], retry_safe: bool, on_retry: OnRetry) -> T:
-        """Run ``attempt`` until it succeeds or fails in a way that must not, or need not, be retried."""
+    def call(
+        self,
+        attempt: Callable[[], T],
+        retry_safe: bool,
+        on_retry: OnRetry,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> T:
+        """Run ``attempt`` until it succeeds or fails in a way that must not, or need not, be retried;
+        ``sleep`` waits between tries (a stopping client cuts it short)."""
         retrying = Retrying(
+            sleep=sleep,
             retry=retry_if_exception(lambda error: is_retryable(error, retry_safe)),
             stop=self._stop,
             wait=self._wait,

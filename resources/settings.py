@@ -2,7 +2,8 @@
 
 Every assumption about the service that public-reference.md leaves open is a named, overridable setting
 here: the base addresses, the rate plans and their burst, the timeouts, the retry budget and the wire
-names of query parameters (``param_names``). TLS certificates are always verified; there is no switch.
+names of query parameters (``param_names``). TLS certificates are always verified; there is no switch
+(``ca_bundle`` adds CAs to those trusted, see `resources.tls`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from models.base import UuidStr
+from resources.tls import CaBundle
 
 
 class Environment(StrEnum):
@@ -117,6 +119,8 @@ class ClientSettings(BaseModel):
     user_agent: str = Field(default_factory=default_user_agent)
     limiter_state_dir: Path | None = None
     """Where the tenant's rate-limit bucket is remembered between runs (None: each process starts full)."""
+    ca_bundle: CaBundle | None = None
+    """A PEM file of CAs trusted besides the OS trust store and the public CAs (a corporate CA)."""
 
     @field_validator("environment", "rate_plan", mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -69,6 +70,20 @@ def test_clients_of_one_tenant_share_one_budget(server: EmulatorServer) -> None:
         second.current_user_positions()
         assert first.metrics.limiter_wait_s < 0.05
         assert second.metrics.limiter_wait_s > 0.5
+
+
+def test_the_limiter_wait_is_wall_time_not_a_sum_over_workers(server: EmulatorServer) -> None:
+    """Eight workers blocked on the limiter in the same second wait one second, not eight: the figure the
+    progress line shows can never exceed the time the requests took."""
+    with make_client(server, rate_per_minute=240, burst=1, concurrency=8) as client:
+        started = time.monotonic()
+        with ThreadPoolExecutor(8) as workers:
+            list(workers.map(lambda _: client.current_user_positions(), range(8)))
+        elapsed = time.monotonic() - started
+        metrics = client.metrics
+    assert metrics.calls == {"E9": 8}
+    # The eighth request waits about 7 / 4 s; the eight waits together add up to about 7 s.
+    assert 1.0 < metrics.limiter_wait_s <= elapsed
 
 
 class FakeClock:

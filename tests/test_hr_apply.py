@@ -28,6 +28,7 @@ from models.hr.status import PlanStatus
 from models.users import UpdateUserEntities, User
 from pipelines.hr.apply import PlanNotApplicableError, group_body, settle_window, user_body
 from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import apply_stored, refresh, stored_plan
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
@@ -375,7 +376,8 @@ def test_an_expired_plan_is_refused(
 ) -> None:
     made = renames(hr_store, tmp_path, 1)
     with client_of(adm) as client, pytest.raises(PlanNotApplicableError, match="expired"):
-        apply_stored(hr_store, made.plan_id, client, str(uuid.uuid4()), max_age=timedelta(seconds=0.001))
+        policy = HrPolicyResource(plan_max_age_hours=timedelta(seconds=0.001) / timedelta(hours=1))
+        apply_stored(hr_store, made.plan_id, client, str(uuid.uuid4()), policy)
     assert stored_plan(hr_store, made.plan_id).status == PlanStatus.READY
 
 

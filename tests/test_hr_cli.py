@@ -4,9 +4,10 @@ the benchmark's generator."""
 from __future__ import annotations
 
 import csv
-import getpass
 import json
 import logging
+import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,20 @@ from emulator.server import EmulatorServer
 from pipelines.cli import app
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
+from pipelines.hr.policy import HrPolicyResource
+from pipelines.hr.workflow import allow, apply_stored, os_user
 from pipelines.warehouse_resource import WarehouseResource
-from tests.test_hr_support import MAPPING, demo_files, faults, row_of, user_rows, write_users, writes
+from resources.dagster_resource import AdmClientResource
+from tests.test_hr_support import (
+    MAPPING,
+    client_of,
+    demo_files,
+    faults,
+    row_of,
+    user_rows,
+    write_users,
+    writes,
+)
 from warehouse.commit import connect
 from warehouse.hr_store import allowances
 
@@ -146,9 +159,9 @@ def test_a_refused_apply_never_replaces_the_stored_lift(
         lifted = allowances(con, plan_id)
     finally:
         con.close()
-    assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [("manager", "reorg", getpass.getuser())]
+    assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [("manager", "reorg", os_user())]
     status = hr("status", plan_id, "--warehouse", hr_store.path)[1]
-    assert f"Threshold manager lifted by {getpass.getuser()}" in status and "reorg" in status
+    assert f"Threshold manager lifted by {os_user()}" in status and "reorg" in status
 
 
 def test_the_demo_export_reproduces_the_committed_samples(tmp_path: Path) -> None:
@@ -203,7 +216,8 @@ def test_cp1252_semicolon_export_with_file_options(service_env: Path, hr_store: 
     code, output = hr(*args, "--encoding", "cp1252", "--delimiter", ";")
     assert code == 0, output
     changes = json.loads(Path("plan.json").read_text(encoding="utf-8"))["changes"]
-    assert [(change["field"], change["after_label"]) for change in changes] == [("first_name", "Zoë")]
+    found = sorted((change["field"], change["after_label"]) for change in changes)
+    assert found == [("display_name", f"Zoë {row_of(rows, 'E100010')['last_name']}"), ("first_name", "Zoë")]
     code, output = hr(*args)
     assert code == 1 and "--encoding" in output and "Traceback" not in output
     code, output = hr(*args, "--encoding", "klingon")
@@ -312,11 +326,15 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     assert applied[0] == 1 and "is in use" in " ".join(applied[1].split())
 
 
-def test_who_plans_lifts_and_applies_is_recorded_and_four_eyes_refuses_the_planner(
-    service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
+def test_who_plans_lifts_and_applies_is_the_os_account_and_four_eyes_refuses_the_planner(
+    adm: AdmClientResource, service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # ``adm`` first: made before ``service_env`` puts the token in the environment (it stays a value).
     monkeypatch.setenv("ADM_HR_FOUR_EYES", "true")
-    monkeypatch.setenv("LOGNAME", "hr.planner")  # the OS user, as getpass reads it
+    # The environment says whatever its setter likes; the account of the process's real uid is who acts.
+    me = pwd.getpwuid(os.getuid()).pw_name
+    for variable in ("LOGNAME", "USER"):
+        monkeypatch.setenv(variable, "hr.planner")
     strict = Path("strict.toml")
     mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
     strict.write_text(mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"))
@@ -324,15 +342,38 @@ def test_who_plans_lifts_and_applies_is_recorded_and_four_eyes_refuses_the_plann
     plan_id = json.loads(Path("p.json").read_text(encoding="utf-8"))["plan_id"]
     lift = ("--allow", "manager", "--reason", "reorg", "--warehouse", hr_store.path, "--no-refresh")
     code, output = hr("apply", plan_id[:8], *lift)  # a prefix of the id names the plan
-    assert code == 1 and "ADM_HR_FOUR_EYES: hr.planner made this plan" in output
+    assert code == 1 and f"ADM_HR_FOUR_EYES: {me} made this plan" in output
     code, output = hr("apply", plan_id[:8], *lift, "--approved-by", "hr.lead")
     assert code == 2 and "cannot name another" in output
-    monkeypatch.setenv("LOGNAME", "hr.lead")
+    for variable in ("LOGNAME", "USER"):
+        monkeypatch.setenv(variable, "hr.lead")  # before: the lift and the apply went through as hr.lead
     code, output = hr("apply", plan_id[:8], *lift)
-    assert code == 0, output
+    assert code == 1 and f"ADM_HR_FOUR_EYES: {me} made this plan" in output
+    # Another person (an account of their own) lifts; the planner still cannot apply what they planned.
+    policy = HrPolicyResource(four_eyes=True)
+    allow(hr_store, plan_id, {"manager": "reorg"}, "hr.lead", policy)
+    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 1 and f"{me} made this plan, so another person must apply it" in " ".join(output.split())
+    with client_of(adm) as client:
+        assert apply_stored(hr_store, plan_id, client, "run", policy, actor="hr.lead").status == "applied"
     code, listed = hr("status", plan_id[:8], "--json", "--warehouse", hr_store.path)
     shown = json.loads(listed)
-    assert (shown["plan_id"], shown["planned_by"], shown["applied_by"]) == (plan_id, "hr.planner", "hr.lead")
+    assert (shown["plan_id"], shown["planned_by"], shown["applied_by"]) == (plan_id, me, "hr.lead")
     assert [(lift["kind"], lift["approved_by"]) for lift in shown["lifts"]] == [("manager", "hr.lead")]
     code, listed = hr("status", "--json", "--warehouse", hr_store.path)
     assert [plan["plan_id"] for plan in json.loads(listed)["plans"]] == [plan_id]
+
+
+def test_plan_tells_a_person_waiting_each_step_it_finished(
+    service_env: Path, hr_store: WarehouseResource
+) -> None:
+    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path)
+    assert code == 0, output
+    steps = [
+        "row(s) from 2 file(s)",
+        "loaded the warehouse's 300 user(s)",
+        "validated ",
+        "planned ",
+    ]
+    places = [output.find(step) for step in steps]
+    assert -1 not in places and places == sorted(places), output

@@ -16,7 +16,13 @@ from pydantic import ValidationError
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder, hr_refresh_after_apply, hr_sync_job
+from pipelines.hr.dagster import (
+    SHOWN_PROBLEMS,
+    HrSyncConfig,
+    hr_drop_folder,
+    hr_refresh_after_apply,
+    hr_sync_job,
+)
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.jobs import TENANT_TAG
@@ -251,7 +257,20 @@ def test_a_refused_upload_shows_its_rejected_rows_and_error_report_on_the_run(
     assert failure.step_key == "hr_plan" and data.user_failure_data is not None
     metadata = data.user_failure_data.metadata
     assert (metadata["rows"].value, metadata["rejected_rows"].value) == (3, 3)
-    assert metadata["error_reports"].value == [str(tmp_path / "reports" / "users.errors.csv")]
+    report = tmp_path / "reports" / "users.errors.csv"
+    assert metadata["error_reports"].value == [str(report)]
+    # Which problems, not only how many: the first ones, their count and where the full report is, in
+    # the run's log (the failure's description, its first line the refusal) and its metadata.
+    shown = (data.user_failure_data.description or "").splitlines()
+    assert shown[0] == "every row of the upload is invalid (3); nothing was planned"
+    count = metadata["problems"].value
+    # Three bad emails, and the duplicate key the three now share.
+    assert isinstance(count, int) and count > SHOWN_PROBLEMS
+    assert len(shown) == 1 + SHOWN_PROBLEMS + 1
+    assert all(line.startswith("- users.csv line ") for line in shown[1:-1])
+    assert any("[email_format] 'not an email'" in line for line in shown[1:-1])
+    assert shown[-1] == f"{count} problem(s) in all; the full report: {report}"
+    assert metadata["first_problems"].value == "\n".join(shown[1:])
 
 
 def test_an_hr_run_whose_config_overrides_the_warehouse_setting_is_refused(

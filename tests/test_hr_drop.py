@@ -4,19 +4,18 @@ names in any case are picked up, and files end in processed/ or failed/."""
 
 from __future__ import annotations
 
+import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pytest
 import xlsxwriter
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
-from pipelines.hr.dagster import hr_drop_folder
+from pipelines.hr.dagster import FOLDER_TAG, hr_drop_folder
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
@@ -43,6 +42,17 @@ from tests.test_hr_support import (
 pytest_plugins = ["tests.test_hr_support"]
 
 
+class Kept(logging.Handler):
+    """Keeps the records a sensor tick logs."""
+
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 class Folder:
     """The drop-folder sensor over ``root`` with one Dagster instance: ticks, and the runs it asks for
     executed in process against the test's emulator and warehouse."""
@@ -51,13 +61,24 @@ class Folder:
         self.root, self.adm, self.store = root, adm, store
         self.instance = dg.DagsterInstance.ephemeral()
         self.cursor: str | None = None
+        self.logs: list[logging.LogRecord] = []
 
     def tick(self) -> list[dg.RunRequest]:
-        """One sensor evaluation; the run requests it made."""
-        result = hr_drop_folder(drop_sensor_context(self.root, self.instance, self.cursor))
+        """One sensor evaluation (its log records kept in ``logs``); the run requests it made."""
+        context = drop_sensor_context(self.root, self.instance, self.cursor)
+        kept = Kept(self.logs)
+        context.log.addHandler(kept)
+        try:
+            result = hr_drop_folder(context)
+        finally:
+            context.log.removeHandler(kept)
         assert isinstance(result, dg.SensorResult)
         self.cursor = result.cursor
         return list(result.run_requests or [])
+
+    def errors(self) -> list[str]:
+        """The error messages the sensor logged so far."""
+        return [record.getMessage() for record in self.logs if record.levelno >= logging.ERROR]
 
     def run(self, requests: list[dg.RunRequest]) -> list[dg.ExecuteInProcessResult]:
         """Execute requested runs as the daemon would launch them (tags included)."""
@@ -181,12 +202,102 @@ def test_a_rejected_file_goes_to_failed_beside_its_error_report(
     assert (inbox / "failed" / "users.errors.csv").stat().st_mode & 0o777 == 0o600
 
 
-def test_a_broken_folder_setting_is_a_sensor_error_not_a_silent_skip(tmp_path: Path) -> None:
+def test_a_broken_folder_setting_fails_its_folder_alone_at_every_tick(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
     (tmp_path / "acme").mkdir()
     (tmp_path / "acme" / "hr-folder.toml").write_text('tenant = "typo"\n')
-    with pytest.raises(dg.Failure, match=r"hr-folder\.toml"):
-        hr_drop_folder(drop_sensor_context(tmp_path, dg.DagsterInstance.ephemeral()))
-    shutil.rmtree(tmp_path / "acme")
+    write_users(tmp_path / "acme" / "users.csv", promotion())
+    write_users(tmp_path / "users.csv", promotion())
+    drops = Folder(tmp_path, adm, hr_store)
+    (request,) = drops.tick() + drops.tick()  # the root's file goes on
+    assert request.tags[FOLDER_TAG] == "."
+    errors = drops.errors()
+    assert len(errors) == 2 and all("acme/hr-folder.toml" in error and "tenant" in error for error in errors)
+
+
+def test_a_folder_naming_an_unconfigured_tenant_says_so_and_takes_nothing(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path
+) -> None:
+    (tmp_path / "globex").mkdir()
+    (tmp_path / "globex" / "hr-folder.toml").write_text(
+        'tenant_id = "1d2e3f40-0000-4000-8000-000000000000"\n'
+    )
+    write_users(tmp_path / "globex" / "users.csv", promotion())
+    drops = Folder(tmp_path, adm, hr_store)
+    policy = HrPolicyResource(
+        drop_dir=str(tmp_path), tenants=[DEMO_TENANT_ID], tenant_names={DEMO_TENANT_ID: "acme"}
+    )
+    context = dg.build_sensor_context(
+        instance=drops.instance,
+        resources={"hr_policy": policy, "adm": AdmClientResource(tenant_id=DEMO_TENANT_ID)},
+    )
+    kept = Kept(drops.logs)
+    context.log.addHandler(kept)
+    result = hr_drop_folder(context)
+    assert isinstance(result, dg.SensorResult) and not result.run_requests
+    (error,) = drops.errors()
+    assert "1d2e3f40-0000-4000-8000-000000000000" in error and "is not configured" in error
+
+
+def test_two_files_of_one_tenant_in_one_tick_take_turns(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    rows = promotion()
+    write_users(inbox / "first.csv", rows)
+    later = promotion()
+    row_of(later, "E100011")["positions"] = (
+        "Buyer" if row_of(later, "E100011")["positions"] != "Buyer" else "Controller"
+    )
+    write_users(inbox / "second.csv", [row_of(later, "E100011")])
+    drops = Folder(inbox, adm, hr_store)
+    (first,) = drops.settle()  # one run, not two: the second file waits for it and its refresh
+    assert first.success and writes(server) == {f"user:{user_id('E100010')}": 1}
+    assert drops.run(drops.tick()) == []
+    refreshed = run_tenant(
+        sync_definitions(SETTINGS, {"adm": adm, "warehouse": hr_store}), DEMO_TENANT_ID, drops.instance
+    )
+    assert refreshed.success
+    (second,) = drops.run(drops.tick())
+    assert second.success, second.all_events
+    assert writes(server) == {f"user:{user_id('E100010')}": 1, f"user:{user_id('E100011')}": 1}
+
+
+def test_a_utf16_file_with_a_totals_row_is_taken_and_applied(
+    hr_store: WarehouseResource, adm: AdmClientResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "inbox" / "sap"
+    folder.mkdir(parents=True)
+    (folder / "hr-folder.toml").write_text(f'tenant_id = "{DEMO_TENANT_ID}"\nencoding = "utf-16"\n')
+    rows = promotion()
+    lines = write_users(tmp_path / "users.csv", rows).read_text(encoding="utf-8-sig").splitlines()
+    total = f"Total: {len(rows)} workers"
+    (folder / "users.csv").write_text("\n".join([*lines, total]) + "\n", encoding="utf-16")
+    assert (folder / "users.csv").read_bytes()[-2:] == b"\n\0"  # its last byte is no line break
+    drops = Folder(tmp_path / "inbox", adm, hr_store)
+    (result,) = drops.settle()
+    assert result.success, result.all_events
+    planned = next(
+        event for event in result.all_events if event.step_key == "hr_plan" and event.is_successful_output
+    )
+    assert total in str(planned.step_output_data.metadata["notes"])
+    assert writes(server) == {f"user:{user_id('E100010')}": 1}
+
+
+def test_a_folder_sets_trust_in_its_dates_order(tmp_path: Path) -> None:
+    folder = tmp_path / "sap"
+    folder.mkdir()
+    (folder / "hr-folder.toml").write_text('date_formats = ["%d/%m/%Y"]\ntrust_date_order = true\n')
+    write_users(folder / "users.csv", promotion())
+    instance = dg.DagsterInstance.ephemeral()
+    first = hr_drop_folder(drop_sensor_context(tmp_path, instance))
+    assert isinstance(first, dg.SensorResult)
+    result = hr_drop_folder(drop_sensor_context(tmp_path, instance, first.cursor))
+    assert isinstance(result, dg.SensorResult)
+    (request,) = result.run_requests or []
+    config = request.run_config["ops"]["hr_plan"]["config"]
+    assert config["trust_date_order"] is True and config["date_formats"] == ["%d/%m/%Y"]
 
 
 def test_an_export_older_than_the_services_changes_does_not_put_them_back_unattended(

@@ -133,7 +133,8 @@ def test_a_row_effective_date_dates_a_transfer(
     assert made is not None
     [entity] = made.entities
     dated = {change.field: change.effective_on for change in entity.changes}
-    assert dated == {"groups": next_month, "first_name": next_month}
+    # The display name follows the name, on the same day.
+    assert dated == {"groups": next_month, "first_name": next_month, "display_name": next_month}
     before = current(server, "user", user_id("E100010"))
 
     assert apply_on(hr_store, adm, made.plan_id, NOW.date()).outcomes == {"scheduled": 1}

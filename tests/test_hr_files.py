@@ -165,7 +165,12 @@ def test_two_rows_resolving_to_one_user_are_a_named_problem_on_both(
     by_id = dict(row_of(rows, "E100010"), email="someone.new@acme.example.com")
     outcome = plan(hr_store, export(tmp_path / "users.csv", [row_of(rows, "E100011"), by_id, by_email]))
     found = {(p.line, p.column, p.rule) for p in outcome.validation.problems}
-    assert found == {(3, "Employee ID", "duplicate_target"), (4, "Work Email", "duplicate_target")}
+    # The second is someone else too: found by E100010's email, it names neither their id nor their name.
+    assert found == {
+        (3, "Employee ID", "duplicate_target"),
+        (4, "Work Email", "duplicate_target"),
+        (4, "Work Email", "identity_mismatch"),
+    }
     assert outcome.plan is None and "ADM_HR_MAX_INVALID_SHARE" in str(outcome.refusal)
 
 
@@ -177,7 +182,7 @@ def test_an_email_differing_only_in_case_is_no_change(hr_store: WarehouseResourc
     assert outcome.validation.problems == []
     assert outcome.plan is not None
     fields = {change.field for entity in outcome.plan.entities for change in entity.changes}
-    assert fields == {"first_name", "last_name"}
+    assert fields == {"first_name", "last_name", "display_name"}
 
 
 def test_the_error_report_uploaded_again_does_not_bring_back_a_formula(tmp_path: Path) -> None:
@@ -203,7 +208,7 @@ def test_the_plan_markdown_says_how_many_rows_it_left_out(
     made = plan(hr_store, export(tmp_path / "users.csv", [*renamed_rows(), *hires])).plan
     assert made is not None
     text = plan_markdown(made, limit=2)
-    assert "... and 2 more" in text  # four name changes, two shown
+    assert "... and 4 more" in text  # four name changes and two display names, two shown
     assert "5 row(s) need creation: E900000, E900001\n\n... and 3 more" in text
 
 

@@ -4,6 +4,7 @@ warehouse refreshed by the real extract."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -17,17 +18,22 @@ from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import adm_headers, current
+from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
     MAPPING,
     SETTINGS,
     apply,
+    faults,
     plan,
     row_of,
     seeded_snapshot,
     user_id,
     user_rows,
     write_users,
+    writes,
 )
+
+__all__ = ["service_env"]  # the CLI tests' fixture, used here
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -115,3 +121,41 @@ def test_the_revert_of_a_termination_with_a_date_restores_the_status_and_says_wh
     assert apply(hr_store, adm, revert.plan.plan_id).outcomes == {"applied": 1}
     after = current(server, "user", user_id(leaver()))
     assert (after["status"], after["termination_date"]) == ("ACTIVE", "2026-01-15")
+
+
+def test_reverting_an_incomplete_plan_closes_it(
+    adm: AdmClientResource,
+    service_env: Path,
+    hr_store: WarehouseResource,
+    server: EmulatorServer,
+    tmp_path: Path,
+) -> None:
+    # ``adm`` first: made before ``service_env`` puts the token in the environment (it stays a value).
+    rows = user_rows()
+    for key in ("E100010", "E100012"):
+        row_of(rows, key)["last_name"] = "Halfway"
+    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
+    assert made is not None and len(made.entities) == 2
+    faults(server, error_rate=1.0, error_status=503, methods=["PATCH"], after_writes=1)
+    report = apply(hr_store, adm, made.plan_id)
+    assert (report.status, report.outcomes) == ("incomplete", {"applied": 1, "planned": 1})
+    faults(server)
+    # The entity not applied says what the service answered its writes.
+    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", hr_store.path)[1])
+    (unapplied,) = [entity for entity in detail["entities"] if entity["status"] == "planned"]
+    assert unapplied["message"].startswith("read back: not applied (the service answered 503: ")
+    refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
+
+    revert = revert_stored(hr_store, made.plan_id, MAPPING)
+
+    code, output = hr("apply", made.plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    assert code == 1 and f"closed by its revert, plan {revert.plan.plan_id}" in output
+    assert sum(writes(server).values()) == 1  # the other half was never written
+    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", hr_store.path)[1])
+    assert (detail["status"], detail["superseded_by"]) == ("superseded", revert.plan.plan_id)
+    assert unapplied["hr_key"] in {e["hr_key"] for e in detail["entities"] if e["status"] == "superseded"}
+    shown = hr("status", made.plan_id, "--warehouse", hr_store.path)[1]
+    assert f"Closed by its revert, plan {revert.plan.plan_id}" in shown
+    assert apply(hr_store, adm, revert.plan.plan_id).outcomes == {"applied": 1}
+    for key in ("E100010", "E100012"):
+        assert current(server, "user", user_id(key)) == seeded_snapshot().user_values[user_id(key)], key

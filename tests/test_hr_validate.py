@@ -83,6 +83,10 @@ def test_a_clean_export_has_no_problem(tmp_path: Path) -> None:
         ("mobile_phone", "+1 555 0100 x12", "phone_pattern"),
         ("first_name", "Ann\rMarie", "control_characters"),
         ("last_name", "Bell\x07", "control_characters"),
+        # C1 controls too (cp1252's curly quote read as latin-1), in any text the service would store.
+        ("last_name", "O\x92Brien", "control_characters"),
+        ("employee_type", "Full\x9btime", "control_characters"),
+        ("employment_type", "Part\x1btime", "control_characters"),
         ("start_date", "2024-13-01 00:00:00", "date"),
         ("mobile_phone", "+1 (555)=cmd|' /C calc'!A0", "formula_injection"),
         ("tenant", OTHER_TENANT_ID, "wrong_tenant"),

@@ -7,6 +7,10 @@ tests/test_pipeline_dagster_dev.py."""
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,15 +25,16 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
-from pipelines.freshness import FRESHNESS_JOB, check_name
+from pipelines.freshness import FRESHNESS_JOB, check_names
 from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
 from tests.sync_support import query, settings_for, sync, sync_env
-from warehouse.locks import held, tenant_lock_path
+from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
 
 @pytest.fixture
@@ -75,7 +80,8 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
 ) -> None:
     # One decision is served without a usable id, and the run allows none.
     set_faults(server, FaultConfig(realism_rate=0.1))
-    settings = settings.model_copy(update={"reject_max_count": 0})
+    named = {DEMO_TENANT_ID: "acme"}
+    settings = settings.model_copy(update={"reject_max_count": 0, "tenant_names": named})
 
     run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance)
 
@@ -90,9 +96,9 @@ def test_a_failed_check_leaves_the_tables_unmaterialized_and_shows_its_figures(
     }
     decisions = results["adm/decisions", "rejected_within_threshold"]
     assert not decisions.passed and decisions.severity == dg.AssetCheckSeverity.ERROR
-    # Named for its tenant: the UI shows a check's latest result, whichever tenant's run gave it.
+    # Named for its tenant (by its name, and its id): the UI shows a check's latest result.
     assert (decisions.description or "").startswith(
-        f"tenant {DEMO_TENANT_ID}: 1 record(s) rejected, 0 allowed"
+        f"tenant acme ({DEMO_TENANT_ID}): 1 record(s) rejected, 0 allowed"
     )
     assert decisions.metadata["tenant"].value == DEMO_TENANT_ID
     (status, phases) = query(settings.warehouse, "SELECT status, phase_seconds FROM sync_runs")[0]
@@ -186,9 +192,15 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
 ) -> None:
     """The second tenant's syncs keep failing (its credential is wrong): its check stays red while the
     demo tenant's turns green, evaluated by the sensor's own job, not by a sync."""
-    settings = settings_for(server, warehouse)
+    # The demo tenant is named: its check is fresh_acme (and its description names its id).
+    settings = settings_for(server, warehouse).model_copy(update={"tenant_names": {DEMO_TENANT_ID: "acme"}})
     defs = sync_definitions(settings)
     check_job = defs.resolve_job_def(FRESHNESS_JOB)
+    demo, other = "fresh_acme", f"fresh_{OTHER_TENANT_ID.replace('-', '_')}"
+    assert check_names([DEMO_TENANT_ID, OTHER_TENANT_ID], settings.tenant_names) == {
+        demo: DEMO_TENANT_ID,
+        other: OTHER_TENANT_ID,
+    }
 
     def freshness() -> dict[str, tuple[bool, str]]:
         result = check_job.execute_in_process(instance=instance, run_config=QUIET_LOGS)
@@ -199,21 +211,49 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
         }
 
     assert freshness() == {
-        check_name(DEMO_TENANT_ID): (False, "the tenant has no committed sync"),
-        check_name(OTHER_TENANT_ID): (False, "the tenant has no committed sync"),
+        demo: (False, "the tenant has no committed sync"),
+        other: (False, "the tenant has no committed sync"),
     }
     sync(settings)
     assert not run_tenant(defs, OTHER_TENANT_ID, instance).success
     after = freshness()
-    assert after[check_name(DEMO_TENANT_ID)][0] is True
-    assert after[check_name(DEMO_TENANT_ID)][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
-    assert after[check_name(OTHER_TENANT_ID)] == (False, "the tenant has no committed sync")
+    assert after[demo][0] is True
+    assert after[demo][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
+    assert after[other] == (False, "the tenant has no committed sync")
+    graph = defs.get_repository_def().asset_graph
+    spec = graph.get(dg.AssetCheckKey(dg.AssetKey(["adm", "sync_runs"]), demo))
+    assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs) as context:
         requests = sensor.evaluate_tick(context).run_requests
     assert sensor.job_name == FRESHNESS_JOB
     assert [request.run_key for request in requests or []] == [f"fresh:{datetime.now(UTC):%Y-%m-%dT%H}"]
+
+
+def test_a_stopped_schedule_is_told_by_every_tenants_freshness_check(
+    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+) -> None:
+    """The schedules start running when a service is configured, stopped when none is; a stopped one is
+    named by each tenant's freshness check and a warning of its run (before, nothing said that no
+    nightly sync would run)."""
+    settings = settings_for(server, warehouse)
+    for service, status in (
+        (True, dg.DefaultScheduleStatus.RUNNING),
+        (False, dg.DefaultScheduleStatus.STOPPED),
+    ):
+        defs = sync_definitions(settings if service else settings.model_copy(update={"base_url": None}))
+        schedules = defs.get_repository_def().schedule_defs
+        assert {schedule.default_status for schedule in schedules} == {status}
+        result = defs.resolve_job_def(FRESHNESS_JOB).execute_in_process(
+            instance=instance, run_config=QUIET_LOGS
+        )
+        told = [check.description or "" for check in result.get_asset_check_evaluations()]
+        warned = [record.user_message for record in instance.all_logs(result.run_id)]
+        stopped = "nightly_sync_schedule, weekly_full_refresh_schedule stopped: no such sync of any tenant"
+        assert len(told) == 2
+        assert all((stopped in description) != service for description in told)
+        assert any(stopped in message for message in warned) != service
 
 
 def test_each_tenant_syncs_with_its_own_credential(
@@ -279,3 +319,58 @@ def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
     assert "\n" not in error
     assert not lowered.warehouse.exists()  # refused before anything was read or written
     # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)
+
+
+def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when_it_ends(
+    settings: SyncSettings, dagster_home: Path
+) -> None:
+    """Another writer holds the warehouse past the notice: the run's log says what it waits for and who
+    holds it when the wait has lasted a few seconds (not after the 300 s it may last), and how long it
+    waited when it got it; the sync then commits."""
+    job = sync_definitions(settings.model_copy(update={"lock_wait_s": 30})).resolve_job_def(NIGHTLY_JOB)
+    run_id = str(uuid.uuid4())
+    messages: list[str] = []
+
+    def hold_until_told(instance: dg.DagsterInstance, holding: threading.Event) -> None:
+        """Hold the writer lock until the run's log says it waits for it (or the run gave up)."""
+        with held(writer_lock_path(settings.warehouse), "an analyst's export", 0, "the warehouse"):
+            holding.set()
+            while not any(message.startswith("waiting for the warehouse") for message in messages):
+                run = instance.get_run_by_id(run_id)
+                if run is not None and run.is_finished:
+                    return
+                messages[:] = [record.user_message for record in instance.all_logs(run_id)]
+                time.sleep(0.2)
+
+    # The project's instance settings: the `resources`, `pipelines` and `warehouse` loggers are managed.
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        holding = threading.Event()
+        holder = threading.Thread(target=hold_until_told, args=(instance, holding))
+        holder.start()
+        holding.wait()
+        result = job.execute_in_process(partition_key=DEMO_TENANT_ID, instance=instance, run_id=run_id)
+        holder.join()
+        logged = [record.user_message for record in instance.all_logs(run_id)]
+
+    assert result.success, "the run gave up waiting, and its log never said what it waited for"
+    waiting = next(i for i, message in enumerate(logged) if message.startswith("waiting for the warehouse"))
+    assert f"held by an analyst's export (pid {os.getpid()}" in logged[waiting]
+    assert "(up to 30 s)" in logged[waiting]
+    waited = next(i for i, message in enumerate(logged) if message.startswith("waited "))
+    assert waiting < waited and "for the warehouse" in logged[waited]
+    assert float(logged[waited].split()[1]) >= NOTICE_AFTER_S
+
+
+def test_a_run_without_a_partition_is_refused_before_it_does_anything(
+    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+) -> None:
+    # ``dagster job execute -j nightly_sync`` with no partition tag. Before, with one tenant configured: the
+    # sync committed, then its partitioned checks failed the run, and the on-call engineer reran it.
+    settings = settings_for(server, warehouse, tenants=[DEMO_TENANT_ID])
+    job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
+
+    result = job.execute_in_process(instance=instance, run_config=QUIET_LOGS, raise_on_error=False)
+
+    assert not result.success
+    assert "this run names no tenant (no partition)" in first_error(result)
+    assert query(warehouse, "SELECT count(*) FROM sync_runs") == [(0,)]

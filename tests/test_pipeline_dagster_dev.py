@@ -12,13 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import dagster as dg
 import httpx
 import pytest
 from dagster_graphql import DagsterGraphQLClient
 
 from emulator.server import EmulatorServer
+from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.settings import SyncSettings
-from tests.conftest import fresh
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.dagster_support import (
     PARTITION,
     new_dagster_home,
@@ -26,18 +28,6 @@ from tests.dagster_support import (
     too_many_requests,
 )
 from tests.sync_support import DAGSTER, ROOT, query, settings_for
-
-QUEUE_TICK = """
-# The test's instance only: the run queue looks for runs to start every second instead of every 5 (the
-# per-tenant limit above is what the test is about, not how often the queue is read).
-run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    dequeue_interval_seconds: 1
-telemetry:
-  enabled: false
-"""
 
 
 @pytest.fixture
@@ -57,8 +47,14 @@ def dagster_home(tmp_path: Path) -> Path:
     """A Dagster instance folder with the project's instance settings (run concurrency per tenant), its
     queue read every second."""
     home = new_dagster_home(tmp_path)
-    with (home / "dagster.yaml").open("a") as settings:
-        settings.write(QUEUE_TICK)
+    instance = home / "dagster.yaml"
+    project = instance.read_text()
+    queue = "  class: TenantRunCoordinator\n"
+    assert queue in project
+    # The test's instance only: the project's run queue looks for runs to start every second instead of
+    # every 5 (the per-tenant limit is what the test is about, not how often the queue is read).
+    tick = f"{queue}  config:\n    dequeue_interval_seconds: 1\n"
+    instance.write_text(project.replace(queue, tick) + "telemetry:\n  enabled: false\n")
     return home
 
 
@@ -70,13 +66,18 @@ def test_graphql_client_on_dagster_dev_runs_full_refresh_fully_one_run_per_tenan
 ) -> None:
     """Dagster's GraphQL client with no run config, on `dagster dev` (queue, daemon, run workers): the
     full refresh reads fully and finds deletions; a nightly run of the same tenant submitted at once waits
-    for it in the queue; no 429 at the plan's rate."""
+    for it in the queue; no 429 at the plan's rate. Both carry their tenant's tags, which GraphQL's
+    launchRun does not add (the project's run queue does): the runs list finds them by tenant."""
     deleted, env = synced_then_deleted_at_the_plan(server, settings, dagster_home)
+    env["ADM_TENANTS"] = f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}"
     with _dagster_dev(env, tmp_path / "dagster_dev.log") as client:
         full = client.submit_job_execution("full_refresh", tags=PARTITION)
         nightly = client.submit_job_execution("nightly_sync", tags=PARTITION)
         assert _wait(client, full) == "SUCCESS"
         assert _wait(client, nightly) == "SUCCESS"
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        tagged = instance.get_runs(dg.RunsFilter(tags={TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"}))
+    assert {run.run_id for run in tagged} == {full, nightly}
 
     runs = query(
         settings.warehouse, "SELECT run_id, mode, started_at, finished_at FROM sync_runs ORDER BY 3"

@@ -15,9 +15,10 @@ import pytest
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import TABLES, table_key
+from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.runner import QUIET_LOGS
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID, fresh
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.dagster_support import (
     PARTITION,
     events,
@@ -60,7 +61,8 @@ def instance() -> Iterator[dg.DagsterInstance]:
 @pytest.fixture
 def sync_environment(server: EmulatorServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``ADM_*`` variables of both tenants, for code that reads the environment (and what it starts)."""
-    for name, value in sync_env(server, warehouse, ADM_LOCK_WAIT_S="1").items():
+    tenants = f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}"
+    for name, value in sync_env(server, warehouse, ADM_LOCK_WAIT_S="1", ADM_TENANTS=tenants).items():
         monkeypatch.setenv(name, value)
 
 
@@ -81,9 +83,20 @@ def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
         failed = dg.execute_job(job, instance, tags=PARTITION, run_config=QUIET_LOGS)
     assert not failed.success
     assert materialized(instance, failed.run_id) == {}
-    failure = events(instance, failed.run_id, dg.DagsterEventType.STEP_FAILURE)[0]
-    assert "held by an analyst's export" in str(failure.step_failure_data.error)
-    assert "this run did nothing" not in str(failure.step_failure_data.error)
+    failure = events(instance, failed.run_id, dg.DagsterEventType.STEP_FAILURE)[0].step_failure_data
+    assert "this run did nothing" not in str(failure.error)
+    # The headline of the step's failure and of the run's is the product's one-line cause (not Dagster's
+    # "Error occurred while executing op"); its stack trace follows as the cause.
+    assert failure.user_failure_data is not None
+    cause = failure.user_failure_data.description or ""
+    assert cause.startswith("LockBusyError: the warehouse") and "held by an analyst's export" in cause
+    run_failure = events(instance, failed.run_id, dg.DagsterEventType.RUN_FAILURE)[0].job_failure_data
+    for error in (failure.error, run_failure.error):
+        assert error is not None and error.message.splitlines()[0].endswith(f"Failure: {cause}")
+        assert error.cause is not None and "in _acquire" in "".join(error.cause.stack)
+    # Its tenant's tags, although only its partition was given: the runs list finds it by tenant.
+    found = instance.get_runs(dg.RunsFilter(tags={TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"}))
+    assert [run.run_id for run in found] == [failed.run_id]
 
     # The UI's re-execution copies the parent's tags; Dagster's Python API takes them as given.
     options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)

@@ -16,10 +16,11 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
+from pipelines.freshness import check_names
 from pipelines.launch import stale_values
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
-from pipelines.settings import SyncSettings
+from pipelines.settings import SyncSettings, load_settings
 from tests.sync_support import dagster_cli
 from warehouse.catalog import CURRENT_USER_POSITIONS, LISTS, REVISIONS
 
@@ -74,6 +75,17 @@ def test_every_check_of_the_sync_keeps_a_result_per_tenant() -> None:
     hr = "adm/users:hr_dated_changes_on_time"
     assert hr in unpartitioned
     assert all(key.startswith("adm/sync_runs:fresh_") for key in set(unpartitioned) - {hr})
+
+
+def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
+    # Before: every table carried a freshness policy, which any tenant's commit satisfied: the UI showed
+    # Passing beside the failed fresh_<tenant> check of a stale tenant.
+    graph = defs.get_repository_def().asset_graph
+    keys = graph.get_all_asset_keys()
+    assert [key for key in keys if graph.get(key).freshness_policy_or_from_metadata is not None] == []
+    fresh = {key.name for key in graph.asset_check_keys if key.name.startswith("fresh_")}
+    settings = load_settings()
+    assert fresh == set(check_names(settings.sync_tenants, settings.tenant_names))
 
 
 def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:

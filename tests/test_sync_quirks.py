@@ -466,7 +466,7 @@ def test_a_long_extract_says_how_far_it_got_in_the_log(
     warehouse: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Before: the run log was silent for minutes during an extract (retries and 429s reached only stderr).
-    monkeypatch.setattr("pipelines.sync.PROGRESS_EVERY_S", 0.02)  # a log line every 0.1 s instead of 10 s
+    monkeypatch.setattr("pipelines.sync.LOG_EVERY_S", 0.1)  # a log line every 0.1 s instead of 10 s
     caplog.set_level(logging.INFO, logger="pipelines.sync")
     outcome, _ = run(tenant(positions=[position(n) for n in range(30)]), warehouse, Quirks(latency_s=0.3))
     assert outcome.record.status == "succeeded"

@@ -20,9 +20,12 @@ import duckdb
 import pyarrow.parquet as pq
 
 from models.errors import AuthoritySyncError
+from resources.waits import SharedWait
 from warehouse.catalog import FAMILIES, REVISIONS
+from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, open_database
-from warehouse.locks import LockBusyError, held, writer_lock_path
+from warehouse.files import default_publish_path
+from warehouse.locks import LockBusyError, file_holder_error, held, writer_lock_path
 from warehouse.merge import (
     Counts,
     MergeContext,
@@ -35,7 +38,7 @@ from warehouse.merge import (
     record_rechecks,
 )
 from warehouse.migrate import migrate
-from warehouse.publish import Published, PublishTarget, publish_run
+from warehouse.publish import Published, PublishTarget, publish_run, try_publish
 from warehouse.reads import table_exists
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
@@ -97,33 +100,36 @@ class CommitResult:
 
 
 def connect(
-    path: Path, memory_limit: str | None = MEMORY_LIMIT, wait_s: float = 0.0
+    path: Path,
+    memory_limit: str | None = MEMORY_LIMIT,
+    wait_s: float = 0.0,
+    readers_copy: Path | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the warehouse file with its schema up to date, waiting up to ``wait_s``
-    while another process holds DuckDB's lock on it; ``memory_limit`` bounds DuckDB's buffer."""
+    while another process holds DuckDB's lock on it (then failing with that process's pid and program, and
+    the copy its readers belong on: ``readers_copy``, by default the one beside the warehouse);
+    ``memory_limit`` bounds DuckDB's buffer."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
     if not path.exists():
         config["storage_compatibility_version"] = STORAGE_VERSION
-    while True:
-        try:
-            con = open_database(path, config=config)
-            break
-        except duckdb.IOException as error:
-            if "lock" not in str(error).lower():
-                raise
-            if time.monotonic() >= deadline:
-                raise LockBusyError(f"the warehouse {path} is in use: {_holder(error)}") from None
-            time.sleep(POLL_S)
+    wait = SharedWait(lambda: f"the warehouse {path}, opened by another process (up to {wait_s:g} s)")
+    with wait.waiting():
+        while True:
+            try:
+                con = open_database(path, config=config)
+                break
+            except duckdb.IOException as error:
+                if "lock" not in str(error).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    copy = readers_copy or default_publish_path(path)
+                    raise file_holder_error(path, str(error), copy, wait_s) from None
+                wait.still()
+                time.sleep(POLL_S)
     migrate(con)
     return con
-
-
-def _holder(error: duckdb.IOException) -> str:
-    message = str(error)
-    start = message.find("Conflicting lock")
-    return message[start:].split(". See also")[0] if start >= 0 else message
 
 
 Opener = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
@@ -189,11 +195,13 @@ def _commit(
     started = time.perf_counter()
     deadline = time.monotonic() + wait_s
     with held(writer_lock_path(warehouse), f"run {record.run_id}", wait_s, f"the warehouse {warehouse}"):
-        with closing(connect(warehouse, memory_limit, _left(deadline))) as con:
+        copy = publish.path if publish is not None else None
+        with closing(connect(warehouse, memory_limit, _left(deadline), copy)) as con:
             con.begin()
             try:
                 now = datetime.now(UTC)
                 record.row_counts = _merge_all(con, staged, record, now)
+                record_changes(con, record.tenant_id, record.run_id, now)
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
@@ -265,15 +273,21 @@ def start_run(warehouse: Path, record: RunRecord, killed: dict[str, Progress], w
     return ended
 
 
-def record_unfinished(warehouse: Path, record: RunRecord, wait_s: float) -> bool:
-    """Rewrite the row of a run that did not commit, in a transaction of its own. Returns False (and logs)
-    when even that cannot be written: the run's own error matters more."""
+def record_unfinished(
+    warehouse: Path, record: RunRecord, wait_s: float, publish: PublishTarget | None = None
+) -> bool:
+    """Rewrite the row of a run that did not commit, in a transaction of its own, then (with ``publish``)
+    publish the copy again, still as the writer: the row is all that changed since the last publish, and
+    readers see that the last run failed. Returns False (and logs) when even the row cannot be written: the
+    run's own error matters more (a failed publish is only logged: readers keep the previous copy)."""
     record.finished_at = record.finished_at or datetime.now(UTC)
     if record.status is RunStatus.RUNNING:
         record.status = RunStatus.FAILED
     try:
         with writing(warehouse, f"run {record.run_id}", wait_s) as con:
             insert_run(con, record)
+            if publish is not None:
+                try_publish(con, publish, record.run_id)
     except (duckdb.Error, LockBusyError, OSError) as error:
         logger.warning("could not record run %s in sync_runs: %s", record.run_id, error)
         return False

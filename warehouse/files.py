@@ -6,8 +6,10 @@ for readers (and its Parquet) can be shared with one group, ``ADM_READERS_GROUP`
 
 from __future__ import annotations
 
+import glob
 import grp
 import os
+import stat
 from pathlib import Path
 
 PRIVATE_UMASK = 0o077
@@ -19,6 +21,32 @@ def keep_private() -> None:
     """Make every file and folder this process creates from now on private to its owner (a process-wide
     umask: DuckDB creates its own files, its write-ahead log among them, and only the umask reaches it)."""
     os.umask(PRIVATE_UMASK)
+
+
+def tighten(*paths: Path) -> None:
+    """Make private what an earlier release (or a looser umask) left readable: each path this user owns,
+    with everything in it, loses every permission beyond 0600 (files) or 0700 (folders). Missing paths,
+    symbolic links and other users' files are left alone; nothing is ever loosened."""
+    for path in paths:
+        walk = path.rglob("*") if path.is_dir() and not path.is_symlink() else []
+        for item in [path, *walk]:
+            try:
+                found = item.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(found.st_mode) or found.st_uid != os.getuid():
+                continue
+            mode = stat.S_IMODE(found.st_mode)
+            allowed = 0o700 if stat.S_ISDIR(found.st_mode) else 0o600
+            if mode & ~allowed:
+                item.chmod(mode & allowed)
+
+
+def warehouse_files(warehouse: Path) -> list[Path]:
+    """The files kept beside a warehouse: itself, its write-ahead log, the copy an upgrade kept, and its
+    hidden lock and temporary files."""
+    name = glob.escape(warehouse.name)
+    return [warehouse, *warehouse.parent.glob(f"{name}.*"), *warehouse.parent.glob(f".{name}.*")]
 
 
 def group_id(name: str) -> int:

@@ -79,6 +79,8 @@ class StoredPlan:
     """Who made the plan (None: made before migration 0014)."""
     applied_by: str | None = None
     """Who ran its latest apply (None: not applied)."""
+    superseded_by: str | None = None
+    """The revert that closed the plan before it was all applied (None: none did)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,8 @@ def save_plan(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
         _insert(con, "hr_plan_items", _items(plan))
         _insert(con, "hr_plan_entities", _entities(plan))
         _supersede(con, plan)
+        if plan.reverts:
+            _close_reverted(con, plan.reverts, plan.plan_id, plan.created_at)
         con.commit()
     except BaseException:
         con.rollback()
@@ -169,6 +173,24 @@ def _supersede(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
         "WHERE e.plan_id = p.plan_id AND e.status = 'scheduled')",
         [plan.created_at, plan.tenant_id],
     )
+
+
+def _close_reverted(con: duckdb.DuckDBPyConnection, plan_id: str, revert_id: str, now: datetime) -> None:
+    """Close an incomplete plan its revert ``revert_id`` undoes: it is superseded, and its entities not
+    written (planned, failed, or waiting for their day) are too, so its unapplied half is never written
+    later. Entities whose write's outcome is unknown keep their status: nobody knows whether the service
+    holds them."""
+    closed = con.execute(
+        "UPDATE hr_plans SET status = 'superseded', superseded_by = ? WHERE plan_id = ? "
+        "AND status = 'incomplete' RETURNING plan_id",
+        [revert_id, plan_id],
+    ).fetchall()
+    if closed:
+        con.execute(
+            "UPDATE hr_plan_entities SET status = 'superseded', message = ?, updated_at = ? "
+            "WHERE plan_id = ? AND status IN ('planned', 'failed', 'scheduled')",
+            [f"superseded by its revert, plan {revert_id}", now, plan_id],
+        )
 
 
 def _counts(plan: Plan) -> dict[str, Any]:
@@ -285,7 +307,7 @@ def list_plans(con: duckdb.DuckDBPyConnection, tenant_id: str | None, limit: int
 _PLAN_COLUMNS = (
     "SELECT plan_id, tenant_id, created_at, status, snapshot_run_id, snapshot_at, source_files, "
     "allowed_kinds, blocked_kinds, counts, apply_run_id, applied_at, thresholds, apply_error, planned_by, "
-    "applied_by FROM hr_plans"
+    "applied_by, superseded_by FROM hr_plans"
 )
 
 
@@ -307,6 +329,7 @@ def _stored(row: tuple[Any, ...]) -> StoredPlan:
         apply_error=row[13],
         planned_by=row[14],
         applied_by=row[15],
+        superseded_by=row[16],
     )
 
 
@@ -386,13 +409,15 @@ class WindowPlan:
 def window_plans(
     con: duckdb.DuckDBPyConnection, tenant_id: str, since: datetime, other_than: str | None
 ) -> list[WindowPlan]:
-    """The tenant's plans that began applying at or after ``since`` (applying, incomplete, scheduled or
-    applied), other than plan ``other_than``, with their lifted kinds and changes."""
+    """The tenant's plans that began applying at or after ``since`` (applying, incomplete, scheduled,
+    applied, or superseded by a revert after writing part), other than plan ``other_than``, with their
+    lifted kinds and changes."""
     rows = con.execute(
         "SELECT p.plan_id, any_value(p.allowed_kinds), "
         "list(DISTINCT [i.change_kind, i.entity_kind, i.entity_id]) FROM hr_plan_items i "
         "JOIN hr_plans p USING (plan_id) WHERE p.tenant_id = ? AND p.apply_started_at >= ? "
-        "AND p.status IN ('applying', 'incomplete', 'scheduled', 'applied') AND p.plan_id IS DISTINCT FROM ? "
+        "AND p.status IN ('applying', 'incomplete', 'scheduled', 'applied', 'superseded') "
+        "AND p.plan_id IS DISTINCT FROM ? "
         "AND i.entity_id IS NOT NULL GROUP BY p.plan_id ORDER BY p.plan_id",
         [tenant_id, since, other_than],
     ).fetchall()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import pwd
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from models.errors import AuthoritySyncError
+from resources.waits import SharedWait
 
 POLL_S = 0.2
 DEFAULT_LOCK_WAIT_S = 300.0
@@ -61,14 +64,17 @@ def held(path: Path, holder: str, wait_s: float, what: str) -> Iterator[None]:
 
 def _acquire(fd: int, path: Path, wait_s: float, what: str) -> None:
     deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockBusyError(f"{what} is held by {holder_of(path)}{_waited(wait_s)}") from None
-            time.sleep(POLL_S)
+    wait = SharedWait(lambda: f"{what}, held by {holder_of(path)} (up to {wait_s:g} s)")
+    with wait.waiting():
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockBusyError(f"{what} is held by {holder_of(path)}{_waited(wait_s)}") from None
+                wait.still()
+                time.sleep(POLL_S)
 
 
 def holder_of(path: Path) -> str:
@@ -93,3 +99,36 @@ def _describe_holder(fd: int, holder: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{holder} (pid {os.getpid()}, since {stamp})".encode(), 0)
+
+
+def file_holder_error(
+    warehouse: Path, duckdb_message: str, readers_copy: Path, wait_s: float
+) -> LockBusyError:
+    """The one-line error of an open of the warehouse that waited ``wait_s`` in vain for DuckDB's own lock
+    on the file (``duckdb_message``, DuckDB's words, names the holder's pid): which process holds it (pid,
+    program, user, from /proc) and that readers belong on the published copy, ``readers_copy``. Any DuckDB
+    session on the writer's file, even a read-only one in a notebook, holds that lock."""
+    found = re.search(r"\(PID (\d+)\)", duckdb_message)
+    holder = describe_process(int(found.group(1))) if found else "another process"
+    return LockBusyError(
+        f"the warehouse {warehouse} is in use by {holder}{_waited(wait_s)}: a DuckDB session on the writer's "
+        f"file, even a read-only one, blocks every commit; readers belong on the published copy "
+        f"{readers_copy}: close that session and open the copy instead"
+    )
+
+
+def describe_process(pid: int) -> str:
+    """``pid N (program, user U)`` from /proc: the program is the executable's name, with the module
+    (``-m``) or script it runs; never its other arguments, which may hold a secret."""
+    proc = Path("/proc") / str(pid)
+    try:
+        argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        user = pwd.getpwuid(proc.stat().st_uid).pw_name
+    except (OSError, KeyError):
+        return f"pid {pid}"
+    program = Path(argv[0]).name
+    if len(argv) > 2 and argv[1] == "-m":
+        program += f" -m {argv[2]}"
+    elif len(argv) > 1 and argv[1].endswith(".py"):
+        program += f" {Path(argv[1]).name}"
+    return f"pid {pid} ({program}, user {user})"

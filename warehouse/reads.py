@@ -13,6 +13,7 @@ import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from models.errors import AuthoritySyncError
+from resources.waits import SharedWait
 from warehouse.catalog import LISTS, REVISIONS, RevisionList, revisions_of_kind
 from warehouse.db import open_database
 from warehouse.files import default_publish_path
@@ -91,14 +92,17 @@ def read_only(path: Path, wait_s: float = DEFAULT_LOCK_WAIT_S) -> Iterator[duckd
 
 
 def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+    wait = SharedWait(lambda: f"the warehouse {path}, written by {holder_of(writer_lock_path(path))}")
     attempts = Retrying(
         retry=retry_if_exception(_locked),
         stop=stop_after_delay(wait_s),
         wait=wait_exponential(multiplier=0.1, max=2),
+        before_sleep=lambda _: wait.still(),
         reraise=True,
     )
     try:
-        return attempts(open_database, path, read_only=True)
+        with wait.waiting():
+            return attempts(open_database, path, read_only=True)
     except duckdb.IOException as error:
         if _locked(error):
             raise busy_error(path, wait_s) from None

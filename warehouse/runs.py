@@ -32,6 +32,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     BLOCKED_BY_CHECK = "blocked_by_check"
     KILLED = "killed"
+    INTERRUPTED = "interrupted"
 
 
 Counts = dict[str, int]

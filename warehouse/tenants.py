@@ -23,3 +23,9 @@ def set_label(con: duckdb.DuckDBPyConnection, tenant_id: str, label: str) -> str
     key = canonical_id(tenant_id)
     con.execute("INSERT OR REPLACE INTO tenants VALUES (?, ?, now())", [key, label.strip()])
     return key
+
+
+def tenant_label(con: duckdb.DuckDBPyConnection, tenant_id: str) -> str:
+    """How people know a tenant: ``<label> (<id>)`` when it is labelled, else its id."""
+    row = con.execute("SELECT label FROM tenants WHERE tenant_id = ?", [canonical_id(tenant_id)]).fetchone()
+    return f"{row[0]} ({tenant_id})" if row else tenant_id

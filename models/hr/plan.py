@@ -93,6 +93,8 @@ class Plan:
     planned_by: str = ""
     """Who made the plan (an OS user, or a Dagster run's launcher, sensor or schedule)."""
     status: str = "ready"
+    reverts: str | None = None
+    """The plan this one reverts (a revert's): saving it closes that plan if it is incomplete."""
     named: set[tuple[EntityKind, str]] = field(default_factory=set)
     """Every service record a valid row names, changed or not: the latest upload decides its future, so
     saving this plan supersedes the changes still scheduled for it by earlier plans."""

@@ -21,6 +21,8 @@ class PlanStatus(StrEnum):
     """Every change due so far is applied; changes dated later wait for their day (``hr apply-due``)."""
     APPLIED = "applied"
     """Every entity is settled; the plan never applies again."""
+    SUPERSEDED = "superseded"
+    """An incomplete plan closed by its revert (``superseded_by``): its unapplied half never applies."""
 
 
 class EntityStatus(StrEnum):
@@ -36,7 +38,8 @@ class EntityStatus(StrEnum):
     SCHEDULED = "scheduled"
     """Changes dated later wait for their day (any due before were applied)."""
     SUPERSEDED = "superseded"
-    """Its scheduled changes were cancelled: a later upload named the entity (the latest upload decides)."""
+    """Its scheduled changes were cancelled (a later upload named the entity: the latest upload decides),
+    or its plan was closed by a revert before it was written."""
 
 
 PENDING = frozenset({EntityStatus.PLANNED, EntityStatus.IN_FLIGHT, EntityStatus.UNKNOWN})

@@ -95,6 +95,9 @@ class Written(NamedTuple):
     message: str | None
     sent: bool
     running_until: datetime | None = None
+    answer: str | None = None
+    """What the service answered a write whose outcome is unknown (its status and message), or that it
+    did not: shown beside "not applied" when the read-back proves it was not."""
 
 
 @dataclass
@@ -110,8 +113,13 @@ class ApplyReport:
 
 
 def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> None:
-    """Refuse a plan that was applied already, that is older than ``max_age``, or that a threshold still
-    blocks."""
+    """Refuse a plan that was applied already, closed by its revert, older than ``max_age``, or that a
+    threshold still blocks."""
+    if plan.status == PlanStatus.SUPERSEDED:
+        raise PlanNotApplicableError(
+            f"plan {plan.plan_id} was closed by its revert, plan {plan.superseded_by}: it never applies "
+            "again (plan the files again to make these changes)"
+        )
     if plan.status == PlanStatus.APPLIED:
         raise PlanNotApplicableError(
             f"plan {plan.plan_id} was applied at {plan.applied_at}; a plan applies once"
@@ -132,7 +140,7 @@ def check_applicable(plan: StoredPlan, max_age: timedelta, now: datetime) -> Non
 def expired(plan: StoredPlan, max_age: timedelta, now: datetime) -> bool:
     """Whether a plan not yet applied is older than ``max_age`` (and so is never applied). A scheduled
     plan never expires: its dated changes were accepted when it was applied and wait for their day."""
-    waiting = plan.status in (PlanStatus.APPLIED, PlanStatus.SCHEDULED)
+    waiting = plan.status in (PlanStatus.APPLIED, PlanStatus.SCHEDULED, PlanStatus.SUPERSEDED)
     return not waiting and now - plan.created_at > max_age
 
 
@@ -195,6 +203,7 @@ def _passes(
     status = {_key(entry.entity): entry.status for entry in entries}
     _schedule(entities, status, journal)
     running = {_key(entry.entity): entry.settle_after for entry in entries if entry.settle_after}
+    answers: dict[Key, str] = {}
     report = ApplyReport(plan.plan_id, journal.run_id, PlanStatus.APPLYING, {})
     write = partial(write_entity, client, journal, plan.tenant_id, settle_window(client.settings))
     for number in range(WRITE_PASSES + 1):
@@ -205,9 +214,9 @@ def _passes(
         current = _read_back(client, plan, {entity.kind for entity in pending})
         report.read_backs += 1
         writing = number < WRITE_PASSES
-        to_write = _settle(pending, status, current, journal, writing)
+        to_write = _settle(pending, status, current, journal, writing, answers)
         if writing and to_write:
-            report.writes += _write_levels(client, write, to_write, status, running)
+            report.writes += _write_levels(client, write, to_write, status, running, answers)
     return report
 
 
@@ -269,9 +278,11 @@ def _settle(
     current: Mapping[Key, Values],
     journal: Journal,
     writing: bool,
+    answers: Mapping[Key, str],
 ) -> list[EntityPlan]:
     """Settle each pending entity against the read-back; returns those to write (now, if ``writing``:
-    the last pass only reads back)."""
+    the last pass only reads back). An entity proven not applied says what the service answered its
+    write (``answers``)."""
     to_write = []
     for entity in pending:
         was = status[_key(entity)]
@@ -279,7 +290,8 @@ def _settle(
         if outcome is None:
             to_write.append(entity)
             again = "writing it" if writing else "apply the plan again to retry"
-            message = f"read back: not applied; {again}" if was != EntityStatus.PLANNED else None
+            answer = f" ({answers[_key(entity)]})" if _key(entity) in answers else ""
+            message = f"read back: not applied{answer}; {again}" if was != EntityStatus.PLANNED else None
             outcome = (EntityStatus.PLANNED, message)
         if outcome != (EntityStatus.PLANNED, None):
             # An in_flight write found applied reached the service, though its answer was never recorded.
@@ -313,9 +325,11 @@ def _write_levels(
     entities: list[EntityPlan],
     status: dict[Key, EntityStatus],
     running: dict[Key, datetime],
+    answers: dict[Key, str],
 ) -> int:
     """Write level by level (groups by depth, then users), each level concurrently; returns the writes
-    sent to the service."""
+    sent to the service. What the service answered a write whose outcome is unknown goes to
+    ``answers``."""
     received = 0
     for _, level in groupby(
         sorted(entities, key=lambda entity: entity.order), key=lambda entity: entity.order
@@ -323,6 +337,8 @@ def _write_levels(
         for entity, written in client.map_concurrent(write, list(level)):
             status[_key(entity)] = written.status
             received += written.sent
+            if written.answer:
+                answers[_key(entity)] = written.answer
             if written.running_until is None:
                 running.pop(_key(entity), None)
             else:
@@ -342,7 +358,8 @@ def write_entity(
         written = Written(status, message, sent=True)
     except WriteOutcomeUnknown as error:
         # With no answer at all (a timeout, a cut connection) the service may still be working on it.
-        written = Written(EntityStatus.UNKNOWN, str(error), True, deadline if error.status is None else None)
+        running_until = deadline if error.status is None else None
+        written = Written(EntityStatus.UNKNOWN, str(error), True, running_until, service_answer(error))
     except (RateLimitError, ConnectionError) as error:
         # Retried by the client and still failing before the request left: certainly not applied.
         written = Written(EntityStatus.PLANNED, f"not sent: {error}", sent=False)
@@ -355,6 +372,14 @@ def write_entity(
     journal.record(entity, written.status, written.message, sent=written.sent, still_running=still_running)
     logger.info("%s %s (%s): %s", entity.kind, entity.hr_key, entity.entity_id, written.status)
     return written
+
+
+def service_answer(error: ServiceError) -> str:
+    """What the service answered a write (its status and message), or that no answer came."""
+    cause = error.__cause__ if isinstance(error.__cause__, ServiceError) else error
+    if error.status is None:
+        return f"no answer: {cause.message}"
+    return f"the service answered {error.status}: {cause.message}"
 
 
 def _send(client: AdmClient, tenant_id: str, entity: EntityPlan) -> Values:

@@ -101,7 +101,8 @@ hr_app = typer.Typer(
 
 WarehouseOption = Annotated[Path | None, typer.Option(help="DuckDB file; default ADM_WAREHOUSE.")]
 TenantOption = Annotated[
-    str | None, typer.Option(help="Tenant id; default ADM_TENANT_ID (or the demo tenant).")
+    str | None,
+    typer.Option(help="Tenant id or ADM_TENANTS name (as `extract --tenant`); default the first configured."),
 ]
 AllowOption = Annotated[
     list[str] | None,
@@ -213,11 +214,11 @@ def apply_command(
     adm = client_resource(settings).process_config_and_initialize()
     with adm.client_for(stored.tenant_id) as client:
         try:
-            report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy.plan_max_age)
+            report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy)
         except PlanBlockedError as error:
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(BLOCKED) from None
-        except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
+        except (PlanNotApplicableError, FourEyesError, ServiceError, LockBusyError) as error:
             # Service errors carry method, path, status and message: never a header or a token.
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(1) from None
@@ -247,18 +248,21 @@ def apply_due_command(
         return
     settings = service_or_exit(settings)
     adm = client_resource(settings).process_config_and_initialize()
+    policy = hr_policy_resource(settings)
     with adm.client_for(tenant_id) as client:
-        settled = [_apply_due(console, store, plan_id, client) for plan_id in due]
+        settled = [_apply_due(console, store, plan_id, client, policy) for plan_id in due]
     if refresh_after:
         _refresh(console, tenant_id, settings)
     raise typer.Exit(0 if all(settled) else 1)
 
 
-def _apply_due(console: Console, store: WarehouseResource, plan_id: str, client: AdmClient) -> bool:
+def _apply_due(
+    console: Console, store: WarehouseResource, plan_id: str, client: AdmClient, policy: HrPolicyResource
+) -> bool:
     """Apply one plan's due changes and print what happened; whether everything settled."""
     try:
-        report = apply_stored(store, plan_id, client, str(uuid.uuid4()))
-    except (PlanNotApplicableError, ServiceError, LockBusyError) as error:
+        report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy)
+    except (PlanNotApplicableError, FourEyesError, ServiceError, LockBusyError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         return False
     print_apply(console, report)
@@ -284,6 +288,7 @@ def status_command(
     """List the latest plans and pending dated changes, or show one plan's entities and their outcomes."""
     console = hr_console()
     settings = settings_or_exit(warehouse)
+    tenant = tenant_or_exit(settings, tenant) if tenant else None
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
     now = datetime.now(UTC)
     with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
@@ -373,11 +378,13 @@ def show_plan(
 ) -> PlanOutcome:
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
-        outcome = plan_upload(store, request)
+        outcome = plan_upload(store, request, progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     except (StaleWarehouseError, FourEyesError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     print_problems(console, outcome.validation.problems, limit)
+    for note in outcome.validation.notes:
+        console.print(f"Note: {escape(Path(note.file).name)} line {note.line}: {escape(note.message)}")
     for path in write_error_reports(outcome.validation, request.mapping, errors):
         console.print(f"Error report: {path} (fix those rows and upload them again)")
     if outcome.plan is None:

@@ -4,7 +4,8 @@ cell that never closes refuses the file, naming the line where that cell began (
 swallow the rest of the file into one cell and drop every later row without a word).
 
 The encoding is a setting (``[csv] encoding`` or ``--encoding``): UTF-8 with or without BOM by default,
-``cp1252`` or ``latin-1`` (or any Python codec name) for exports of older HR systems. The delimiter is
+``cp1252`` or ``latin-1`` (or any Python codec name) for exports of older HR systems; a BOM wins, and the
+bytes must prove the reading right (`pipelines.hr.encodings`). The delimiter is
 detected from the header line (comma, semicolon or tab, whichever splits it into the most columns; a comma
 on a tie) unless set (``[csv] delimiter``, ``--delimiter``). Header names match the mapping ignoring case
 and surrounding spaces.
@@ -22,7 +23,6 @@ tool writes can run as a formula when opened in a spreadsheet.
 from __future__ import annotations
 
 import _csv
-import codecs
 import csv
 import hashlib
 import io
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TextIO
 
 from models.base import PHONE_PATTERN
+from pipelines.hr.encodings import EncodingRefusedError, decode
 from pipelines.hr.problems import Problem
 from warehouse.files import PRIVATE_UMASK
 
@@ -46,7 +47,17 @@ ESCAPE = "'"
 DELIMITERS = (",", ";", "\t")
 """The delimiters detected, in order of preference on a tie."""
 FILE_RULES = frozenset(
-    {"unreadable", "encoding", "csv_syntax", "empty_file", "duplicate_column", "date_order", "stale_export"}
+    {
+        "unreadable",
+        "encoding",
+        "csv_syntax",
+        "empty_file",
+        "duplicate_column",
+        "date_order",
+        "stale_export",
+        "sheet_choice",
+        "hidden_column",
+    }
 )
 """Problems that refuse a whole file (the others are of one row)."""
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -93,6 +104,10 @@ class CsvFile:
     rows: list[CsvRow] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     delimiter: str | None = None
+    hidden_columns: list[str] = field(default_factory=list)
+    """A workbook's header names of the columns hidden in Excel (their values would be read unseen)."""
+    notes: list[Problem] = field(default_factory=list)
+    """What reading left out, and why (a totals row): told to the person, refusing nothing."""
 
     @property
     def name(self) -> str:
@@ -118,24 +133,54 @@ def parse_csv(path: Path, data: bytes, encoding: str = "utf-8", delimiter: str |
     cannot be decoded or parsed comes back with one problem of the whole file and no rows."""
     digest = hashlib.sha256(data).hexdigest()
     try:
-        text = _decode(data, encoding)
-    except UnicodeDecodeError as error:
-        line = len(LINE_BREAK.findall(data[: error.start].decode("latin-1"))) + 1
-        message = (
-            f"line {line} is not {encoding} ({error.reason} at byte {error.start}); "
-            "name the file's encoding with --encoding (e.g. cp1252, latin-1) or [csv] encoding"
-        )
-        return CsvFile(path, digest, problems=[Problem(str(path), line, "", "encoding", message)])
-    if "\0" in text:
-        # A binary file (an old .xls workbook, a PDF) decodes as latin-1 or cp1252 all the same.
-        message = "holds NUL characters: not a text file (save a workbook as .xlsx or as CSV)"
-        return CsvFile(path, digest, problems=[Problem(str(path), 0, "", "unreadable", message)])
+        text = decode(str(path), data, encoding)
+    except EncodingRefusedError as refused:
+        return CsvFile(path, digest, problems=[refused.problem])
     separator = delimiter or detect_delimiter(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True)
     try:
         return replace(_parse(path, digest, reader), delimiter=separator)
     except csv.Error as error:
         return CsvFile(path, digest, problems=[_syntax_problem(path, text, separator, reader, error)])
+
+
+FOOTER_LABEL = re.compile(
+    r"(?:grand\s+|sub\s*)?(?:totals?|sum|summe|gesamt|count|record\s+count|row\s+count|anzahl)\b"
+    r"|end\s+of\s+(?:report|file|data)\b",
+    re.IGNORECASE,
+)
+"""How a totals or footer row's first cell starts: ``Total: 300 workers``, ``Grand total``, ``Summe``,
+``Record count``, ``End of report``."""
+_NUMBER = re.compile(r"[-+]?[\d.,\s']+%?")
+FOOTER_RULE = "footer_row"
+
+
+def without_footers(file: CsvFile) -> CsvFile:
+    """``file`` without its totals and footer rows, each told in a note. Such a row's first non-blank cell
+    starts with a totals word (`FOOTER_LABEL`) and its other cells are blank or numbers (totals), so a
+    person's row (whose email, title or dates are no numbers) is never taken for one."""
+    footers = {row.line: label for row in file.rows if (label := _footer_label(row.cells))}
+    if not footers:
+        return file
+    notes = [
+        Problem(
+            file.name, line, "", FOOTER_RULE, f"skipped: {label!r} is a totals or footer row, not a record"
+        )
+        for line, label in footers.items()
+    ]
+    return replace(
+        file,
+        rows=[row for row in file.rows if row.line not in footers],
+        problems=[problem for problem in file.problems if problem.line not in footers],
+        notes=[*file.notes, *notes],
+    )
+
+
+def _footer_label(cells: Sequence[str]) -> str | None:
+    filled = [cell.strip() for cell in cells if cell.strip()]
+    if not filled or not FOOTER_LABEL.match(filled[0]):
+        return None
+    return filled[0] if all(_NUMBER.fullmatch(cell) for cell in filled[1:]) else None
 
 
 def read_bytes(path: Path) -> tuple[bytes, Problem | None]:
@@ -152,15 +197,6 @@ def _os_reason(error: OSError) -> str:
     if isinstance(error, FileNotFoundError):
         return "no such file"
     return error.strerror or str(error)
-
-
-def _decode(data: bytes, encoding: str) -> str:
-    """``data`` as text; UTF-8 takes an optional BOM (spreadsheets write one, most HR systems do not). A
-    UTF-8 BOM wins over the setting: it is this tool's own error report (or a spreadsheet's save) uploaded
-    with files of another encoding, and read as cp1252 it would garble every accent."""
-    if data.startswith(codecs.BOM_UTF8) or codecs.lookup(encoding).name == "utf-8":
-        return data.decode("utf-8-sig")
-    return data.decode(encoding)
 
 
 def detect_delimiter(text: str) -> str:
@@ -303,9 +339,11 @@ def private_file(path: Path, encoding: str = "utf-8", newline: str | None = None
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]], delimiter: str = ",") -> Path:
     """Write a UTF-8 CSV (with BOM, so spreadsheets detect the encoding) readable by the owner only (it
-    holds personal data); cells must already have been through `safe_cell`. Returns ``path``."""
+    holds personal data); the row cells must already have been through `safe_cell` (which knows the phone
+    columns), the header's go through it here (an error report repeats the upload's header, which HR's
+    file may have written as a formula). Returns ``path``."""
     with private_file(path, encoding="utf-8-sig", newline="") as handle:
         writer = csv.writer(handle, delimiter=delimiter)
-        writer.writerow(header)
+        writer.writerow([safe_cell(cell) for cell in header])
         writer.writerows(rows)
     return path

@@ -39,8 +39,8 @@ from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
     FAILED,
     ROOT,
+    SETTINGS_FILE,
     DropFolder,
-    FolderSettingsError,
     complete,
     drop_folders,
     file_away,
@@ -50,6 +50,7 @@ from pipelines.hr.drop_folder import (
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
 from pipelines.hr.policy import HrPolicyResource
+from pipelines.hr.problems import Problem
 from pipelines.hr.report import plan_markdown
 from pipelines.hr.snapshot import StaleWarehouseError
 from pipelines.hr.workflow import (
@@ -66,7 +67,7 @@ from pipelines.hr.workflow import (
 )
 from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
 from pipelines.launch import StaleRunConfigError, refuse_stale_config
-from pipelines.settings import NO_TENANT
+from pipelines.settings import NO_TENANT, SettingsError, configured_tenant
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
@@ -82,8 +83,13 @@ FOLDER_TAG = "adm/hr_drop_folder"
 RETRIED_STATUSES = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 RUN_FINISHED = [dg.DagsterRunStatus.SUCCESS, *RETRIED_STATUSES]
 RUN_UNFINISHED = [status for status in dg.DagsterRunStatus if status not in RUN_FINISHED]
+SHOWN_PROBLEMS = 5
+"""Problems of a refused upload shown on its run (log and metadata), before their count and report."""
 CHECK_CRON = "0 6 * * *"
 """When the overdue check runs (UTC): an hour after ``hr_apply_due``."""
+INSTIGATOR_TAGS = (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule"))
+"""The tags Dagster puts on a run its sensor or schedule launched, with the tick in `TICK_TAG`."""
+TICK_TAG = "dagster/tick"
 DUE_CRON = "0 5 * * *"
 """When ``hr_apply_due`` looks for dated changes come due (UTC): after the nightly sync (02:00) and the
 weekly full refresh (03:00), so an apply does not wait for their commits."""
@@ -108,12 +114,18 @@ class HrSyncConfig(dg.Config):
         default=None, description="With approve_plan_id: why (recorded with the plan)."
     )
     approved_by: str | None = Field(
-        default=None, description="With approve_plan_id: who approves (recorded); default the OS user."
+        default=None,
+        description="With approve_plan_id: who approves (recorded; refused under four eyes); default the "
+        "run's actor: its sensor or schedule, else the code location's OS account.",
     )
     encoding: str | None = Field(default=None, description="The files' encoding; default the mapping's.")
     delimiter: str | None = Field(default=None, description="The cell delimiter; default detected.")
     date_formats: list[str] = Field(
         default_factory=list, description="Date formats of the files; default the mapping's."
+    )
+    trust_date_order: bool | None = Field(
+        default=None,
+        description="Accept dates that read both as day/month and month/day; default the mapping's.",
     )
     allow_old_export: bool = Field(
         default=False,
@@ -181,16 +193,32 @@ def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
 
 
 def run_actor(context: dg.OpExecutionContext) -> str:
-    """Who a run acts for, as the audit names them: the user who launched it (Dagster+ tags runs with
-    ``user``), else its sensor or schedule, else the code location's OS user (open-source Dagster knows
-    no users: a run launched from its UI can only be told apart by the run id, kept apart)."""
+    """Who a run acts for, as the audit names them, from what Dagster itself recorded, never from a tag a
+    launcher types: the sensor or schedule whose tick (in the instance's storage) launched it, else the
+    code location's OS user (`pipelines.hr.workflow.os_user`): open-source Dagster records no user, so
+    every run launched by hand is that one account, and under four eyes cannot approve what another run
+    launched by hand planned."""
     tags = context.run.tags
-    if tags.get("user"):
-        return tags["user"]
-    for tag, what in (("dagster/sensor_name", "sensor"), ("dagster/schedule_name", "schedule")):
-        if tags.get(tag):
-            return f"{what} {tags[tag]}"
+    for tag, what in INSTIGATOR_TAGS:
+        name = tags.get(tag)
+        if name and _launched_by(context.instance, tags.get(TICK_TAG), name, context.run_id):
+            return f"{what} {name}"
     return os_user()
+
+
+def _launched_by(instance: dg.DagsterInstance, tick_id: str | None, name: str, run_id: str) -> bool:
+    """Whether the instance's own record of tick ``tick_id`` shows the sensor or schedule ``name``
+    launching run ``run_id`` (a tick still running has not listed its runs yet). Tags alone prove
+    nothing: anyone may type them in the launchpad."""
+    storage = instance.schedule_storage
+    if storage is None or tick_id is None or not tick_id.isdigit():
+        return False
+    try:
+        tick = storage.get_tick(int(tick_id))
+    except dg.DagsterInvariantViolationError:  # no such tick
+        return False
+    listed = run_id in tick.run_ids or tick.status.value == "STARTED"
+    return tick.instigator_name == name and listed
 
 
 def _blocked(plan_id: str, blocked: list[str]) -> str | None:
@@ -236,6 +264,7 @@ def _plan(
             config.encoding,
             config.delimiter,
             config.date_formats,
+            config.trust_date_order,
         )
         request = PlanRequest(
             tuple(Path(name) for name in config.files),
@@ -257,19 +286,33 @@ def _plan(
     reports = write_error_reports(outcome.validation, mapping, Path(config.errors_dir))
     metadata = _upload_metadata(outcome, reports)
     if outcome.plan is None:
-        raise dg.Failure(description=outcome.refusal, metadata=metadata)
+        problems = _first_problems(outcome.validation.problems, reports)
+        raise dg.Failure(description=f"{outcome.refusal}\n{problems}", metadata=metadata)
     return outcome.plan, metadata | _plan_metadata(outcome.plan)
 
 
 def _upload_metadata(outcome: PlanOutcome, reports: list[Path]) -> dict[str, Any]:
-    """What the upload held: rows, rows rejected as invalid, problems, and where the error reports are."""
-    rows = outcome.validation.rows
+    """What the upload held: rows, rows rejected as invalid, problems (the first ones, and a count), and
+    where the error reports are."""
+    rows, problems = outcome.validation.rows, outcome.validation.problems
     return {
         "rows": len(rows),
         "rejected_rows": sum(1 for row in rows if not row.valid),
-        "problems": len(outcome.validation.problems),
+        "problems": len(problems),
+        "first_problems": dg.MetadataValue.md(_first_problems(problems, reports)),
+        "notes": dg.MetadataValue.json(
+            [f"{Path(note.file).name} line {note.line}: {note.message}" for note in outcome.validation.notes]
+        ),
         "error_reports": dg.MetadataValue.json([str(path) for path in reports]),
     }
+
+
+def _first_problems(problems: list[Problem], reports: list[Path]) -> str:
+    """The first `SHOWN_PROBLEMS` problems (file, line, column, rule), one a line, then how many there are
+    and where the full report is: what the operator would otherwise ask the CLI for."""
+    lines = [f"- {Path(p.file).name} line {p.line}: {p.describe()}" for p in problems[:SHOWN_PROBLEMS]]
+    where = f"; the full report: {', '.join(str(path) for path in reports)}" if reports else ""
+    return "\n".join([*lines, f"{len(problems)} problem(s) in all{where}"])
 
 
 def _plan_metadata(plan: Plan) -> dict[str, Any]:
@@ -324,9 +367,9 @@ def hr_apply(
     with adm.client_for(tenant_id) as client:
         try:
             report = apply_stored(
-                warehouse, plan_id, client, context.run_id, hr_policy.plan_max_age, actor=run_actor(context)
+                warehouse, plan_id, client, context.run_id, hr_policy, actor=run_actor(context)
             )
-        except PlanNotApplicableError as error:  # applied already, expired, blocked since: one line, red
+        except (PlanNotApplicableError, FourEyesError) as error:  # applied, expired, blocked, four eyes: red
             raise dg.Failure(description=str(error), metadata={"plan_id": plan_id}) from None
     metadata = {
         "plan_id": plan_id,
@@ -373,22 +416,46 @@ def hr_drop_folder(
     root = hr_policy.drop_folder
     if not root.is_dir():
         return dg.SkipReason(f"no drop folder {root}")
-    try:
-        folders = drop_folders(root)
-    except FolderSettingsError as error:
-        raise dg.Failure(description=str(error)) from None  # a broken folder setting is loud, not skipped
     previous = json.loads(context.cursor) if context.cursor else {}
     seen: dict[str, list[int]] = {}
     requests: list[dg.RunRequest] = []
-    for folder in folders:
-        tenant_id = folder.settings.tenant_id or adm.tenant_id or ""
+    taken: set[str] = set()
+    """Tenants a file was taken for at this tick: another file of theirs waits for its run and refresh."""
+    for folder in drop_folders(root):
+        tenant_id, unusable = folder_tenant(folder, hr_policy, adm.tenant_id)
+        if unusable is not None:
+            # Loud at every tick, in this folder alone: the other folders' files go on.
+            context.log.error(f"drop folder {folder.path} is not used: {unusable}")
+            continue
         for path in uploads(folder):
             key = path.name if folder.key == ROOT else f"{folder.key}/{path.name}"
             seen[key] = signature(path)
             if previous.get(key) != seen[key] or not complete(path, folder.settings):
                 continue
-            requests += _run_request(context, folder, path, tenant_id)
+            if tenant_id in taken:
+                context.log.info(f"{path.name} waits: a file of tenant {tenant_id} was taken at this tick")
+                continue
+            request = _run_request(context, folder, path, tenant_id)
+            taken |= {tenant_id} if request else set()
+            requests += request
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
+
+
+def folder_tenant(
+    folder: DropFolder, policy: HrPolicyResource, default: str | None
+) -> tuple[str, str | None]:
+    """The configured tenant a folder's files are for (its ``tenant_id``, an id or a name, else
+    ``default``), and why the folder cannot be used (None when it can): its settings are broken, or name
+    no configured tenant."""
+    named = folder.settings.tenant_id or default or ""
+    if folder.error is not None:
+        return named, folder.error
+    if not policy.tenants:
+        return named, None
+    try:
+        return configured_tenant(named, policy.tenants, policy.tenant_names), None
+    except SettingsError as error:
+        return named, f"{folder.path / SETTINGS_FILE}: {error}"
 
 
 def _waiting_for(instance: dg.DagsterInstance, tenant_id: str) -> str | None:
@@ -464,6 +531,7 @@ def _folder_config(folder: DropFolder, path: Path, tenant_id: str) -> HrSyncConf
         encoding=settings.encoding,
         delimiter=settings.delimiter,
         date_formats=settings.date_formats,
+        trust_date_order=settings.trust_date_order,
         errors_dir=str(folder.path / FAILED),
     )
 

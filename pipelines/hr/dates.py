@@ -13,7 +13,8 @@ value that fits only the swapped order while none fits only the mapped one prove
 this export, and a file whose every such value fits both orders cannot tell: either way each such
 column is refused with one problem naming it (rule ``date_order``), instead of swapping days and months
 in silence. ``[csv] trust_date_order = true`` accepts the ambiguous case when the export's order is known.
-Formats whose year comes first (``%Y-%m-%d``) are never swapped: nobody writes year-day-month.
+Formats whose year comes first (``%Y-%m-%d``) are never swapped: nobody writes year-day-month; nor are
+day-first dotted formats (``%d.%m.%Y``): nobody writes month.day.year.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ EXCEL_EPOCH = date(1899, 12, 30)
 EXCEL_SERIALS = range((date(1930, 1, 1) - EXCEL_EPOCH).days, (date(2100, 1, 1) - EXCEL_EPOCH).days)
 """Serial numbers read as dates: days from 1930 to 2099. A smaller number (``2026``) is no HR date."""
 DATE_ORDER_RULE = "date_order"
+DOTTED_DAY_FIRST = re.compile(r"%d\.%m\.")
+"""Day, dot, month: the order every locale that writes dates with dots uses (German, Russian, Polish,
+Norwegian, ...); month.day is written nowhere, so such dates are never in doubt."""
 
 
 def parse_date(value: str, formats: Sequence[str]) -> date | None:
@@ -80,8 +84,11 @@ def as_of_moment(value: str, formats: Sequence[str]) -> datetime | None:
 
 
 def swapped(form: str) -> str | None:
-    """``form`` with day and month exchanged, when it writes both and not year first; else None."""
+    """``form`` with day and month exchanged, when it writes both and not year first, nor day first with
+    dots (``%d.%m.%Y``: no locale writes month.day); else None."""
     if "%d" not in form or "%m" not in form or form.lstrip().startswith(("%Y", "%y")):
+        return None
+    if DOTTED_DAY_FIRST.search(form):
         return None
     return form.replace("%d", "\0").replace("%m", "%d").replace("\0", "%m")
 

@@ -7,12 +7,13 @@ file options (encoding, delimiter, date formats) of the files dropped there (`Fo
 
 **Files.** ``*.csv``, ``*.tsv`` and ``*.xlsx`` in any case (``USERS.CSV``); hidden files, Excel's lock files
 (``~$…``) and files being written under a temporary name (``*.part``, ``*.tmp``) are not. A file is
-taken once it is complete: it ends with a line break (a CSV; a workbook: its zip directory, written last,
-is readable) and has kept its size and modification time over two sensor ticks. A row cut short by a
-writer that paused is thereby never planned (a writer pausing between rows leaves a shorter file of whole
-rows, which plans nothing wrong: rows absent from a file change nothing). Writers that must be certain
-use one of two conventions: write under a temporary or hidden name and rename (atomic), or set
-``done_marker = true`` and create ``<file>.done`` once the file is written.
+taken once it is complete: it ends with a line break (a CSV, in a UTF-16 or UTF-32 file too; a
+workbook: its zip directory, written last, is readable) and has kept its size and modification time over
+two sensor ticks. A row cut short by a writer that paused is thereby never planned (a writer pausing
+between rows leaves a shorter file of whole rows, which plans nothing wrong: rows absent from a file
+change nothing). Writers that must be certain use one of two conventions: write under a temporary or
+hidden name and rename (atomic), or set ``done_marker = true`` and create ``<file>.done`` once the file
+is written.
 
 **After its run.** A file whose run succeeded moves to ``processed/``, one whose run failed (refused,
 rejected rows, blocked, incomplete) to ``failed/``, beside its error report; each under a name that starts
@@ -60,17 +61,21 @@ class FolderSettings(BaseModel):
     delimiter: str | None = None
     date_formats: list[str] = Field(default_factory=list)
     """Override the mapping's ``[csv]`` options for this folder's files."""
+    trust_date_order: bool | None = None
+    """Override the mapping's ``[csv] trust_date_order`` (accept dates that read both ways)."""
     done_marker: bool = False
     """Take a file only once ``<file>.done`` exists beside it."""
 
 
 @dataclass(frozen=True)
 class DropFolder:
-    """One drop folder: its key (``.`` for the root, else its name), path and settings."""
+    """One drop folder: its key (``.`` for the root, else its name), path and settings, or why its
+    settings cannot be used (``error``: its files wait, the other folders go on)."""
 
     key: str
     path: Path
     settings: FolderSettings
+    error: str | None = None
 
     def mapping_path(self) -> Path | None:
         """The folder's mapping file, if it names one."""
@@ -78,12 +83,20 @@ class DropFolder:
 
 
 def drop_folders(root: Path) -> list[DropFolder]:
-    """The root and each folder directly in it that holds an ``hr-folder.toml``, root first."""
-    found = [DropFolder(ROOT, root, folder_settings(root))]
+    """The root and each folder directly in it that holds an ``hr-folder.toml``, root first; a folder
+    whose settings cannot be used comes with its error (and default settings, never used)."""
+    found = [_folder(ROOT, root)]
     for child in sorted(root.iterdir()):
         if child.is_dir() and (child / SETTINGS_FILE).is_file():
-            found.append(DropFolder(child.name, child, folder_settings(child)))
+            found.append(_folder(child.name, child))
     return found
+
+
+def _folder(key: str, path: Path) -> DropFolder:
+    try:
+        return DropFolder(key, path, folder_settings(path))
+    except FolderSettingsError as error:
+        return DropFolder(key, path, FolderSettings(), str(error))
 
 
 def folder_settings(folder: Path) -> FolderSettings:
@@ -94,7 +107,13 @@ def folder_settings(folder: Path) -> FolderSettings:
     try:
         with path.open("rb") as handle:
             return FolderSettings.model_validate(tomllib.load(handle))
-    except (OSError, tomllib.TOMLDecodeError, PydanticValidationError) as error:
+    except PydanticValidationError as error:
+        wrong = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors(include_url=False, include_input=False)
+        )
+        raise FolderSettingsError(f"{path}: {wrong}") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
         raise FolderSettingsError(f"{path}: {str(error).splitlines()[0]}") from None
 
 
@@ -124,10 +143,9 @@ def complete(path: Path, settings: FolderSettings) -> bool:
         return zipfile.is_zipfile(path)
     with path.open("rb") as handle:
         size = handle.seek(0, 2)
-        if size == 0:
-            return False
-        handle.seek(size - 1)
-        return handle.read(1) in (b"\n", b"\r")
+        handle.seek(max(size - 4, 0))
+        # UTF-16 and UTF-32 write a line break with NUL bytes around it (``\n\0`` little-endian).
+        return handle.read().strip(b"\0")[-1:] in (b"\n", b"\r")
 
 
 def _marker(path: Path) -> Path:

@@ -227,12 +227,15 @@ def with_file_options(
     encoding: str | None,
     delimiter: str | None,
     date_formats: Sequence[str] | None = None,
+    trust_date_order: bool | None = None,
 ) -> Mapping:
-    """``mapping`` with the file's encoding, delimiter and date formats set where given (command-line
-    options and a drop folder's settings win over the mapping file: one odd export should not need a
-    mapping of its own)."""
+    """``mapping`` with the file's encoding, delimiter, date formats and trust in their day/month order
+    set where given (command-line options and a drop folder's settings win over the mapping file: one odd
+    export should not need a mapping of its own)."""
     pairs = (("encoding", encoding), ("delimiter", delimiter), ("date_formats", date_formats))
-    given = {name: value for name, value in pairs if value}
+    given: dict[str, object] = {name: value for name, value in pairs if value}
+    if trust_date_order is not None:
+        given["trust_date_order"] = trust_date_order
     if not given:
         return mapping
     try:

@@ -37,6 +37,14 @@ class HrPolicyResource(dg.ConfigurableResource["HrPolicyResource"]):
         default=False,
         description="Refuse a threshold lift by the plan's own planner (ADM_HR_FOUR_EYES).",
     )
+    tenants: list[str] = Field(
+        default_factory=list,
+        description="The configured tenants (ADM_TENANTS): a drop folder naming another is refused; "
+        "empty: not checked.",
+    )
+    tenant_names: dict[str, str] = Field(
+        default_factory=dict, description="Tenant id -> its name in ADM_TENANTS (a folder may name either)."
+    )
 
     @property
     def drop_folder(self) -> Path:

@@ -183,6 +183,7 @@ def plan_summary(plan: StoredPlan, is_expired: bool) -> dict[str, Any]:
         "counts": plan.counts,
         "sources": plan.sources,
         "apply_error": plan.apply_error,
+        "superseded_by": plan.superseded_by,
     }
 
 
@@ -232,6 +233,8 @@ def print_journal(
         console.print(f"[red]Blocked by safety thresholds: {', '.join(plan.blocked)}[/]")
     if plan.apply_error:
         console.print(f"[red]The last apply stopped: {escape(plan.apply_error)}[/]")
+    if plan.superseded_by:
+        console.print(f"Closed by its revert, plan {plan.superseded_by}: it never applies again")
     rows = [
         (
             e.entity.kind,

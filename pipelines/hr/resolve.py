@@ -23,7 +23,6 @@ def match_rows(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) ->
     """Set each row's ``entity_id`` to the service record it matches, if any; rows matching the same
     record are each reported (`duplicate_targets`)."""
     find = snapshot.find_users if mapping.kind == "user" else snapshot.find_groups
-    matched_by: dict[tuple[str, int], str] = {}
     for row in rows:
         for key_field in mapping.match_keys:
             value = row.cells.get(key_field)
@@ -32,14 +31,12 @@ def match_rows(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) ->
                 row.problem(mapping, key_field, "ambiguous_match", f"{value!r} matches {len(ids)} records")
             if ids:
                 row.entity_id = ids[0] if len(ids) == 1 else None
-                matched_by[(row.file, row.line)] = key_field
+                row.matched_by = key_field
                 break
-    duplicate_targets(rows, mapping, matched_by)
+    duplicate_targets(rows, mapping)
 
 
-def duplicate_targets(
-    rows: list[HrRow], mapping: EntityMapping, matched_by: dict[tuple[str, int], str]
-) -> None:
+def duplicate_targets(rows: list[HrRow], mapping: EntityMapping) -> None:
     """Rows that match one record through different keys (one by employee id, another by email): which
     one HR meant cannot be known, so each is reported at the key it matched by. Rows that share a key are
     already ``duplicate_key`` problems and are not reported twice."""
@@ -53,7 +50,7 @@ def duplicate_targets(
                 continue
             lines = ", ".join(str(other.line) for other in same if other is not row)
             message = f"line {lines} matches the same {mapping.kind} record"
-            row.problem(mapping, matched_by[(row.file, row.line)], "duplicate_target", message)
+            row.problem(mapping, row.matched_by or mapping.match_keys[0], "duplicate_target", message)
 
 
 class References:

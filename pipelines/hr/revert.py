@@ -7,6 +7,10 @@ fresh snapshot, and goes through what every plan goes through: its changes are c
 values the plan wrote (someone changed it since) is left out of the revert and listed: a revert never
 overwrites a later change.
 
+Reverting an incomplete plan closes it: saving the revert makes it ``superseded`` (naming the revert), so
+its unapplied half is never written by a later `hr apply` of it. An entity whose write's outcome is still
+unknown is listed: whether the service holds it is not known, so it is neither reverted nor written.
+
 What a revert cannot undo, said per entity before anything is applied: a field that was empty before the
 plan (a termination date given by a termination) cannot be emptied again, because E1 and E3 refuse null;
 the revert restores the entity's other fields (its status) in one write and lists the field as kept. A
@@ -41,6 +45,8 @@ from warehouse.hr_store import (
 )
 
 REVERTIBLE = frozenset({PlanStatus.APPLIED, PlanStatus.INCOMPLETE})
+UNSETTLED = frozenset({EntityStatus.IN_FLIGHT, EntityStatus.UNKNOWN})
+"""Entities whose write may or may not have been applied: a revert cannot know what to put back."""
 NOT_REVERTED = frozenset({"disable_option"})
 """Fields written with a change that cannot be put back (see the module's docstring)."""
 
@@ -108,6 +114,8 @@ def revert_plan(
     left: list[Left] = []
     partial: list[Left] = []
     for entry in journal:
+        if entry.status in UNSETTLED:
+            left.append(Left(entry.entity, f"its write's outcome is {entry.status}: check it in the service"))
         if entry.status is not EntityStatus.APPLIED:
             continue
         reverted, reason = _reverted(entry.entity, snapshot)
@@ -134,6 +142,7 @@ def revert_plan(
         population=snapshot.population,
         thresholds=mapping.thresholds,
         earlier=earlier,
+        reverts=applied.plan_id,
     )
     apply_allowances(plan, mapping, {})
     return Revert(plan, left, partial)

@@ -11,6 +11,7 @@ resolved to ids against the warehouse in `pipelines.hr.resolve`.
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from pipelines.hr.problems import Problem
 REFERENCE_FIELDS = frozenset({*USER_REFERENCE_FIELDS, "parent"})
 SINGLE_REFERENCES = frozenset({"manager", "parent"})
 """References that take one key; the others take a list (``list_separator``)."""
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters and DEL: no text of the service holds them (a line break in a name, or
+cp1252's curly quotes read as latin-1, ``O\\x92Brien``), so a cell holding one is refused, never written."""
 METADATA_FIELDS = frozenset({TENANT_FIELD, EFFECTIVE_FIELD, AS_OF_FIELD})
 """Fields about the row, never written: checked and read on their own."""
 UNCHECKED_FIELDS = frozenset({"external_id"})
@@ -62,6 +66,8 @@ class HrRow:
     """Reference field -> HR keys or names as written, until resolved (`pipelines.hr.resolve`)."""
     entity_id: str | None = None
     """The service record the row matches; None when it needs creation."""
+    matched_by: str | None = None
+    """The match key (field) that found ``entity_id``."""
     effective_on: date | None = None
     """The row's effective date as written (the planner decides whether it is still to come)."""
     as_of: datetime | None = None
@@ -107,13 +113,18 @@ def parse_row(file: str, row: CsvRow, mapping: EntityMapping, options: CsvOption
 
 def _check_cell(row: HrRow, mapping: EntityMapping, name: str, value: str) -> None:
     """Keep a trimmed cell in Unicode's composed form (NFC: an ``é`` typed on a Mac is the ``é`` of every
-    other system), unless it could run as a formula or carries this tool's own escape. Trimmed first: a
+    other system), unless it could run as a formula, carries this tool's own escape or holds a control
+    character (`CONTROL_CHARACTERS`). Trimmed first: a
     spreadsheet ignores the leading space that would otherwise hide ``=``."""
     if escaped_formula(value):
         message = "starts with ' and a formula character, as the error report writes it: not passed on"
         row.problem(mapping, name, "escaped_formula", message)
     elif formula_prefixed(value, phone=name == "mobile_phone"):
         row.problem(mapping, name, "formula_injection", "starts with = + - @ tab or CR: not passed on")
+    elif control := CONTROL_CHARACTERS.search(value):
+        found = control.group()
+        message = f"holds the control character U+{ord(found):04X} ({found!r}): not passed on"
+        row.problem(mapping, name, "control_characters", message)
     else:
         row.cells[name] = sys.intern(unicodedata.normalize("NFC", value))
 

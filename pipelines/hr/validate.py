@@ -1,10 +1,11 @@
 """Validate an upload (one or more HR files) before anything is planned.
 
 Order: the files (readable, a known kind, every mapped column present once, dates in a provable day/month
-order), each row's fields (E1/E3 rules,
-formula injection, tenant), duplicate keys, matching to service records, references, dates across
-fields, then the org graph (cycles, inactive managers). Every problem names file, physical line, HR
-column and rule; a row with any problem is invalid and never planned.
+order), each row's fields (E1/E3 rules, formula injection, tenant), duplicate keys, ids as a spreadsheet
+may have changed them (`pipelines.hr.ids`), matching to service records, references, dates across fields,
+identity beyond the key (`pipelines.hr.identity`), then the org graph (cycles, inactive managers). Every
+problem names file, physical line, HR column and rule; a row with
+any problem is invalid and never planned.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from models.hr.fields import EntityKind
-from pipelines.hr.csv_input import CsvFile
+from pipelines.hr.csv_input import FILE_RULES, CsvFile, column_key
 from pipelines.hr.dates import date_order_problems
 from pipelines.hr.graph import check_org_graph
+from pipelines.hr.identity import check_identity, foreign_files
+from pipelines.hr.ids import check_ids
 from pipelines.hr.mapping import OPTIONAL_FIELDS, EntityMapping, Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.resolve import References, match_rows
@@ -24,6 +27,7 @@ from pipelines.hr.rows import HrRow, parse_row
 from pipelines.hr.snapshot import Snapshot, fold
 from pipelines.hr.staleness import ExportTimes, old_exports, stale_rows
 
+HIDDEN_COLUMN_RULE = "hidden_column"
 _SHOWN_COLUMNS = 8
 """Header names an unknown_file_kind problem quotes at most."""
 
@@ -41,6 +45,11 @@ class Validation:
     def problems(self) -> list[Problem]:
         """Every problem, by file, line and column."""
         return sorted([*self.file_problems, *(p for row in self.rows for p in row.problems)])
+
+    @property
+    def notes(self) -> list[Problem]:
+        """What reading the files left out and why (a totals row), refusing nothing."""
+        return [note for file in self.files for note in file.notes]
 
     def of_kind(self, kind: EntityKind) -> list[HrRow]:
         """The rows of one kind."""
@@ -80,11 +89,16 @@ def validate(
     users, groups = result.of_kind("user"), result.of_kind("group")
     for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):
         _duplicates(rows, entity_mapping)
+        check_ids(rows, entity_mapping, snapshot)
         match_rows(rows, entity_mapping, snapshot)
     references = References(snapshot, users, groups)
     for row in users:
         references.resolve_user(row, mapping.users)
         _termination_after_start(row, mapping.users, snapshot)
+        if row.entity_id:
+            current = snapshot.user_values[row.entity_id]
+            check_identity(row, mapping.users, current, snapshot.user_label(row.entity_id))
+    result.file_problems += foreign_files(users)
     for row in groups:
         references.resolve_group(row, mapping.groups)
     if times is not None:
@@ -119,7 +133,20 @@ def _kind(file: CsvFile, mapping: Mapping, problems: list[Problem]) -> EntityKin
         Problem(file.name, 1, column, "duplicate_column", "the header names this mapped column twice")
         for column in twice
     ]
-    return None if missing or twice else kinds[0]
+    hidden = hidden_mapped(file, entity_mapping)
+    problems += hidden
+    return None if missing or twice or hidden else kinds[0]
+
+
+def hidden_mapped(file: CsvFile, entity_mapping: EntityMapping) -> list[Problem]:
+    """A workbook's mapped columns hidden in Excel: their values would be written unseen."""
+    mapped = {column_key(column) for column in entity_mapping.columns.values()}
+    message = "the column is hidden in the workbook: unhide it (its values would be written unseen)"
+    return [
+        Problem(file.name, 1, name, HIDDEN_COLUMN_RULE, message)
+        for name in file.hidden_columns
+        if column_key(name) in mapped
+    ]
 
 
 def _kind_message(file: CsvFile, mapping: Mapping) -> str:
@@ -136,12 +163,17 @@ def _kind_message(file: CsvFile, mapping: Mapping) -> str:
 
 
 def _rows(file: CsvFile, entity_mapping: EntityMapping, mapping: Mapping, tenant_id: str) -> list[HrRow]:
-    shape = {problem.line: problem for problem in file.problems if problem.rule == "field_count"}
+    """The file's rows, each with the problems reading found in it: of its shape, of the whole row, or of
+    a cell in a mapped column (an unmapped column's cells are never read)."""
+    mapped = {column_key(column) for column in entity_mapping.columns.values()}
+    found: dict[int, list[Problem]] = defaultdict(list)
+    for problem in file.problems:
+        if problem.rule not in FILE_RULES and (not problem.column or column_key(problem.column) in mapped):
+            found[problem.line].append(problem)
     rows = []
     for csv_row in file.rows:
         row = parse_row(file.name, csv_row, entity_mapping, mapping.csv, tenant_id)
-        if csv_row.line in shape:
-            row.problems.insert(0, shape[csv_row.line])
+        row.problems[:0] = found.get(csv_row.line, [])
         rows.append(row)
     return rows
 

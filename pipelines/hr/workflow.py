@@ -12,12 +12,13 @@ from write responses instead would bypass the extract's history and cursors.)
 
 from __future__ import annotations
 
-import getpass
 import os
-from collections.abc import Mapping
+import pwd
+import time
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from models.hr.thresholds import (
     watched_kind,
 )
 from pipelines.hr.apply import ApplyReport, apply_plan
+from pipelines.hr.identity import FOREIGN_RULE
 from pipelines.hr.mapping import Mapping as HrMapping
 from pipelines.hr.plan import make_plan
 from pipelines.hr.policy import HrPolicyResource
@@ -64,6 +66,7 @@ from warehouse.hr_store import (
     save_plan,
     window_plans,
 )
+from warehouse.tenants import tenant_label
 
 PLAN_MEMORY_LIMIT = "32MB"
 """DuckDB's memory limit while planning (see `plan_upload`)."""
@@ -121,24 +124,36 @@ def refresh(
     return run.run_id
 
 
-def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | None = None) -> PlanOutcome:
-    """Validate the files against a fresh enough warehouse and store the plan of their valid rows.
-    Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
+def plan_upload(
+    store: WarehouseResource,
+    request: PlanRequest,
+    now: datetime | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> PlanOutcome:
+    """Validate the files against a fresh enough warehouse and store the plan of their valid rows, telling
+    ``progress`` each step done (rows read, snapshot loaded, validated, planned: a 50,000-row upload takes
+    half a minute). Raises `pipelines.hr.snapshot.StaleWarehouseError` when the warehouse is too old."""
     moment = now or datetime.now(UTC)
+    step = Steps(progress)
     checked_allowances(request.allow)
     if request.allow:
         four_eyes(request.policy, request.planned_by, request.approved_by)
     options = request.mapping.csv
     files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
+    step.done(f"read {sum(len(file.rows) for file in files):,} row(s) from {len(files)} file(s)")
     # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
     # users are scanned in batches; a large buffer would only hold pages never read again).
     with short_write(store, memory_limit=PLAN_MEMORY_LIMIT) as con:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
+        users, groups = len(snapshot.user_values), len(snapshot.groups)
+        step.done(f"loaded the warehouse's {users:,} user(s) and {groups:,} group(s)")
         max_age = None if request.allow_old_export else request.mapping.max_export_age
         times = ExportTimes.of(files, request.as_of, moment, max_age)
         validation = validate(files, request.mapping, snapshot, moment.date(), times)
-        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share)
+        step.done(f"validated {len(validation.rows):,} row(s): {len(validation.problems):,} problem(s)")
+        tenant = tenant_label(con, request.tenant_id)
+        refusal = _refusal(validation, request.strict, request.policy.max_invalid_share, tenant)
         if refusal:
             return PlanOutcome(validation, None, refusal)
         earlier = window_entities(con, request.tenant_id, request.mapping.thresholds, moment, None)
@@ -152,14 +167,36 @@ def plan_upload(store: WarehouseResource, request: PlanRequest, now: datetime | 
             approved_by=request.approved_by,
             planned_by=request.planned_by,
         )
+        step.done(f"planned {len(plan.entities):,} entit(ies) to change")
         save_plan(con, plan)
     republish(store, "hr-plan")
     return PlanOutcome(validation, plan)
 
 
-def _refusal(validation: Validation, strict: bool, max_invalid_share: float) -> str | None:
+class Steps:
+    """Tells a person waiting each step of a long run done, with the seconds it took (nothing when no one
+    listens)."""
+
+    def __init__(self, listener: Callable[[str], None] | None) -> None:
+        self.listener = listener
+        self.since = time.monotonic()
+
+    def done(self, what: str) -> None:
+        """Tell ``what`` was done and how long it took."""
+        now = time.monotonic()
+        if self.listener is not None:
+            self.listener(f"{what} ({now - self.since:.1f} s)")
+        self.since = now
+
+
+def _refusal(validation: Validation, strict: bool, max_invalid_share: float, tenant: str) -> str | None:
     """Why the upload is not planned at all, or None. A file mostly wrong (a shifted column, another
-    system's export) is a failure to report, not a plan of its few valid rows that looks like success."""
+    system's export, another tenant's people) is a failure to report, not a plan of its few valid rows
+    that looks like success."""
+    foreign = [problem for problem in validation.file_problems if problem.rule == FOREIGN_RULE]
+    if foreign:
+        files = "; ".join(f"{Path(problem.file).name}: {problem.message}" for problem in foreign)
+        return f"this file is not about this tenant {tenant} ({files}); nothing was planned"
     if validation.file_problems:
         return "the upload cannot be read as mapped; nothing was planned"
     if strict and validation.problems:
@@ -203,12 +240,13 @@ def allow(
         return recheck_thresholds(con, plan_id, moment)
 
 
-def four_eyes(policy: HrPolicyResource, planned_by: str | None, approved_by: str) -> None:
-    """Under ``ADM_HR_FOUR_EYES``, refuse a lift by the plan's own planner (`FourEyesError`)."""
-    if policy.four_eyes and (planned_by or "").casefold() == approved_by.casefold():
-        raise FourEyesError(
-            f"ADM_HR_FOUR_EYES: {approved_by} made this plan, so another person must lift its thresholds"
-        )
+def four_eyes(
+    policy: HrPolicyResource, planned_by: str | None, actor: str, act: str = "lift its thresholds"
+) -> None:
+    """Under ``ADM_HR_FOUR_EYES``, refuse the plan's own planner (``actor``) the ``act`` (a lift, an
+    apply) with `FourEyesError`."""
+    if policy.four_eyes and (planned_by or "").casefold() == actor.casefold():
+        raise FourEyesError(f"ADM_HR_FOUR_EYES: {actor} made this plan, so another person must {act}")
 
 
 def recheck_thresholds(con: duckdb.DuckDBPyConnection, plan_id: str, now: datetime) -> StoredPlan:
@@ -257,11 +295,14 @@ def short_write(
 
 
 def os_user() -> str:
-    """Who runs this process, the default approver of a lifted threshold."""
+    """Who runs this process, as the operating system knows them: the account of its real user id in the
+    password database (`pwd`: local accounts, or the directory behind NSS). Never ``LOGNAME`` or ``USER``,
+    which whoever starts the process sets to anything."""
+    uid = os.getuid()
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (a bare container)
-        return f"uid {os.getuid()}"
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry (a bare container)
+        return f"uid {uid}"
 
 
 def stored_plan(store: WarehouseResource, plan_id: str) -> StoredPlan:
@@ -276,19 +317,22 @@ def apply_stored(
     plan_id: str,
     client: AdmClient,
     run_id: str,
-    max_age: timedelta | None = None,
+    policy: HrPolicyResource | None = None,
     now: datetime | None = None,
     actor: str | None = None,
 ) -> ApplyReport:
     """Apply (or resume) a stored plan as of ``now`` (default: the clock): the changes due by then; one
-    older than ``max_age`` (default: the HR policy's default) is refused, unless scheduled. The apply is
-    recorded as run by ``actor`` (default: the OS user)."""
-    age = max_age or HrPolicyResource().plan_max_age
+    older than the ``policy``'s plan age (default: the HR policy's defaults) is refused, unless scheduled,
+    and under its four eyes so is an apply by the plan's planner. The apply is recorded as run by
+    ``actor`` (default: the OS user)."""
+    rules = policy or HrPolicyResource()
     moment = now or datetime.now(UTC)
+    who = actor or os_user()
     open_write = partial(writing, store.file, f"hr apply of plan {plan_id}", store.lock_wait_s)
     with open_write() as con:
         plan = recheck_thresholds(con, plan_id, moment)
-    report = apply_plan(open_write, client, plan, run_id, age, moment, actor or os_user())
+    four_eyes(rules, plan.planned_by, who, "apply it")
+    report = apply_plan(open_write, client, plan, run_id, rules.plan_max_age, moment, who)
     republish(store, "hr-apply")
     return report
 

@@ -1,0 +1,172 @@
+"""Stopping a sync early and cleanly: on SIGTERM or SIGINT (a process supervisor, Ctrl-C, a Dagster run
+termination, which reaches the run's process as one of them), or when the run outlives its wall-clock
+budget.
+
+A stop sends no further request (`resources.client.AdmClient.stop`): every read ends at its next call, the
+revision lists fetched so far stay in the tenant's journal (`warehouse.staging.RevisionJournal`, the one a
+killed run leaves), nothing is committed, and the run's row says ``interrupted`` (a signal) or ``failed``
+(its budget) with one line saying why. The next run of the tenant reuses the journal.
+
+Signal handlers can only be installed from the main thread (the CLI's and Dagster's step processes run
+their steps there); elsewhere the previous handling stays.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import NoReturn
+
+from models.errors import AuthoritySyncError
+from resources.client import AdmClient
+from resources.metrics import MetricsSnapshot
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+BUDGET_FACTOR = 3.0
+"""A run's wall-clock budget is this many times the time its expected calls take at the plan's rate ..."""
+BUDGET_SLACK_S = 600.0
+"""... plus this much (the pages, the checks and the commit; a slow start)."""
+
+
+class RunInterruptedError(AuthoritySyncError, RuntimeError):
+    """A signal stopped the run: nothing was committed; its journal lets the next run resume."""
+
+    def __init__(self, message: str, signal_number: int) -> None:
+        self.signal_number = signal_number
+        super().__init__(message)
+
+
+class RunOverBudgetError(AuthoritySyncError, RuntimeError):
+    """The run outlived its wall-clock budget: stopped, nothing committed; its journal lets the next run
+    resume."""
+
+
+_received: list[int] = []
+"""The signal that stopped the latest run of this process, if one did (for the CLI: no next tenant)."""
+
+
+def received_signal() -> int | None:
+    """The signal that stopped the latest run of this process, or None."""
+    return _received[-1] if _received else None
+
+
+@dataclass
+class RunStop:
+    """Whether, and why, the run is stopping; stops the clients attached to it."""
+
+    signal_number: int | None = None
+    over_budget: str | None = None
+    """Why the budget ran out (one line naming the slowest endpoint), once it has."""
+    _clients: list[AdmClient] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def requested(self) -> bool:
+        """Whether the run is stopping."""
+        return self.signal_number is not None or self.over_budget is not None
+
+    def attach(self, client: AdmClient) -> None:
+        """Stop ``client`` when the run stops (at once if it already is)."""
+        with self._lock:
+            self._clients.append(client)
+        if self.requested:
+            client.stop()
+
+    def _stop_clients(self) -> None:
+        for client in list(self._clients):
+            client.stop()
+
+    def signalled(self, signal_number: int, _frame: FrameType | None = None) -> None:
+        """The signal handler: note the first signal and stop the clients (no lock: it runs between two
+        bytecodes of the main thread, which may hold it)."""
+        if self.signal_number is None:
+            self.signal_number = signal_number
+            _received.append(signal_number)
+        self._stop_clients()
+
+    def budget_spent(self, why: str) -> None:
+        """The wall-clock budget ran out (from its timer thread)."""
+        if self.over_budget is None:
+            self.over_budget = why
+        self._stop_clients()
+
+    def error(self, written: str) -> RunInterruptedError | RunOverBudgetError | None:
+        """The error the stopped run ends with (``written``: what it leaves for the next run), or None."""
+        if self.signal_number is not None:
+            name = signal.Signals(self.signal_number).name
+            return RunInterruptedError(
+                f"interrupted by {name}: no further request sent, nothing committed; {written}",
+                self.signal_number,
+            )
+        if self.over_budget is not None:
+            return RunOverBudgetError(f"{self.over_budget}: stopped, nothing committed; {written}")
+        return None
+
+
+@contextmanager
+def stopping_on_signals(stop: RunStop) -> Iterator[None]:
+    """SIGTERM and SIGINT stop the run instead of ending the process (main thread only), until the block
+    ends; the handlers in place before come back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _received.clear()
+    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    for number in STOP_SIGNALS:
+        signal.signal(number, stop.signalled)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def run_budget_s(expected_calls: int, rate_per_minute: float) -> float:
+    """The wall-clock budget of a run expected to make ``expected_calls`` at ``rate_per_minute``."""
+    return BUDGET_FACTOR * expected_calls * 60.0 / rate_per_minute + BUDGET_SLACK_S
+
+
+@contextmanager
+def budget_timer(
+    stop: RunStop, seconds: float, source: str, metrics: Callable[[], MetricsSnapshot]
+) -> Iterator[None]:
+    """Stop the run when ``seconds`` pass before the block ends; ``source`` says where the budget comes
+    from, and the reason names the endpoint that took longest (from ``metrics`` at that moment)."""
+
+    def expire() -> None:
+        stop.budget_spent(
+            f"the run took longer than its budget of {seconds:,.0f} s ({source}); {slowest(metrics())}"
+        )
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def slowest(metrics: MetricsSnapshot) -> str:
+    """The endpoint whose requests took longest in all, with its calls and time per call."""
+    if not metrics.seconds:
+        return "no request had answered yet"
+    endpoint, seconds = max(metrics.seconds.items(), key=lambda item: item[1])
+    calls = metrics.calls.get(endpoint, 0)
+    each = f", {seconds / calls:.2f} s each" if calls else ""
+    return f"the slowest endpoint: {endpoint} ({calls:,} calls, {seconds:,.0f} s in all{each})"
+
+
+def exit_at_once(status: int) -> NoReturn:
+    """End a process a signal stopped, its run's row and journal written: skipping the interpreter's
+    teardown, which takes seconds with Dagster loaded (a supervisor's grace period is short)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

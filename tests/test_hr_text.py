@@ -1,0 +1,66 @@
+"""What the HR sync writes, as text, over real HTTP and DuckDB: no control character reaches the service
+(a cp1252 export read as latin-1 holds C1 controls), and every cell of a CSV report the product writes,
+its header included, is inert in a spreadsheet."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from emulator.server import EmulatorServer
+from pipelines.hr.exports import write_error_reports
+from pipelines.hr.mapping import with_file_options
+from pipelines.warehouse_resource import WarehouseResource
+from tests.test_hr_identity import service_user
+from tests.test_hr_support import (
+    MAPPING,
+    plan,
+    row_of,
+    seeded_snapshot,
+    user_id,
+    user_rows,
+    write_users,
+    writes,
+)
+
+pytest_plugins = ["tests.test_hr_support"]
+
+
+def test_a_cp1252_export_read_as_latin_1_writes_no_control_character(
+    hr_store: WarehouseResource, tmp_path: Path, server: EmulatorServer
+) -> None:
+    rows = user_rows()
+    row = row_of(rows, "E100070")
+    row |= {"first_name": "Robert \u201cBob\u201d", "last_name": "O\u2019Brien"}
+    path = write_users(tmp_path / "u.csv", rows)
+    path.write_bytes(path.read_text(encoding="utf-8-sig").encode("cp1252"))
+    outcome = plan(hr_store, path, mapping=with_file_options(MAPPING, "latin-1", None, None))
+    line = 2 + rows.index(row)
+    found = [(p.line, p.column, p.rule) for p in outcome.validation.problems]
+    assert found == [(line, "First Name", "control_characters"), (line, "Last Name", "control_characters")]
+    assert "U+0092" in outcome.validation.problems[1].message
+    assert outcome.plan is not None and outcome.plan.entities == []
+    assert writes(server) == {}
+    assert service_user(server, "E100070") == seeded_snapshot().user_values[user_id("E100070")]
+
+
+def test_an_error_reports_header_cells_are_escaped_like_its_data(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    rows = user_rows()
+    row_of(rows, "E100080")["email"] = "broken"
+    source = write_users(tmp_path / "u.csv", rows)
+    with source.open(encoding="utf-8-sig", newline="") as handle:
+        table = list(csv.reader(handle))
+    hostile = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "+cmd", "-2+3"]
+    path = tmp_path / "hostile.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(
+            [[*line, *(hostile if index == 0 else ["a"] * 4)] for index, line in enumerate(table)]
+        )
+    outcome = plan(hr_store, path)
+    (report,) = write_error_reports(outcome.validation, MAPPING, tmp_path / "reports")
+    with report.open(encoding="utf-8-sig", newline="") as handle:
+        header = next(csv.reader(handle))
+    assert header[-6:-2] == [f"'{cell}" for cell in hostile]
+    assert header[-2:] == ["hr_sync_line", "hr_sync_errors"]

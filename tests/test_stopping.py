@@ -1,0 +1,155 @@
+"""Stopping a sync: SIGTERM and SIGINT stop a real CLI process at once (no further request, the row
+``interrupted``, the fetched revision lists kept) and the rerun resumes from them; the wall-clock budget
+stops a slow run in one line naming the slow endpoint; a killed run's row carries every call it made."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.stopping import RunOverBudgetError
+from tests.standin import Quirks, StandIn
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.test_sync_quirks import delegation, tenant
+
+CLI = Path(sys.executable).with_name("authority-sync")
+DELEGATIONS = 60
+EXIT_WITHIN_S = 5.0
+"""What a process supervisor allows (Kubernetes gives 30 s, systemd 90 s; the issue asks for 5)."""
+
+
+def cli_env(tmp_path: Path, standin: StandIn) -> dict[str, str]:
+    """The CLI's environment: the stand-in, one request at a time, a warehouse of the test's own."""
+    return {
+        "PATH": os.environ["PATH"],
+        "DAGSTER_HOME": str(tmp_path),
+        "ADM_BASE_URL": standin.base_url,
+        "ADM_TOKEN": STANDIN_TOKEN,
+        "ADM_TENANTS": STANDIN_TENANT_ID,
+        "ADM_WAREHOUSE": str(tmp_path / "warehouse.duckdb"),
+        "ADM_RATE_PER_MINUTE": "60000",
+        "ADM_CONCURRENCY": "1",
+    }
+
+
+def served(standin: StandIn) -> int:
+    """Requests the stand-in answered."""
+    return sum(standin.requests.values())
+
+
+def revisions_served(standin: StandIn) -> int:
+    return standin.requests["revisions of delegations"]
+
+
+def await_true(condition: Callable[[], bool], timeout: float = 90.0) -> None:
+    """Poll another process's progress (no event crosses the process boundary)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the run did not get that far"
+        time.sleep(0.02)
+
+
+def run_rows(warehouse: Path) -> list[tuple[str, int, str | None]]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute(
+            "SELECT status, api_calls_total, error FROM sync_runs ORDER BY started_at"
+        ).fetchall()
+
+
+SUBPROCESS_TIMEOUT_S = 300
+"""Two CLI processes start (Dagster's import alone takes 10 s on a busy machine)."""
+
+
+@pytest.mark.timeout(SUBPROCESS_TIMEOUT_S)
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_run_at_once_and_the_rerun_resumes(tmp_path: Path, stop: signal.Signals) -> None:
+    # Before: the run made every remaining call, then failed with DagsterExecutionInterruptedError and
+    # nothing of what it fetched was kept; the row said failed.
+    with StandIn(
+        tenant(delegations=[delegation(n) for n in range(DELEGATIONS)]), Quirks(latency_s=0.05)
+    ) as standin:
+        env = cli_env(tmp_path, standin)
+        running = subprocess.Popen(
+            [str(CLI), "extract"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        await_true(lambda: revisions_served(standin) >= DELEGATIONS // 5)
+        running.send_signal(stop)
+        signalled_at, calls_at_signal = time.monotonic(), served(standin)
+        out, err = running.communicate(timeout=60)
+        exited_after = time.monotonic() - signalled_at
+        time.sleep(0.1)  # an answer in flight at the signal is counted once the stand-in has sent it
+        calls_after_signal = served(standin) - calls_at_signal
+        fetched = revisions_served(standin)
+        standin.requests.clear()
+        again = subprocess.run(
+            [str(CLI), "extract"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+
+    assert running.returncode == 128 + stop, out + err
+    assert exited_after < EXIT_WITHIN_S
+    assert calls_after_signal <= 1  # the one in flight (one request at a time)
+    said = [line for line in out.splitlines() if line.strip()]
+    assert len(said) == 1, out
+    assert f"interrupted by {stop.name}: no further request sent, nothing committed" in said[0]
+    assert "kept: the next run of tenant" in said[0]
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert revisions_served(standin) == DELEGATIONS - fetched  # none asked twice: the rerun resumed
+    (first_status, first_calls, first_error), (second_status, *_) = run_rows(tmp_path / "warehouse.duckdb")
+    assert (first_status, second_status) == ("interrupted", "succeeded")
+    assert first_calls == calls_at_signal + calls_after_signal  # every call it made, no more
+    assert first_error is not None and first_error.startswith(f"interrupted by {stop.name}")
+
+
+def test_a_run_past_its_budget_stops_in_one_line_naming_the_slow_endpoint(tmp_path: Path) -> None:
+    served_tenant = tenant(delegations=[delegation(n) for n in range(DELEGATIONS)])
+    with StandIn(served_tenant, Quirks(latency_s=0.1)) as standin:  # 6 s of revision lists, one at a time
+        with pytest.raises(RunOverBudgetError) as raised:
+            sync_standin(standin, tmp_path / "warehouse.duckdb", concurrency=1, run_budget_s=3.0)
+        fetched = revisions_served(standin)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("the run took longer than its budget of 3 s (ADM_RUN_BUDGET_S)")
+    assert "the slowest endpoint: E11 (" in message
+    assert fetched < DELEGATIONS  # stopped part-way
+    ((status, _, error),) = run_rows(tmp_path / "warehouse.duckdb")
+    assert (status, error) == ("failed", message)
+
+
+@pytest.mark.timeout(SUBPROCESS_TIMEOUT_S)
+def test_a_killed_run_is_charged_every_call_it_made(tmp_path: Path) -> None:
+    # Before: the calls were written every 2 s, so the row of a killed run missed those made since.
+    with StandIn(
+        tenant(delegations=[delegation(n) for n in range(DELEGATIONS)]), Quirks(latency_s=0.05)
+    ) as standin:
+        killed = subprocess.Popen([str(CLI), "extract"], env=cli_env(tmp_path, standin), cwd=tmp_path)
+        await_true(lambda: revisions_served(standin) >= 10)
+        before = revisions_served(standin)
+        await_true(lambda: revisions_served(standin) >= before + 5)
+        killed.send_signal(signal.SIGKILL)
+        assert killed.wait(timeout=30) == -signal.SIGKILL
+        time.sleep(0.2)  # the answer in flight at the kill is counted once sent
+        made = served(standin)
+        rerun = subprocess.run(
+            [str(CLI), "extract"],
+            env=cli_env(tmp_path, standin),
+            cwd=tmp_path,
+            capture_output=True,
+            check=False,
+        )
+    assert rerun.returncode == 0
+    (status, calls, _), _ = run_rows(tmp_path / "warehouse.duckdb")
+    assert status == "killed"
+    assert made <= calls <= made + 1  # counted before each request: at most the one about to leave
