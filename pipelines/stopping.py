@@ -98,15 +98,15 @@ class RunStop:
         self._stop_clients()
 
     def error(self, written: str) -> RunInterruptedError | RunOverBudgetError | None:
-        """The error the stopped run ends with (``written``: what it leaves for the next run), or None."""
+        """The error the stopped run ends with (``written``: what it wrote and leaves for the next run),
+        or None."""
         if self.signal_number is not None:
             name = signal.Signals(self.signal_number).name
             return RunInterruptedError(
-                f"interrupted by {name}: no further request sent, nothing committed; {written}",
-                self.signal_number,
+                f"interrupted by {name}: no further request sent, {written}", self.signal_number
             )
         if self.over_budget is not None:
-            return RunOverBudgetError(f"{self.over_budget}: stopped, nothing committed; {written}")
+            return RunOverBudgetError(f"{self.over_budget}: stopped, {written}")
         return None
 
 

@@ -172,10 +172,12 @@ def owned_files(warehouse: WarehouseResource, limiter_state_dir: str | None) -> 
 def _left_for_resume(services: SyncServices, record: RunRecord) -> str:
     """What a stopped run leaves for the next one, in words."""
     if services.policy.resume_hours <= 0:
-        return "nothing is kept for resuming (ADM_RESUME_HOURS=0): the next run starts afresh"
+        return (
+            "nothing committed; nothing is kept for resuming (ADM_RESUME_HOURS=0): the next run starts afresh"
+        )
     fetched = sum(record.api_calls.get(revisions.endpoint, 0) for revisions in REVISIONS.values())
     return (
-        f"the revision lists fetched ({fetched:,} calls) are kept: the next run of tenant "
+        f"nothing committed; the revision lists fetched ({fetched:,} calls) are kept: the next run of tenant "
         f"{record.tenant_id} within {services.policy.resume_hours:g} h reuses them"
     )
 

@@ -454,11 +454,12 @@ class AdmClient:
             partial(self._attempt, request, read),
             request.endpoint.retry_safe,
             partial(self._retrying, request),
-            self._pause,
+            self.pause,
         )
 
-    def _pause(self, seconds: float) -> None:
-        """Wait between two tries, cut short when the client is stopped."""
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` (between two tries, for a write to settle), cut short when the client is
+        stopped."""
         self._halt.wait(seconds)
 
     def _retrying(self, request: _Request, error: BaseException, attempt: int, sleep_s: float) -> None:

@@ -8,8 +8,10 @@ import json
 import logging
 import os
 import pwd
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -377,3 +379,46 @@ def test_plan_tells_a_person_waiting_each_step_it_finished(
     ]
     places = [output.find(step) for step in steps]
     assert -1 not in places and places == sorted(places), output
+
+
+CLI = Path(sys.executable).with_name("authority-sync")
+
+
+@pytest.mark.timeout(300)  # the CLI process imports Dagster: seconds on a busy machine
+def test_sigterm_stops_an_apply_in_one_line_and_the_same_apply_finishes_it_exactly_once(
+    service_env: Path, hr_store: WarehouseResource, server: EmulatorServer
+) -> None:
+    # Before: the process died at once, printing nothing. (SIGINT takes the same path: test_stopping.)
+    stop = signal.SIGTERM
+    plan_id = planned_demo(hr_store.path)
+    faults(server, latency_ms=150)  # with one request at a time, long enough to signal mid-apply
+    env = os.environ | {"ADM_CONCURRENCY": "1", "DAGSTER_HOME": str(service_env), "COLUMNS": "1000"}
+    running = subprocess.Popen(
+        [str(CLI), "hr", "apply", plan_id, "--warehouse", hr_store.path, "--no-refresh"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while len(writes(server)) < 3:  # no event crosses the process boundary: poll the service
+        assert time.monotonic() < deadline and running.poll() is None, "the apply did not get that far"
+        time.sleep(0.02)
+    running.send_signal(stop)
+    signalled_at = time.monotonic()
+    out, err = running.communicate(timeout=60)
+    exited_after = time.monotonic() - signalled_at
+    first = writes(server)
+    faults(server)
+    code, again = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+
+    assert running.returncode == 128 + stop, out + err
+    assert exited_after < 5.0
+    said = [line for line in out.splitlines() if line.strip()]
+    assert len(said) == 1, out
+    assert f"plan {plan_id}: interrupted by {stop.name}: no further request sent" in said[0]
+    assert f"applied {len(first)}" in said[0]  # what was written: every write sent got its answer
+    assert f"`authority-sync hr apply {plan_id}` again resumes" in said[0]
+    assert len(first) < 19  # stopped part-way
+    assert code == 0 and "applied 19" in again, again
+    assert list(writes(server).values()) == [1] * 19  # every entity written once, none twice

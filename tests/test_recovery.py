@@ -32,7 +32,7 @@ from pipelines.settings import SyncSettings
 from resources.errors import AuthenticationError
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import decision, delegation, tenant, uid, user
+from tests.test_sync_quirks import T, decision, delegation, tenant, ts, uid, user
 from warehouse.commit import connect
 from warehouse.migrate import available
 from warehouse.publish import readable_as
@@ -261,13 +261,22 @@ def test_a_full_staging_disk_names_the_folder(tmp_path: Path) -> None:
     assert f"could not write revision_checks to the staging folder {folder}" in child.stdout, child.stderr
 
 
-def first_release_copy_of(synced: Path, target: Path) -> None:
+def first_release_copy_of(synced: Path, target: Path, *more: str) -> None:
     """``target``: the first release's warehouse (its schema, DuckDB's newest storage, hashes of another
-    definition) holding what a current sync put in ``synced``."""
+    definition) holding what a current sync put in ``synced`` (and in the tables ``more``)."""
     first_release_warehouse(target, storage="latest")
     with duckdb.connect(str(target)) as con:
         con.execute("ATTACH ? AS synced (READ_ONLY)", [str(synced)])
-        for table in ("users", "user_groups", "decisions", "decisions_history", "users_history", "sync_runs"):
+        copied = (
+            "users",
+            "user_groups",
+            "decisions",
+            "decisions_history",
+            "users_history",
+            "sync_runs",
+            *more,
+        )
+        for table in copied:
             columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()]
             names = ", ".join(columns)
             con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM synced.{table}")  # noqa: S608
@@ -300,7 +309,8 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path
 
         result = CliRunner().invoke(app, ["warehouse", "upgrade", "--warehouse", str(old)])
         assert result.exit_code == 0, result.output
-        assert "content hashes computed again, rewritten in storage v1.4.0" in result.output
+        said = "the child rows of 8 records put in the service's order, rewritten in storage v1.4.0"
+        assert "content hashes computed again, " + said in result.output
         again = sync_standin(standin, old)
 
     assert readable_as(old, "v1.4.0") and old.with_name("warehouse.duckdb.before-upgrade").is_file()
@@ -313,6 +323,49 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path
     assert primaries == sorted((uid("user", n), groups[n % 3]["groupId"]) for n in range(1, 8))
     # The full refresh after the upgrade found nothing changed: no version of any record was added.
     assert again.record.row_counts["users"]["updated"] == 0
+
+
+def test_after_an_upgrade_the_next_sync_reports_no_child_row_changed(tmp_path: Path) -> None:
+    # Before: migration 0013 numbered each user's roles by id order, the service lists them otherwise, and the
+    # first sync after the upgrade reported every reordered role "updated" with nothing changed.
+    def roles(n: int) -> list[dict[str, object]]:  # listed in the reverse of their ids' order
+        return [
+            {
+                "id": f"role-{n}-{at}",
+                "tenantId": T,
+                "tenantRoleId": uid("role", at),
+                "roleName": f"Role {at}",
+                "autoProvisioned": False,
+                "instanceId": None,
+                "createdOn": ts(at),
+                "deletedOn": None,
+                "updatedOn": ts(at),
+            }
+            for at in (3, 2, 1)
+        ]
+
+    served = tenant(users=[user(n, userRoles=roles(n)) for n in range(1, 6)])
+    current, old = tmp_path / "current.duckdb", tmp_path / "old" / "warehouse.duckdb"
+    old.parent.mkdir()
+    with StandIn(served) as standin:
+        sync_standin(standin, current)
+        first_release_copy_of(current, old, "user_roles")
+        result = CliRunner().invoke(app, ["warehouse", "upgrade", "--warehouse", str(old)])
+        assert result.exit_code == 0, result.output
+        assert "the child rows of 5 records put in the service's order" in result.output
+        again = sync_standin(standin, old)
+
+    assert again.record.row_counts["user_roles"] == {
+        "inserted": 0,
+        "updated": 0,
+        "unchanged": 15,
+        "deleted": 0,
+    }
+    with duckdb.connect(str(old), read_only=True) as con:
+        listed = con.execute(
+            "SELECT id FROM user_roles WHERE user_id = ? ORDER BY item_order", [uid("user", 1)]
+        )
+        assert [row[0] for row in listed.fetchall()] == ["role-1-3", "role-1-2", "role-1-1"]
 
 
 def test_a_rerun_after_a_failure_late_in_the_extract_asks_only_for_what_is_missing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from resources.contract import RecordContract
 from warehouse.catalog import LISTS, ListTables
-from warehouse.rows import CONTENT_HASH_SCHEME
+from warehouse.rows import CONTENT_HASH_SCHEME, TableRows
 from warehouse.schema import staging_schema
 
 SCHEME_KEY = "content_hash_scheme"
@@ -75,15 +75,23 @@ _HASH_SCHEMA = pa.schema([("tenant_id", pa.string()), ("id", pa.string()), ("con
 
 def _hashes(con: duckdb.DuckDBPyConnection, entry: ListTables) -> Iterator[dict[str, str]]:
     """(tenant, id, hash) of each record of the list's root table whose raw still reads as a record."""
+    for batch in flattened(con, entry):
+        for tenant_id, rows in batch:
+            (row,) = rows[entry.name]
+            yield {"tenant_id": tenant_id, "id": row["id"], "content_hash": row["content_hash"]}
+
+
+def flattened(con: duckdb.DuckDBPyConnection, entry: ListTables) -> Iterator[list[tuple[str, TableRows]]]:
+    """The list's stored records whose raw still reads as a record, ``BATCH`` at a time, each with its
+    tenant and flattened as a sync flattens it (the root row and its child rows)."""
     table, model = entry.name, entry.source.record
     contract = RecordContract()
     tenants = [row[0] for row in con.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()]  # noqa: S608
     for tenant_id in tenants:
         cursor = con.execute(f"SELECT raw FROM {table} WHERE tenant_id = ? ORDER BY id", [tenant_id])  # noqa: S608
         while batch := cursor.fetchmany(BATCH):
-            for record in _records(contract, table, model, [str(row[0]) for row in batch]):
-                (row,) = entry.flatten(tenant_id, record)[table]
-                yield {"tenant_id": tenant_id, "id": row["id"], "content_hash": row["content_hash"]}
+            records = _records(contract, table, model, [str(row[0]) for row in batch])
+            yield [(tenant_id, entry.flatten(tenant_id, record)) for record in records]
 
 
 def _records(contract: RecordContract, table: str, model: type[Any], raws: list[str]) -> list[Any]:

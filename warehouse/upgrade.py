@@ -6,7 +6,10 @@ place, keeping everything it holds (history, ``sync_runs``, the HR plans and aud
 2. The migrations run (each in its own transaction; a migration that adds a column the records already
    hold, such as the primary group, fills it from ``raw``).
 3. The stored content hashes are computed again when their definition changed (`warehouse.rehash`).
-4. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
+4. Through migration 0013, which numbered existing child rows by id order, every child row is written
+   again from its parent's raw in the service's order (`warehouse.reorder`), so that the next sync
+   reports only real changes.
+5. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
    the format this release creates (`warehouse.commit.STORAGE_VERSION`), so that every later publish is a
    file copy instead of a rebuilt database.
 
@@ -27,6 +30,7 @@ from warehouse.locks import held, writer_lock_path
 from warehouse.migrate import migrate
 from warehouse.publish import copy_database, current_database, readable_as
 from warehouse.rehash import rehash_if_stale
+from warehouse.reorder import CHILD_KEYS, reorder_children
 
 BACKUP_SUFFIX = ".before-upgrade"
 
@@ -38,6 +42,7 @@ class Upgraded:
     backup: Path
     applied: list[int]
     rehashed: int
+    reordered: int
     rewritten: bool
 
     def describe(self) -> str:
@@ -45,7 +50,9 @@ class Upgraded:
         migrations = f"migrations {self.applied[0]}-{self.applied[-1]}" if self.applied else "no migration"
         storage = f"rewritten in storage {STORAGE_VERSION}" if self.rewritten else "storage already current"
         hashes = f"{self.rehashed:,} content hashes computed again"
-        return f"{migrations} applied, {hashes}, {storage}; the file as it was is kept at {self.backup}"
+        reordered = f"the child rows of {self.reordered:,} records put in the service's order"
+        kept = f"the file as it was is kept at {self.backup}"
+        return f"{migrations} applied, {hashes}, {reordered}, {storage}; {kept}"
 
 
 def upgrade(path: Path, wait_s: float) -> Upgraded:
@@ -58,11 +65,12 @@ def upgrade(path: Path, wait_s: float) -> Upgraded:
             applied = migrate(con)
             con.begin()
             rehashed = rehash_if_stale(con)
+            reordered = reorder_children(con) if CHILD_KEYS in applied else 0
             con.commit()
         rewritten = not readable_as(path, STORAGE_VERSION)
         if rewritten:
             _rewrite(path)
-    return Upgraded(backup, applied, rehashed, rewritten)
+    return Upgraded(backup, applied, rehashed, reordered, rewritten)
 
 
 def _keep_as_it_was(path: Path) -> Path:

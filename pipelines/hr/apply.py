@@ -20,6 +20,12 @@ answer) is never repeated blindly: the next pass (or the next apply) reads it ba
 before users, parents before children; each level runs concurrently under the client's rate limiter.
 Bodies are minimal: E1 gets ``tenantId`` and the changed fields; E3 only the changed fields.
 
+A signal (SIGTERM, SIGINT) stops the apply as it stops a sync (`pipelines.stopping`): no further
+request is sent, a write not yet sent goes back to ``planned``, one whose answer was not journaled in
+time stays ``in_flight`` (read back by the next apply, never sent twice), and the plan ends
+``incomplete`` with `RunInterruptedError` saying what was written; the same apply again resumes from
+the journal.
+
 Dated changes: an apply on day ``today`` settles only the changes due by then and not yet written (see
 `due_part`); an entity with changes dated later ends ``scheduled`` and the plan ``scheduled`` until an
 apply on or after their day (``hr apply-due``) writes them, read back and judged like any other write, so a
@@ -29,7 +35,6 @@ record changed in the meantime is skipped, not overwritten.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
@@ -44,6 +49,7 @@ from models.hr.plan import Change, EntityPlan
 from models.hr.status import PENDING, EntityStatus, PlanStatus
 from models.queries import GroupQuery, UserQuery
 from models.users import UpdateUserEntities
+from pipelines.stopping import RunStop, stopping_on_signals
 from resources.client import AdmClient
 from resources.errors import (
     AuthenticationError,
@@ -51,6 +57,7 @@ from resources.errors import (
     PermissionDeniedError,
     RateLimitError,
     ServiceError,
+    StoppedError,
     WriteOutcomeUnknown,
 )
 from resources.settings import ClientSettings
@@ -156,20 +163,28 @@ def apply_plan(
     """Apply (or resume) ``plan`` as of ``now`` (default: the clock), writing the changes due by its day,
     recorded as run by ``actor``; every entity's outcome is journaled in the warehouse, each in a short
     write of its own (``open_write``), never holding the file while a request is out. An error that stops
-    the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised."""
+    the apply (a 401, a 403, ...) leaves the plan ``incomplete`` with the error, and is raised; so does a
+    signal, as `RunInterruptedError`."""
     moment = now or datetime.now(UTC)
     check_applicable(plan, max_age, moment)
     with open_write() as con:
         set_plan_status(con, plan.plan_id, PlanStatus.APPLYING, run_id, datetime.now(UTC), actor=actor)
         entries = journal_entries(con, plan.plan_id)
     journal = Journal(open_write, plan.plan_id, run_id, moment.date())
+    stop = RunStop()
+    stop.attach(client)
     try:
-        report = _passes(entries, client, plan, journal)
+        with stopping_on_signals(stop):  # until the plan's status is written: a second signal cannot lose it
+            report = _passes(entries, client, plan, journal)
     except Exception as error:
         # Closed first: a write still running on a worker thread must not journal any more.
         journal.close()
         with open_write() as con:
-            set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), str(error))
+            stopped = stop.error(_written(outcome_counts(con, plan.plan_id), plan.plan_id))
+            said = str(stopped or error)
+            set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), said)
+        if stopped is not None:
+            raise stopped from None
         raise
     finally:
         journal.close()
@@ -178,6 +193,15 @@ def apply_plan(
         report.status = plan_status(report.outcomes)
         set_plan_status(con, plan.plan_id, report.status, run_id, datetime.now(UTC))
     return report
+
+
+def _written(outcomes: Mapping[str, int], plan_id: str) -> str:
+    """What an interrupted apply leaves, in words: entities per journal status, and how to resume."""
+    counts = ", ".join(f"{status} {count:,}" for status, count in sorted(outcomes.items()))
+    return (
+        f"the plan's entities are now {counts}; `authority-sync hr apply {plan_id}` again resumes from "
+        "its journal (a write whose answer never came is read back, never sent twice)"
+    )
 
 
 def plan_status(outcomes: Mapping[str, int]) -> PlanStatus:
@@ -210,7 +234,7 @@ def _passes(
         pending = [entity for entity in entities if status[_key(entity)] in PENDING]
         if not pending:
             break
-        _await_running(pending, running)
+        _await_running(client, pending, running)
         current = _read_back(client, plan, {entity.kind for entity in pending})
         report.read_backs += 1
         writing = number < WRITE_PASSES
@@ -250,13 +274,14 @@ def _key(entity: EntityPlan) -> Key:
     return entity.kind, entity.entity_id
 
 
-def _await_running(pending: list[EntityPlan], running: Mapping[Key, datetime]) -> None:
-    """Wait until no pending entity's write may still be running at the service."""
+def _await_running(client: AdmClient, pending: list[EntityPlan], running: Mapping[Key, datetime]) -> None:
+    """Wait until no pending entity's write may still be running at the service (cut short when the
+    client is stopped: its next read-back then ends the apply)."""
     deadlines = [running[_key(entity)] for entity in pending if _key(entity) in running]
     wait = (max(deadlines) - datetime.now(UTC)).total_seconds() if deadlines else 0.0
     if wait > 0:
         logger.info("waiting %.1f s for unanswered writes to time out before reading them back", wait)
-        time.sleep(wait)
+        client.pause(wait)
 
 
 def _read_back(client: AdmClient, plan: StoredPlan, kinds: set[str]) -> dict[Key, Values]:
@@ -363,7 +388,8 @@ def write_entity(
     except (RateLimitError, ConnectionError) as error:
         # Retried by the client and still failing before the request left: certainly not applied.
         written = Written(EntityStatus.PLANNED, f"not sent: {error}", sent=False)
-    except (AuthenticationError, PermissionDeniedError) as error:
+    except (AuthenticationError, PermissionDeniedError, StoppedError) as error:
+        # Every other write would fail the same way (a stopped client sends nothing more).
         journal.record(entity, EntityStatus.PLANNED, f"not sent: {error}")
         raise
     except ServiceError as error:

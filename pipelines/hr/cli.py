@@ -59,6 +59,7 @@ from pipelines.hr.workflow import (
     stored_plan,
 )
 from pipelines.settings import SyncSettings
+from pipelines.stopping import RunInterruptedError, exit_at_once
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.errors import ServiceError
@@ -218,6 +219,9 @@ def apply_command(
         except PlanBlockedError as error:
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(BLOCKED) from None
+        except RunInterruptedError as error:  # one line, and the exit status of a process the signal ended
+            console.print(f"[red]plan {escape(plan_id)}: {escape(str(error))}[/]")
+            exit_at_once(128 + error.signal_number)
         except (PlanNotApplicableError, FourEyesError, ServiceError, LockBusyError) as error:
             # Service errors carry method, path, status and message: never a header or a token.
             console.print(f"[red]{escape(str(error))}[/]")
