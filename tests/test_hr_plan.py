@@ -17,9 +17,9 @@ from models.hr.thresholds import ThresholdLimit
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import Mapping
-from pipelines.hr.snapshot import StaleWarehouseError
+from pipelines.hr.snapshot import StaleWarehouseError, latest_run, load_snapshot
 from pipelines.hr.upload import read_upload
-from pipelines.hr.workflow import PlanRequest, allow, plan_upload, refresh
+from pipelines.hr.workflow import PLAN_MEMORY_LIMIT, PlanRequest, allow, plan_upload, refresh
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
 from tests.sync_support import query
@@ -176,3 +176,22 @@ def test_a_user_unknown_to_the_service_needs_creation(hr_store: WarehouseResourc
     made = plan(hr_store, write_users(tmp_path / "u.csv", [row_of(rows, "E100010"), hire])).plan
     assert made is not None and made.entities == []
     assert [(new.kind, new.hr_key) for new in made.new] == [("user", "E900001")]
+
+
+def test_loading_the_snapshot_leaves_no_pages_cached_and_the_limit_as_it_was(
+    hr_store: WarehouseResource,
+) -> None:
+    """The users' pages, read once, are not held in DuckDB's buffer while the upload is planned (the
+    50,000-user peak of scenario 6), and the connection keeps the memory limit it was opened with."""
+    con = duckdb.connect(hr_store.path, read_only=True, config={"memory_limit": PLAN_MEMORY_LIMIT})
+    try:
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()
+        run = latest_run(con, DEMO_TENANT_ID)
+        assert run is not None
+        snapshot = load_snapshot(con, DEMO_TENANT_ID, run)
+        cached = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchall()
+        assert snapshot.user_values
+        assert cached[0][0] <= 1024 * 1024
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall() == limit
+    finally:
+        con.close()

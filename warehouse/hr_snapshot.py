@@ -8,6 +8,10 @@ from datetime import datetime
 
 import duckdb
 
+EVICTED_LIMIT = "1MB"
+"""The memory limit `release_cached_pages` briefly sets: what a connection keeps pinned (its metadata)
+fits, cached table pages do not."""
+
 # A record the service still lists: "NOT (is_deleted AND deleted_at > synced_at)". One a full read did not
 # find is marked deleted after the synced_at of the run that last saw it; a record the service itself says
 # is deleted is still listed.
@@ -51,6 +55,19 @@ def listed_user_records(con: duckdb.DuckDBPyConnection, tenant_id: str, batch: i
     )
     while rows := cursor.fetchmany(batch):
         yield [str(raw) for (raw,) in rows]
+
+
+def release_cached_pages(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the pages DuckDB keeps cached after a scan, keeping its memory limit: the snapshot reads each
+    user once, yet its pages stay in the buffer (about 70 MB of RSS at 50,000 users, measured) while the
+    upload is validated and planned. Lowering the limit to `EVICTED_LIMIT` evicts them; the limit is then
+    restored. Best effort: DuckDB refuses (changing nothing) when more than that is pinned."""
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    try:
+        con.execute(f"SET memory_limit = '{EVICTED_LIMIT}'")
+    except duckdb.OutOfMemoryException:
+        return
+    con.execute(f"SET memory_limit = '{limit}'")
 
 
 def last_hr_write(con: duckdb.DuckDBPyConnection, tenant_id: str) -> datetime | None:

@@ -26,6 +26,7 @@ from warehouse.hr_snapshot import (
     listed_group_records,
     listed_position_names,
     listed_user_records,
+    release_cached_pages,
 )
 
 BATCH = 2_000
@@ -177,15 +178,18 @@ def latest_run(con: duckdb.DuckDBPyConnection, tenant_id: str) -> SyncRun | None
 def load_snapshot(con: duckdb.DuckDBPyConnection, tenant_id: str, run: SyncRun) -> Snapshot:
     """The tenant's current users, groups and positions from the warehouse: those the service still lists
     (a record it says is deleted included, one it stopped listing not). Users are read in batches and
-    kept as `models.hr.fields.UserFields` values, never whole."""
+    kept as `models.hr.fields.UserFields` values, never whole; the pages read are then dropped from DuckDB's
+    buffer (`warehouse.hr_snapshot.release_cached_pages`), which nothing reads again while planning."""
     groups = (Group.model_validate_json(raw) for raw in listed_group_records(con, tenant_id))
-    return Snapshot.build(
+    snapshot = Snapshot.build(
         tenant_id,
         run,
         _users(con, tenant_id),
         {group.id: group for group in groups},
         listed_position_names(con, tenant_id),
     )
+    release_cached_pages(con)
+    return snapshot
 
 
 def _users(con: duckdb.DuckDBPyConnection, tenant_id: str) -> Iterator[UserFields]:
