@@ -201,11 +201,13 @@ def writes(server: EmulatorServer) -> dict[str, int]:
 
 
 def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, str]:
-    """(step, description) of a Dagster run's failed step: the one line the run shows."""
+    """(step, headline) of a Dagster run's failed step: the first line the run shows (a refused upload's
+    first problems follow it, see `tests.test_hr_dagster`)."""
     event = next(event for event in result.all_events if event.is_step_failure)
     data = event.step_failure_data
     description = data.user_failure_data.description if data.user_failure_data else None
-    return str(event.step_key), description or data.error.message if data.error else description or ""
+    shown = description or data.error.message if data.error else description or ""
+    return str(event.step_key), shown.split("\n", 1)[0]
 
 
 def faults(server: EmulatorServer, **config: object) -> None:

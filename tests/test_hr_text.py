@@ -1,6 +1,6 @@
 """What the HR sync writes, as text, over real HTTP and DuckDB: no control character reaches the service
-(a cp1252 export read as latin-1 holds C1 controls), and every cell of a CSV report the product writes,
-its header included, is inert in a spreadsheet."""
+(a cell holding C1 controls, as a cp1252 export read as latin-1 does), and every cell of a CSV report the
+product writes, its header included, is inert in a spreadsheet."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from emulator.server import EmulatorServer
 from pipelines.hr.exports import write_error_reports
-from pipelines.hr.mapping import with_file_options
 from pipelines.warehouse_resource import WarehouseResource
 from tests.test_hr_identity import service_user
 from tests.test_hr_support import (
@@ -26,15 +25,17 @@ from tests.test_hr_support import (
 pytest_plugins = ["tests.test_hr_support"]
 
 
-def test_a_cp1252_export_read_as_latin_1_writes_no_control_character(
+def test_control_characters_in_a_cell_are_refused_and_never_written(
     hr_store: WarehouseResource, tmp_path: Path, server: EmulatorServer
 ) -> None:
+    # A cp1252 export read as latin-1 turns its quotes into C1 controls (U+0092, U+0093): before, they
+    # passed every check and reached the service. A file's encoding is now proven first (an encoding
+    # problem, tests/test_hr_workbooks.py); controls that arrive in a valid UTF-8 cell are refused here.
     rows = user_rows()
     row = row_of(rows, "E100070")
-    row |= {"first_name": "Robert \u201cBob\u201d", "last_name": "O\u2019Brien"}
+    row |= {"first_name": "Robert \u0093Bob\u0094", "last_name": "O\u0092Brien"}
     path = write_users(tmp_path / "u.csv", rows)
-    path.write_bytes(path.read_text(encoding="utf-8-sig").encode("cp1252"))
-    outcome = plan(hr_store, path, mapping=with_file_options(MAPPING, "latin-1", None, None))
+    outcome = plan(hr_store, path)
     line = 2 + rows.index(row)
     found = [(p.line, p.column, p.rule) for p in outcome.validation.problems]
     assert found == [(line, "First Name", "control_characters"), (line, "Last Name", "control_characters")]
