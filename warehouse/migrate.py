@@ -17,6 +17,23 @@ class NewerWarehouseError(AuthoritySyncError, RuntimeError):
     """The warehouse holds migrations this release does not know: a newer release wrote it."""
 
 
+class OlderWarehouseError(AuthoritySyncError, RuntimeError):
+    """The warehouse lacks migrations of this release, and the one opening it does not upgrade it."""
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The migrations of this release a warehouse written by an earlier one lacks; none for a new file
+    (no ``schema_migrations`` yet), which is built whole when opened."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return []
+    done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    return [version for version, _, _ in available() if version not in done]
+
+
 def available() -> list[tuple[int, str, str]]:
     """Every migration shipped with the package: (version, name, SQL), in order."""
     found = []
