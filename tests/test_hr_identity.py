@@ -192,6 +192,8 @@ def test_the_command_line_names_the_tenant_as_extract_does_and_refuses_another_t
     assert f"this file is not about this tenant acme ({DEMO_TENANT_ID})" in " ".join(output.split())
     code, output = hr("plan", *DEMO_FILES, "--tenant", "acme", "--warehouse", hr_store.path)
     assert code == 0, output
+    code, output = hr("plan", *DEMO_FILES, "--tenant", "globex", "--warehouse", hr_store.path)
+    assert code == 1 and f"holds no extract of tenant {OTHER_TENANT_ID}" in " ".join(output.split()), output
     assert writes(server) == {}
 
 
