@@ -20,7 +20,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, PAGED_LISTS, POSITIONS, USERS, PagedList
+from resources.catalog import (
+    CALLER_POSITIONS,
+    DECISIONS,
+    DELEGATIONS,
+    GROUPS,
+    PAGED_LISTS,
+    POSITIONS,
+    USERS,
+    PagedList,
+)
 from resources.endpoints import ENDPOINTS, EndpointName
 from warehouse.rows import (
     TableRows,
@@ -192,7 +201,7 @@ LISTS = _by_name(
 )
 """Every paged list's tables, by list name, in the order of `resources.catalog.PAGED_LISTS`."""
 
-CURRENT_USER_POSITIONS = Tables(Family("current_user_positions"), "org", personal=True)
+CURRENT_USER_POSITIONS = Tables(Family(CALLER_POSITIONS.name), "org", personal=True)
 """E9's table: the positions of the user the credentials stand for (one call, not a paged list)."""
 
 
