@@ -327,7 +327,7 @@ def _mismatch(where: _Where, path: str, expected: str, received: str) -> Respons
     return ResponseFormatError.mismatch(
         where.source.endpoint,
         path,
-        f"list {where.source.name}, page {where.page}, record {where.record_id or '(no id)'} "
+        f"page {where.page} of the {where.source.name} list, record {where.record_id or '(no id)'} "
         f"(position {where.position}): {path}: expected {expected}, received {received}",
     )
 
