@@ -273,7 +273,8 @@ def test_the_cli_summary_shows_what_was_tolerated_and_rejected(
 
     assert result.exit_code == 0, result.output
     printed = " ".join(result.output.split())  # rich wraps to its own width
-    assert "off the spec, tolerated: decisions name null x2" in printed  # 15 deviating decisions, 9 kinds in turn
+    # 15 deviating decisions, 9 kinds in turn
+    assert "off the spec, tolerated: decisions name null x2" in printed
     assert "1 record(s) rejected: see the table rejected_records" in printed
 
 
