@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from models.base import Envelope, Page, ServiceModel
 from resources.catalog import PAGED_LISTS
+from resources.endpoints import EndpointName
 from resources.errors import ResponseFormatError
 from resources.rawjson import array_records, exact_value, page_records
 
@@ -88,7 +89,7 @@ class Source(Protocol):
         ...
 
     @property
-    def endpoint(self) -> str:
+    def endpoint(self) -> EndpointName:
         """The endpoint serving it (named in errors and evidence)."""
         ...
 
