@@ -136,13 +136,18 @@ USERS = PagedList[User]("users", "users", User, UserQuery, "updatedOn", UserSort
 GROUPS = PagedList[Group]("groups", "groups", Group, GroupQuery, "updatedOn", GroupSortBy.CREATED_ON)
 # Positions have no updated-at filter and no creation order, and are few: always read whole.
 POSITIONS = PagedList[Position]("positions", "positions", Position, PositionQuery)
+# A second list of GET /settings/v1/groups, read on its own cursor: the same records, of which its table keeps
+# a slim directory (warehouse/catalog.py).
+GROUP_DIRECTORY = PagedList[Group](
+    "group_directory", "groups", Group, GroupQuery, "updatedOn", GroupSortBy.CREATED_ON
+)
 
 
 def _by_name(*lists: PagedList[Any]) -> Mapping[str, PagedList[Any]]:
     return MappingProxyType({paged.name: paged for paged in lists})
 
 
-PAGED_LISTS = _by_name(DECISIONS, DELEGATIONS, USERS, GROUPS, POSITIONS)
+PAGED_LISTS = _by_name(DECISIONS, DELEGATIONS, USERS, GROUPS, POSITIONS, GROUP_DIRECTORY)
 """Every paged list the sync reads, by name, in the order a run reads, checks and reports them."""
 
 

@@ -24,6 +24,7 @@ from resources.catalog import (
     CALLER_POSITIONS,
     DECISIONS,
     DELEGATIONS,
+    GROUP_DIRECTORY,
     GROUPS,
     PAGED_LISTS,
     POSITIONS,
@@ -37,6 +38,7 @@ from warehouse.rows import (
     delegation_rows,
     group_rows,
     position_rows,
+    projection,
     user_rows,
 )
 
@@ -198,6 +200,21 @@ LISTS = _by_name(
         unseen_changes=True,
     ),
     ListTables(POSITIONS, position_rows, "org"),
+    # The directory of groups: a version only when one of these columns changes (not an address or a parent).
+    ListTables(
+        GROUP_DIRECTORY,
+        projection(
+            GROUP_DIRECTORY.name,
+            {
+                "group_display_id": "group_id",
+                "group_name": "group_name",
+                "display_name": "display_name",
+                "group_type_name": "tenant_group_type.group_type_name",
+                "status": "status",
+            },
+        ),
+        "org",
+    ),
 )
 """Every paged list's tables, by list name, in the order of `resources.catalog.PAGED_LISTS`."""
 
