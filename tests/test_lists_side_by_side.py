@@ -10,11 +10,14 @@ incrementally, so a record stamped before the cursor reaches ``groups`` alone.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from resources.catalog import GROUP_DIRECTORY, GROUPS
+from resources.contract import ContractMode, RecordContract
 from resources.errors import ResponseFormatError
 from tests import samples
 from tests.test_sync_quirks import check, group, rows, run, tenant, ts
@@ -109,3 +112,21 @@ def test_both_lists_of_an_endpoint_have_history_changes_and_an_as_of_macro(wareh
     for name in LISTS:
         assert rows(warehouse, f"SELECT group_name FROM {name}_as_of(?)", [committed[0]]) == [("Sales",)]  # noqa: S608
         assert rows(warehouse, f"SELECT group_name FROM {name}") == [("Sales EMEA",)]  # noqa: S608
+
+
+def test_the_contract_keeps_each_lists_mode_rejections_and_deviations_by_its_name() -> None:
+    records = [spec_group(1, groupName=None), spec_group(2, id="")]
+    page = {"page": 1, "limit": 100, "total": len(records), "data": records}
+    body = json.dumps({"statusCode": 200, "timestamp": ts(0), "message": "Success", "data": page}).encode()
+    contract = RecordContract(modes={GROUP_DIRECTORY.name: ContractMode.STRICT})
+
+    kept = contract.read_page(GROUPS, 1, body).data.data
+    with pytest.raises(ResponseFormatError, match="page 1 of the group_directory list"):
+        contract.read_page(GROUP_DIRECTORY, 1, body)
+
+    assert [group.id for group in kept] == [records[0]["id"]]
+    assert [row["list"] for row in contract.log.summary()] == ["groups"]
+    assert [r.list_name for r in contract.log.rejections] == ["groups"]
+    # Tolerant, the same record rejected by each list is one rejection of each (before: one of the endpoint).
+    RecordContract(log=contract.log).read_page(GROUP_DIRECTORY, 1, body)
+    assert [len(contract.log.rejected_from(name)) for name in LISTS] == [1, 1]
