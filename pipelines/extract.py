@@ -305,7 +305,7 @@ def _stage_list(
     report.service_total, report.first_total = stream.last_total, stream.total
     report.complete, report.vanished = stream.complete, stream.vanished
     report.reread, report.replaced = stream.reread, len(newer)
-    report.rejected = len(request.contract.log.rejected_from(source.endpoint))
+    report.rejected = len(request.contract.log.rejected_from(source.name))
     report.tables = dict(writer.counts)
     _note_read(report, stream.page_size)
     _check_cursor(report, request.client.service_clock)
@@ -371,9 +371,7 @@ def _follow_cursor(
         report.without_cursor += 1 if source.incremental else 0
     elif request.client.service_clock.ahead(updated):
         report.future += 1
-        request.contract.log.deviated(
-            source.endpoint, str(source.updated), DeviationKind.FUTURE_INSTANT, record.id
-        )
+        request.contract.log.deviated(source, str(source.updated), DeviationKind.FUTURE_INSTANT, record.id)
     else:
         _advance_cursor(report, since, updated)
 

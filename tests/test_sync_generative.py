@@ -35,6 +35,9 @@ from hypothesis import strategies as st
 
 from models.base import canonical_id
 from pipelines.sync import SyncOutcome
+from resources.catalog import CALLER_POSITIONS, PAGED_LISTS
+from resources.contract import Source
+from resources.endpoints import ENDPOINTS
 from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, StandIn, Tenant, encode
@@ -360,14 +363,23 @@ def _every_revision_list_as_served(con: duckdb.DuckDBPyConnection, served: Serve
 def _every_unusable_record_rejected(
     con: duckdb.DuckDBPyConnection, served: Served, outcome: SyncOutcome
 ) -> None:
-    rejected = con.execute(
-        "SELECT endpoint, field, rule, value_received FROM rejected_records WHERE run_id = ?",
+    """Each list of the catalog (and E9's read) rejects exactly the unusable records its endpoint serves,
+    each once (two records alike to the byte are one), and the run recorded exactly those: two lists of
+    one endpoint each reject its records, and neither counts the other's."""
+    recorded = con.execute(
+        "SELECT list_name, count(*) FROM rejected_records WHERE run_id = ? GROUP BY ALL",
         [outcome.record.run_id],
     ).fetchall()
-    # Every unusable record the service holds is rejected (two records alike to the byte are one
-    # rejection; a record breaking two rules may be two).
-    unusable = {(name, encode(item)) for name, item in _records(served.tenant) if not _usable(item)}
-    assert len(rejected) >= len(unusable), (rejected, served.rejected)
+    served_at = {spec["path"]: served.tenant.lists[name] for name, spec in SPEC["lists"].items()}
+    served_at[SPEC["current_user_positions"]["path"]] = served.tenant.current_user_positions
+    reads: list[Source] = [*PAGED_LISTS.values(), CALLER_POSITIONS]
+    unusable = {
+        read.name: len(
+            {encode(item) for item in served_at[ENDPOINTS[read.endpoint].path] if not _usable(item)}
+        )
+        for read in reads
+    }
+    assert dict(recorded) == {name: count for name, count in unusable.items() if count}, served.rejected
     counted = sum(row["records"] for row in outcome.record.deviations)
     assert counted >= served.deviations
 

@@ -1,5 +1,6 @@
 """Ordered SQL migrations (``warehouse/migrations/NNNN_name.sql``), each applied once and recorded in
-``schema_migrations``; then the data dictionary's comments (`warehouse.dictionary`)."""
+``schema_migrations``; then what the list catalog renders (`warehouse.catalog_sql`: each table's as-of
+macro, the change log of a table added) and the data dictionary's comments (`warehouse.dictionary`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from importlib import resources
 import duckdb
 
 from models.errors import AuthoritySyncError
+from warehouse.catalog_sql import apply_catalog
 from warehouse.dictionary import document
 
 _MIGRATIONS = "migrations"
@@ -45,7 +47,8 @@ def available() -> list[tuple[int, str, str]]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
-    """Bring the schema up to date; returns the versions applied now. Each migration is one transaction.
+    """Bring the schema up to date, then render the list catalog's macros (`warehouse.catalog_sql`);
+    returns the versions applied now. Each migration is one transaction.
     With ``describe`` the data dictionary is then applied as comments, when it or the schema changed
     (a throwaway database that only needs the schema can skip it: a full apply costs about 0.1 s)."""
     con.execute(
@@ -73,6 +76,7 @@ def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
             con.rollback()
             raise
         applied.append(version)
+    apply_catalog(con)
     if describe:
         document(con, done | set(applied))
     return applied

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -517,3 +518,37 @@ def check_row(
         "revisions": revisions,
         "reason": reason,
     }
+
+
+def projection(table: str, columns: dict[str, str]) -> Callable[[str, Any], TableRows]:
+    """The flatten function of a slim table declared by its columns alone (the list catalog's entry says
+    them): ``columns`` maps each column to the record's attribute, a dotted path for an embedded record's
+    (``tenant_group_type.group_type_name``). The row holds the tenant, the record's id, those columns (an
+    enum as its wire value), ``is_deleted`` (the record's flag, False without one), ``raw`` (the record as
+    the service sent it) and a content hash over those columns only: the table's history gains a version
+    when one of them changes, not when a field it does not show does."""
+
+    @keyed
+    def flatten(tenant_id: str, record: ServiceModel) -> TableRows:
+        values = {column: _attribute(record, path) for column, path in columns.items()}
+        content = json.dumps(values, sort_keys=True, default=str)
+        root = {
+            "tenant_id": tenant_id,
+            "id": getattr(record, "id"),  # noqa: B009 - records are typed by their model, not by a protocol
+            **values,
+            "is_deleted": bool(getattr(record, "is_deleted", False)),
+            "content_hash": hashlib.blake2b(content.encode(), digest_size=16).hexdigest(),
+            "raw": record.raw_json(),
+        }
+        return {table: [root]}
+
+    return flatten
+
+
+def _attribute(record: Any, path: str) -> Any:
+    """The value at the dotted attribute ``path`` of ``record`` (None where an embedded record is missing),
+    an enum as its wire value."""
+    value = record
+    for name in path.split("."):
+        value = getattr(value, name, None)
+    return text(value) if isinstance(value, Enum) else value
