@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from resources.client import AdmClient
 from resources.errors import ConnectionError, ServiceError
 from resources.settings import ClientSettings
-from tests.standin import JsonText, Quirks, StandIn
+from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
 
@@ -152,6 +152,42 @@ def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
     assert found["delegations", "startDate"] == "date_only"
     assert found["users", "createdOn"] == "epoch_milliseconds"
     assert found["groups", "createdOn"] == "epoch_seconds"
+
+
+def test_an_embedded_item_s_raw_is_its_own_text_as_sent(warehouse: Path) -> None:
+    # Before: each decision group, authority and document stored the model re-serialised: 1500.00 as
+    # 1500.0, the big number rounded to 1.2345678901234568e+26 or turned into a JSON string, keys reordered.
+    big, cents = JsonText("123456789012345678901234567.891"), JsonText("1500.00")
+    valid = decision(
+        1,
+        decisionGroups=[{"id": "link-1", "groupId": uid("group", 1), "xShare": cents}],
+        decisionDocuments=[{"xSize": big, "id": "doc-link-1", "isPinned": True}],
+    )
+    mended = decision(
+        2,
+        decisionAuthorities=[
+            {"id": "limit-1", "authorityLimitValue": big, "xFloor": cents},
+            "not an object",
+            {"authorityLimitValue": "Unlimited", "id": "limit-2", "authorityTypeOrder": JsonText("2")},
+        ],
+    )
+    served = tenant(decisions=[valid, mended])
+
+    # One decision a page: the first page validates whole, the second is read record by record and mended.
+    outcome, _ = run(served, warehouse, Quirks(page_cap=1))
+
+    assert outcome.record.status == "succeeded"
+    sent = [
+        *valid["decisionGroups"],
+        *valid["decisionDocuments"],
+        mended["decisionAuthorities"][0],
+        mended["decisionAuthorities"][2],
+    ]
+    assert rows(
+        warehouse,
+        "SELECT raw FROM (SELECT raw, id FROM decision_groups UNION ALL SELECT raw, id FROM "
+        "decision_documents UNION ALL SELECT raw, id FROM decision_authorities) ORDER BY id",
+    ) == [(encode(item).decode(),) for item in sorted(sent, key=lambda item: item["id"])]
 
 
 @pytest.mark.parametrize("status", [404, 400])

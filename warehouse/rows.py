@@ -1,8 +1,9 @@
 """Flatten service records into warehouse rows, one dict per row keyed by column name.
 
 Each function returns the rows of every table a record feeds (a decision feeds ``decisions`` and its three
-child tables). ``raw`` is the record's JSON with unknown fields kept; ``content_hash`` covers the record's
-own content only (`OwnContent`), so history gains a version only for a real change of the record.
+child tables). ``raw`` is the record's JSON exactly as the service sent it (an embedded item's: its own
+text out of its parent's), unknown fields kept; ``content_hash`` covers the record's own content only
+(`OwnContent`), so history gains a version only for a real change of the record.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from models.delegations import Delegation
 from models.groups import Group
 from models.positions import Position
 from models.users import User, UserPosition
+from resources.rawjson import member_objects
 
 Row = dict[str, Any]
 TableRows = dict[str, list[Row]]
@@ -180,6 +182,18 @@ def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
     return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
 
 
+def item_texts(parent: ServiceModel, field_name: str) -> list[str]:
+    """The JSON text of each item of the parent's list ``field_name`` as the service sent it (cut out of the
+    parent's own text, so ``1500.00`` stays ``1500.00``); re-serialised only when the parent's text is not
+    known (a record built here, not read) or does not show the list under its wire name."""
+    items: list[ServiceModel] = getattr(parent, field_name) or []
+    alias = type(parent).model_fields[field_name].alias or field_name
+    sent = member_objects(parent.raw_json(), alias)
+    if sent is None or len(sent) != len(items):
+        return [item.model_dump_json(by_alias=True) for item in items]
+    return sent
+
+
 @keyed
 def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
     """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
@@ -229,13 +243,23 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "tenant_group_type_id": g.tenant_group_type_id,
                 "group_name": g.group_name,
                 "display_name": g.display_name,
-                "raw": g.model_dump_json(by_alias=True),
+                "raw": raw_item,
             }
-            for order, g in enumerate(decision.decision_groups or [], start=1)
+            for order, (g, raw_item) in enumerate(
+                zip(decision.decision_groups or [], item_texts(decision, "decision_groups"), strict=True),
+                start=1,
+            )
         ],
         "decision_authorities": [
-            authority_row(tenant_id, decision.id, order, a)
-            for order, a in enumerate(decision.decision_authorities or [], start=1)
+            authority_row(tenant_id, decision.id, order, a, raw_item)
+            for order, (a, raw_item) in enumerate(
+                zip(
+                    decision.decision_authorities or [],
+                    item_texts(decision, "decision_authorities"),
+                    strict=True,
+                ),
+                start=1,
+            )
         ],
         "decision_documents": [
             {
@@ -251,16 +275,25 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "document_file_type": d.document_file_type,
                 "document_url": d.document_url,
                 "is_pinned": d.is_pinned,
-                "raw": d.model_dump_json(by_alias=True),
+                "raw": raw_item,
             }
-            for order, d in enumerate(decision.decision_documents or [], start=1)
+            for order, (d, raw_item) in enumerate(
+                zip(
+                    decision.decision_documents or [],
+                    item_texts(decision, "decision_documents"),
+                    strict=True,
+                ),
+                start=1,
+            )
         ],
     }
 
 
-def authority_row(tenant_id: str, decision_id: str, order: int, authority: DecisionAuthority) -> Row:
-    """One authority limit, the ``order``-th of its decision, its value parsed to a number where it is one
-    (``Unlimited`` is flagged)."""
+def authority_row(
+    tenant_id: str, decision_id: str, order: int, authority: DecisionAuthority, raw: str
+) -> Row:
+    """One authority limit, the ``order``-th of its decision (``raw``: its JSON as sent), its value parsed to
+    a number where it is one (``Unlimited`` is flagged)."""
     value = authority.authority_limit_value
     return {
         "tenant_id": tenant_id,
@@ -277,7 +310,7 @@ def authority_row(tenant_id: str, decision_id: str, order: int, authority: Decis
         "limit_number": parse_number(value) if value is not None else None,
         "limit_unit": authority.authority_limit_value_unit or None,
         "is_unlimited": value is not None and value.strip().lower() == "unlimited",
-        "raw": authority.model_dump_json(by_alias=True),
+        "raw": raw,
     }
 
 
