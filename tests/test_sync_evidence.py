@@ -7,7 +7,7 @@ independent stand-in (tests/standin.py), with records written by hand in the spe
 from __future__ import annotations
 
 import time
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,33 @@ def test_an_incremental_run_clears_a_cursor_stored_in_the_future(warehouse: Path
     assert rows(warehouse, "SELECT count(*) FROM delegations") == [(2,)]
     assert cursor_of(warehouse, "delegations") == [(ts(2),)]
     assert whole.record.status == "succeeded"
+
+
+@pytest.mark.parametrize("form", ["date", "epoch_milliseconds", "epoch_seconds"])
+def test_a_change_stamped_in_another_instant_form_is_read_by_the_next_incremental_run(
+    warehouse: Path, form: str
+) -> None:
+    # Before (date alone): the cursor stood at the time of the first run's latest change, today; a change
+    # the service then stamped with today's date alone (midnight UTC) lay before the next incremental
+    # window and was missed until the next full refresh.
+    now = datetime.now(UTC)
+    stamps = {
+        "date": now.date().isoformat(),
+        "epoch_milliseconds": int(now.timestamp() * 1000),
+        "epoch_seconds": int(now.timestamp()),
+    }
+    earlier = (now - timedelta(seconds=1)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    served = tenant(delegations=[delegation(1, updatedAt=earlier), delegation(2)])
+    run(served, warehouse)
+
+    served.lists["delegations"][1] = delegation(2, status="REVOKED", updatedAt=stamps[form])
+    changed, _ = run(served, warehouse, full_refresh=False)
+
+    assert changed.record.mode == "incremental"
+    assert rows(warehouse, "SELECT status FROM delegations ORDER BY id = ?", [uid("delegation", 2)]) == [
+        ("ISSUED",),
+        ("REVOKED",),
+    ]
 
 
 def kinds(record: Any) -> dict[tuple[str, str], str]:
