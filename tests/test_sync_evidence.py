@@ -16,7 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from resources.client import AdmClient
-from resources.errors import ConnectionError, ServiceError
+from resources.errors import ConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
 from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
@@ -218,20 +218,30 @@ def test_an_embedded_item_s_raw_is_its_own_text_as_sent(warehouse: Path) -> None
 
 
 @pytest.mark.parametrize("status", [404, 400])
-@pytest.mark.parametrize(("records", "skew"), [(20, 0), (15, 10)], ids=["exactly-full", "short"])
-def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(
-    warehouse: Path, status: int, records: int, skew: int
-) -> None:
+def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(warehouse: Path, status: int) -> None:
     # Before: NotFoundError / ValidationError "page 3 out of range" stopped the tenant every night.
-    served = tenant(decisions=[decision(n) for n in range(records)])
+    served = tenant(decisions=[decision(n) for n in range(20)])
 
-    # Pages of 10 (the service's cap): page 3 is past the end of either list.
-    quirks = Quirks(past_end=status, total_skew={"decisions": skew}, page_cap=10)
-    outcome, standin = run(served, warehouse, quirks)
+    # Pages of 10 (the service's cap): page 3 is past the end of the list.
+    outcome, standin = run(served, warehouse, Quirks(past_end=status, page_cap=10))
 
     assert outcome.record.status == "succeeded"
-    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(records,)]
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(20,)]
     assert standin.requests["decisions"] >= 3  # page 3 was asked for and answered as no such page
+
+
+@pytest.mark.parametrize("status", [404, 400])
+def test_a_page_past_the_end_after_a_short_page_ends_the_list_and_its_overcount_fails_the_run(
+    warehouse: Path, status: int
+) -> None:
+    # Only a total too high makes a page past a short one worth asking for: the 404/400 ends the list as
+    # an empty page would, and the list, twice 15 records for a total of 25, is known to be short.
+    served = tenant(decisions=[decision(n) for n in range(15)])
+
+    with pytest.raises(PagingDriftError, match=r"E8: .*\(15 ids read\) but its total says 25"):
+        run(served, warehouse, Quirks(past_end=status, total_skew={"decisions": 10}, page_cap=10))
+
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 def test_a_byte_order_mark_before_the_json_is_ignored(warehouse: Path) -> None:
