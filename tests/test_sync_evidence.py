@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from resources.errors import ConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
 from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
+from tests.test_sync_quirks import check, decision, delegation, group, rows, run, tenant, ts, uid, user
 
 FUTURE = "2099-06-01T00:00:00Z"
 
@@ -179,6 +180,47 @@ def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
     assert found["delegations", "startDate"] == "date_only"
     assert found["users", "createdOn"] == "epoch_milliseconds"
     assert found["groups", "createdOn"] == "epoch_seconds"
+
+
+def test_a_limit_number_holds_the_value_exactly_or_null_with_a_warning(warehouse: Path) -> None:
+    # Before: limit_number was a DOUBLE: 123456789012345678901234567.891 came out 1.2345678901234568e+26
+    # (123456789012345678152597504 once read back as a decimal), 0.1 + 0.2 summed to 0.30000000000000004.
+    values = {
+        "big": JsonText("123456789012345678901234567.891"),
+        "cents": JsonText("1500.00"),
+        "tenth": "0.1",
+        "fifth": "0.2",
+        "scaled": "2.5bn",
+        "too-precise": "1.1234567",
+        "too-large": "1" + "0" * 32,
+    }
+    limits = [
+        {"id": key, "authorityLimitValueType": "Currency", "authorityLimitValue": value}
+        for key, value in values.items()
+    ]
+    served = tenant(decisions=[decision(1, decisionAuthorities=limits)])
+
+    outcome, _ = run(served, warehouse)
+
+    assert outcome.record.status == "succeeded"
+    stored = dict(rows(warehouse, "SELECT id, limit_number FROM decision_authorities"))
+    assert stored == {
+        "big": Decimal("123456789012345678901234567.891"),
+        "cents": Decimal("1500.00"),
+        "tenth": Decimal("0.1"),
+        "fifth": Decimal("0.2"),
+        "scaled": Decimal("2500000000"),
+        "too-precise": None,
+        "too-large": None,
+    }
+    assert dict(rows(warehouse, "SELECT id, limit_value FROM decision_authorities")) == {
+        key: str(value) for key, value in values.items()
+    }
+    assert rows(
+        warehouse, "SELECT sum(limit_number) FROM decision_authorities WHERE id IN ('tenth', 'fifth')"
+    ) == [(Decimal("0.3"),)]
+    limits_check = check(outcome, "decision_authorities", "limit_values_parse")
+    assert not limits_check["passed"] and "2 numeric limit value(s)" in limits_check["description"]
 
 
 def test_an_embedded_item_s_raw_is_its_own_text_as_sent(warehouse: Path) -> None:

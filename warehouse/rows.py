@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Context, Decimal
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from models.groups import Group
 from models.positions import Position
 from models.users import User, UserPosition
 from resources.rawjson import member_objects
+from warehouse.schema import arrow_schema
 
 Row = dict[str, Any]
 TableRows = dict[str, list[Row]]
@@ -318,17 +320,39 @@ _AMOUNT = re.compile(
     r"^(?:[A-Z]{3}\s*)?(?P<sign>-)?[$€£¥]?\s*(?P<number>\d[\d,\s]*(?:\.\d+)?)\s*(?P<scale>k|m|mn|b|bn)?\s*(?:[A-Z]{3})?$",
     re.IGNORECASE,
 )
-_SCALES = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
+_SCALES = {"k": 3, "m": 6, "mn": 6, "b": 9, "bn": 9}
+"""A scale word -> the power of ten it multiplies by."""
 
 
-def parse_number(value: str) -> float | None:
-    """A limit value as a number, or None when it is not one: ``250,000``, ``$1,000,000``,
-    ``1 000 000`` (any space as a group separator), ``1M``, ``2.5bn``, ``USD 5,000``, ``5,000 EUR``."""
+def parse_number(value: str) -> Decimal | None:
+    """A limit value as the exact number it writes, or None when it is not one or does not fit the
+    column (`limit_digits`): ``250,000``, ``$1,000,000``, ``1 000 000`` (any space as a group separator),
+    ``1M``, ``2.5bn``, ``USD 5,000``, ``5,000 EUR``, ``1500.00``."""
     found = _AMOUNT.match(" ".join(value.split()))
     if found is None:
         return None
-    number = float(re.sub(r"[,\s]", "", found["number"])) * (-1 if found["sign"] else 1)
-    return number * _SCALES[found["scale"].lower()] if found["scale"] else number
+    number = Decimal(re.sub(r"[,\s]", "", found["number"]))  # exact: no context rounds a constructor
+    if found["scale"]:
+        number = number.scaleb(_SCALES[found["scale"].lower()], context=_WIDE)
+    digits, places = limit_digits()
+    if number.adjusted() >= digits - places:
+        return None  # more integer digits than the column holds
+    exact = number.quantize(Decimal(1).scaleb(-places), context=Context(prec=digits))
+    if exact != number:
+        return None  # more decimals than the column holds: not rounded
+    return exact.copy_negate() if found["sign"] else exact
+
+
+_WIDE = Context(prec=1_000)
+"""Wide enough that scaling a limit value's digits never rounds them (the default keeps 28)."""
+
+
+@functools.cache
+def limit_digits() -> tuple[int, int]:
+    """The precision and scale of ``decision_authorities.limit_number`` (a DECIMAL: the migrations say
+    which)."""
+    column = arrow_schema("decision_authorities").field("limit_number").type
+    return column.precision, column.scale
 
 
 @keyed
