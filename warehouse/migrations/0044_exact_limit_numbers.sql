@@ -4,13 +4,15 @@
 -- check limit_values_parse, and limit_value keeps its text (issue 28).
 --
 -- A value stored before this migration came through a DOUBLE: one of 10^15 or more may already be off in
--- its digits, so it is set NULL rather than kept looking exact; the other values are rounded to 6
--- decimals, which gives back the decimal written for any value a DOUBLE holds to 15 digits. A decision's
--- limits are parsed again from limit_value whenever the decision is read again (a full refresh reads all).
+-- its digits, so it is set NULL rather than kept looking exact; the other values are cast (rounded to 6
+-- decimals), which gives back the decimal written for any value a DOUBLE holds to 15 digits. No function
+-- appears here: a write-ahead log replayed offline knows only the core of DuckDB (test_recovery). A
+-- decision's limits are parsed again from limit_value whenever the decision is read again (a full refresh
+-- reads all).
 ALTER TABLE decision_authorities ALTER COLUMN limit_number SET DATA TYPE DECIMAL(38, 6)
-    USING CASE WHEN abs(limit_number) < 1e15 THEN CAST(round(limit_number, 6) AS DECIMAL(38, 6)) END;
+    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15 THEN CAST(limit_number AS DECIMAL(38, 6)) END;
 ALTER TABLE decision_authorities_history ALTER COLUMN limit_number SET DATA TYPE DECIMAL(38, 6)
-    USING CASE WHEN abs(limit_number) < 1e15 THEN CAST(round(limit_number, 6) AS DECIMAL(38, 6)) END;
+    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15 THEN CAST(limit_number AS DECIMAL(38, 6)) END;
 
 -- The views over the column are stated again so that they describe it with its new type.
 CREATE OR REPLACE VIEW v_authority_limits AS
