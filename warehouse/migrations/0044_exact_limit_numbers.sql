@@ -10,9 +10,11 @@
 -- decision's limits are parsed again from limit_value whenever the decision is read again (a full refresh
 -- reads all).
 ALTER TABLE decision_authorities ALTER COLUMN limit_number SET DATA TYPE DECIMAL(38, 6)
-    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15 THEN CAST(limit_number AS DECIMAL(38, 6)) END;
+    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15
+        THEN CAST(limit_number AS DECIMAL(38, 6)) END;
 ALTER TABLE decision_authorities_history ALTER COLUMN limit_number SET DATA TYPE DECIMAL(38, 6)
-    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15 THEN CAST(limit_number AS DECIMAL(38, 6)) END;
+    USING CASE WHEN limit_number > -1e15 AND limit_number < 1e15
+        THEN CAST(limit_number AS DECIMAL(38, 6)) END;
 
 -- The views over the column are stated again so that they describe it with its new type.
 CREATE OR REPLACE VIEW v_authority_limits AS
