@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -158,10 +158,16 @@ class ExtractRequest:
             raise ExtractStoppedError("stopped: another read of this tenant failed")
 
     def since(self, entity: str) -> datetime | None:
-        """Start of the incremental window, or None for a full read."""
+        """Start of the incremental window, or None for a full read: the overlap before the cursor, and no
+        later than the start of the cursor's UTC day, because a service may stamp a change with its date
+        alone (that day's midnight), which is earlier than the cursor when the change came after it the
+        same day."""
         cursor = self.cursors.get(entity)
         whole = self.full_refresh or entity in self.whole
-        return None if whole or cursor is None else cursor - self.overlap
+        if whole or cursor is None:
+            return None
+        day = cursor.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return min(cursor - self.overlap, day)
 
 
 def whole_reads(live_records: Mapping[str, int], applied_since_commit: bool) -> frozenset[str]:

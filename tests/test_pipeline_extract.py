@@ -27,7 +27,7 @@ from pipelines.extract import DEFAULT_OVERLAP
 from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
 from resources.catalog import PAGED_LISTS
-from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, SMALL, fresh, set_faults
+from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, fresh, set_faults
 from tests.sync_support import query, settings_for
 from tests.sync_support import sync as run_sync
 
@@ -508,23 +508,20 @@ def test_tenant_partitions_fail_independently(settings: SyncSettings) -> None:
     ]
 
 
-def test_a_total_off_on_a_list_read_to_its_end_is_a_warning_with_figures(
+def test_a_total_that_overcounts_a_list_read_twice_to_its_end_fails_the_run_naming_the_list(
     server: EmulatorServer, settings: SyncSettings
 ) -> None:
-    """A service whose totals are off by 3: every list is still read to a short last page, so the run
-    commits every record, and the row-count check warns with its figures instead of blocking the tenant."""
+    """A service whose totals are 3 too high: every list is read to a short last page twice, listing the
+    same records both times, so the set is known to be short of what the service says it holds: the run
+    fails naming the list, its total and the ids read, and commits nothing (before: it committed with a
+    warning)."""
     set_faults(server, FaultConfig(total_skew=3))
 
-    run = run_sync(settings, full_refresh=True)
+    run = run_sync(settings, full_refresh=True, expect_success=False)
 
-    assert run.success, run.error
-    assert rows(settings, "SELECT count(*) FROM decisions") == [(SMALL.decisions,)]
-    (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
-    by_name = {(c["table"], c["check"]): c for c in json.loads(checks)}
-    check = by_name[("decisions", "row_count_matches_service_total")]
-    assert not check["passed"]
-    assert f"staged {SMALL.decisions}, service total {SMALL.decisions + 3}" in check["description"]
-    assert "read to its end" in check["description"]
+    assert not run.success and run.error is not None
+    assert re.search(r"read to its end twice, .* \((\d+) ids read\) but its total says (\d+)", run.error)
+    assert rows(settings, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 def test_a_full_run_with_inserts_while_it_pages_loads_the_lists_as_they_end(
