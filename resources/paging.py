@@ -115,6 +115,10 @@ class _Pass:
     totals: list[int] = field(default_factory=list)
     ids: set[str] = field(default_factory=set)
     repeated: set[str] = field(default_factory=set)
+    page_of: dict[str, int] = field(default_factory=dict)
+    """Id -> the page that listed it first in this pass."""
+    crossed: set[str] = field(default_factory=set)
+    """The ids listed on two different pages (a move while the pass read, unless the order is trusted)."""
     filled: set[int] = field(default_factory=lambda: {1})
     past_end: set[int] = field(default_factory=set)
     kept_out: dict[int, int] = field(default_factory=dict)
@@ -233,11 +237,11 @@ class PageStream(Generic[T]):
         if self.total is None:
             self.total = first.total
         size = self.page_size = self._served_size(first)
-        yield from self._fresh(first, current)
+        yield from self._fresh(1, first, current)
         end = _End(1, first)
         pages = range(2, self._pages(first.total, size) + 1)
         for number, page in self._map(lambda n: self._fetch(current, n, size), pages):
-            yield from self._fresh(page, current)
+            yield from self._fresh(number, page, current)
             end.saw(number, page)
         if self.append_only:
             yield from self._read_growth(end, current, size)
@@ -295,7 +299,7 @@ class PageStream(Generic[T]):
             for number, page in self._map(
                 lambda n: self._fetch(current, n, size), range(end.page, self._pages(grown, size) + 1)
             ):
-                yield from self._fresh(page, current)
+                yield from self._fresh(number, page, current)
                 end.saw(number, page)
                 answered += [page.total] if page.total is not None else []
             # Only this round's answers: a total that page 1 reported before a removal must not be chased.
@@ -314,7 +318,7 @@ class PageStream(Generic[T]):
                 self.complete = False
                 return
             page = self._fetch(current, end.page + 1, size)
-            yield from self._fresh(page, current)
+            yield from self._fresh(end.page + 1, page, current)
             end.saw(end.page + 1, page)
             if page.data and len(current.ids) == listed:  # every record it listed was listed already
                 self.complete = False
@@ -325,20 +329,24 @@ class PageStream(Generic[T]):
     def _pages(total: int | None, size: int) -> int:
         return max(1, math.ceil((total or 0) / size))
 
-    def _fresh(self, page: Page[T], current: _Pass) -> Iterator[Page[T]]:
-        """The page with only records not seen before; nothing when none is new."""
+    def _fresh(self, number: int, page: Page[T], current: _Pass) -> Iterator[Page[T]]:
+        """Page ``number`` (as asked for: a service may misreport it) with only records not seen before;
+        nothing when none is new."""
         if page.total is not None:
             current.totals.append(page.total)
             self.totals_seen.add(page.total)
         self._check_order(page)
-        current.kept_out[page.page] = page.served - len(page.data)
-        current.served[page.page] = page.served
+        current.kept_out[number] = page.served - len(page.data)
+        current.served[number] = page.served
         new = []
         for item in page.data:
             key = self._record_id(item)
             if key in current.ids:
                 current.repeated.add(key)
+                if current.page_of[key] != number:
+                    current.crossed.add(key)
             current.ids.add(key)
+            current.page_of.setdefault(key, number)
             if key not in self._seen:
                 self._seen.add(key)
                 self._updated[key] = self._updated_of(item) if self._updated_of else None
@@ -378,6 +386,8 @@ class PageStream(Generic[T]):
         a second pass that lists exactly the records of the one before (when the service gives no total,
         nothing else can reveal a removal; when the ids disagree with the total, nothing moved between
         the two reads). See the module docstring, 4 to 6."""
+        if current.crossed and not self.append_only:
+            return False  # the order moved during the pass: whatever it agrees with, it may have missed some
         totals = current.totals
         again = previous is not None and current.ids == previous
         if not totals:

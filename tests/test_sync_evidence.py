@@ -21,7 +21,19 @@ from resources.errors import ConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
 from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import check, decision, delegation, group, rows, run, tenant, ts, uid, user
+from tests.test_sync_quirks import (
+    check,
+    decision,
+    delegation,
+    group,
+    position,
+    rows,
+    run,
+    tenant,
+    ts,
+    uid,
+    user,
+)
 
 FUTURE = "2099-06-01T00:00:00Z"
 
@@ -284,6 +296,74 @@ def test_a_page_past_the_end_after_a_short_page_ends_the_list_and_its_overcount_
         run(served, warehouse, Quirks(past_end=status, total_skew={"decisions": 10}, page_cap=10))
 
     assert rows(warehouse, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def reordered_positions(
+    tails: dict[int, list[dict[str, Any]]], inserted: dict[str, Any], *, total: bool = False
+) -> Quirks:
+    """Positions (without a total unless ``total``), 9 a page, reordered per request: request n (from 0)
+    serves ``tails[n]`` last (else the stored order); ``inserted`` is added before request 2 (the third)."""
+    asked = [0]
+
+    def insert(name: str, before: int, served: Any) -> None:
+        if name == "positions":
+            asked[0] = before
+            if before == 2:
+                served.lists["positions"].append(inserted)
+
+    def order(name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        tail = tails.get(asked[0], []) if name == "positions" else []
+        return [item for item in records if item not in tail] + tail
+
+    return Quirks(page_cap=9, no_total=set() if total else {"positions"}, on_list_request=insert, order=order)
+
+
+def test_two_passes_listing_the_same_records_twice_across_pages_prove_nothing(warehouse: Path) -> None:
+    # Found by the protocol fuzzer: positions without a total, reordered for every request, one inserted
+    # at the third request. Page 1 served 9 (the page size); each pass's page 2 showed records page 1 had
+    # listed, so both passes listed the same 9 ids and the second was accepted: the run committed 9 of 11.
+    positions = [position(n) for n in range(10)]
+    tails = {1: positions[:1], 3: positions[:2]}  # page 2 of pass 1, then of pass 2: records of page 1
+
+    with pytest.raises(PagingDriftError, match=r"positions: the list changed during each of 3 passes"):
+        run(tenant(positions=positions), warehouse, reordered_positions(tails, position(10)), concurrency=1)
+
+    assert rows(warehouse, "SELECT count(*) FROM positions") == [(0,)]
+
+
+def test_with_a_total_a_record_listed_on_two_pages_is_not_taken_for_one_the_total_counts_twice(
+    warehouse: Path,
+) -> None:
+    # The same service with a total: pass 2 listed 9 ids, served 11 records for a total of 11, and equalled
+    # pass 1, so it was taken for a list whose total counts a repeated record: 9 of 11 committed.
+    positions = [position(n) for n in range(10)]
+    tails = {1: positions[:1], 3: positions[:2]}
+
+    outcome, standin = run(
+        tenant(positions=positions), warehouse, reordered_positions(tails, position(10), total=True)
+    )
+
+    assert outcome.record.status == "succeeded"
+    assert standin.requests["positions"] == 6  # pass 3 listed 11 distinct ids for a total of 11
+    assert rows(warehouse, "SELECT id FROM positions ORDER BY id") == sorted(
+        (item["id"],) for item in positions
+    )
+
+
+def test_a_pass_that_listed_a_record_on_two_pages_is_settled_by_two_clean_passes(warehouse: Path) -> None:
+    # Without a total, only pass 1 repeats a record across pages: passes 2 and 3 agree, all 11 stored.
+    positions = [position(n) for n in range(10)]
+
+    outcome, standin = run(
+        tenant(positions=positions), warehouse, reordered_positions({1: positions[:1]}, position(10))
+    )
+
+    assert outcome.record.status == "succeeded"
+    assert standin.requests["positions"] == 6
+    assert len(positions) == 11  # the stand-in serves this list: the one inserted is in it
+    assert rows(warehouse, "SELECT id FROM positions ORDER BY id") == sorted(
+        (item["id"],) for item in positions
+    )
 
 
 def test_a_byte_order_mark_before_the_json_is_ignored(warehouse: Path) -> None:
