@@ -40,21 +40,24 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
 4. A record that an earlier pass yielded and the settling pass no longer found was removed while the list
    was read: it is reported in ``vanished`` (at most one extra pass is needed to know).
 5. A list whose pages give no ``total`` cannot show a change by its totals: it is read until two passes in
-   a row list the same records (two passes when nothing changes, three after a change).
-6. **Completeness.** A pass is accepted only when the ids it listed agree with the evidence: as many
-   distinct ids (plus the records the contract rejected) as its final ``total`` says, and, in a pass whose
-   order is not the trusted creation order, no record listed twice (a record that changed and moved while
-   the list was paged: whatever order the service really uses, a move makes another record slide across a
-   page boundary, read twice or missed, and a pass listing as many distinct ids as a steady total has read
-   every record). A pass that disagrees is followed by another one; a pass that lists exactly the records
-   of the pass before it is accepted when the total says fewer records (nothing moved between the two
-   reads, so the difference is the service's own count), or as many as it served counting its repeats (a
-   record listed twice, which the total counts twice), and is ``reread``; one that served fewer records
-   than the total twice is known to be short and raises `PagingDriftError` naming the total and the ids
-   read: never returned as if it were whole. A pass with records the contract kept out (rejected: no id
-   to count them by) is accepted only so, as one such record read on two pages would count twice. A list
-   still changing after ``MAX_PASSES`` raises `PagingDriftError`: a set known to be short is never
-   returned as if it were whole.
+   a row list the same records (two passes when nothing changes, three after a change), the second with no
+   record on two pages (see 6).
+6. **Completeness.** A pass is accepted only when the ids it listed agree with the evidence: as many distinct
+   ids (plus the records the contract rejected) as its final ``total`` says, and, in a pass whose order is not
+   the trusted creation order, no record listed twice (a record that changed and moved while the list was
+   paged: whatever order the service really uses, a move makes another record slide across a page boundary,
+   read twice or missed, and a pass listing as many distinct ids as a steady total has read every record). A
+   pass that disagrees is followed by another one; a pass that lists exactly the records of the pass before it
+   is accepted when the total says fewer records (nothing moved between the two reads, so the difference is
+   the service's own count), or as many as it served counting its repeats (a record listed twice on one page,
+   which the total counts twice), and is ``reread``; one that served fewer records than the total twice is
+   known to be short and raises `PagingDriftError` naming the total and the ids read: never returned as if it
+   were whole. A pass with records the contract kept out (rejected: no id to count them by) is accepted only
+   so, as one such record read on two pages would count twice. A list still changing after ``MAX_PASSES``
+   raises `PagingDriftError`: a set known to be short is never returned as if it were whole. A pass in an
+   order not trusted that lists a record on two different pages is never accepted, whatever it agrees with:
+   the order moved while it read, so it may have missed records, and so may the pass before it (two passes of
+   a list reshuffled for every request can repeat the same records and miss the same ones).
 7. **The newest copy.** A record met again with a later updated-at than the copy yielded (it changed while
    the list was read) is kept in ``newer`` (the latest copy per id); the caller replaces what it kept.
 
