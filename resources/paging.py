@@ -227,7 +227,8 @@ class PageStream(Generic[T]):
         raise self._describe(
             f"the list changed during each of {self._max_passes} passes (totals seen: "
             f"{sorted(self.totals_seen)}; the last pass listed {current.listed()} records, "
-            f"{len(current.repeated)} of them twice); no consistent read"
+            f"{len(current.repeated)} of them twice, {len(current.crossed)} of them on two pages); "
+            "no consistent read"
         )
 
     def items(self) -> Iterator[T]:

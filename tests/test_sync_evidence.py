@@ -331,6 +331,20 @@ def test_two_passes_listing_the_same_records_twice_across_pages_prove_nothing(wa
     assert rows(warehouse, "SELECT count(*) FROM positions") == [(0,)]
 
 
+def test_a_record_the_service_lists_on_two_pages_in_every_read_fails_the_run_naming_the_list(
+    warehouse: Path,
+) -> None:
+    # No read can tell the service's own repeat on two pages from a record that moved and hid another one
+    # (a reshuffling service can serve the very same pages twice), so the set is not proven: a loud failure.
+    positions = [position(n) for n in range(10)]
+    served = tenant(positions=[*positions[:5], positions[0], *positions[5:]])
+
+    with pytest.raises(PagingDriftError, match=r"positions: .* 10 records, 1 of them on two pages"):
+        run(served, warehouse, Quirks(page_cap=5))
+
+    assert rows(warehouse, "SELECT count(*) FROM positions") == [(0,)]
+
+
 def test_with_a_total_a_record_listed_on_two_pages_is_not_taken_for_one_the_total_counts_twice(
     warehouse: Path,
 ) -> None:

@@ -193,9 +193,10 @@ def test_a_list_short_of_its_total_in_two_identical_reads_fails_naming_the_list(
 
 
 def test_a_list_whose_total_counts_a_record_served_twice_commits_with_a_warning(warehouse: Path) -> None:
-    # The service lists one position on two pages and counts it twice: 11 served, 10 ids, total 11.
+    # The service lists one position twice on page 1 and counts it twice: 11 served, 10 ids, total 11.
+    # (Listed on two pages, it is not told from a record that moved: see test_sync_evidence.py.)
     positions = [position(n) for n in range(10)]
-    served = tenant(positions=[*positions[:5], positions[0], *positions[5:]])
+    served = tenant(positions=[*positions[:4], positions[0], *positions[4:]])
 
     outcome, _ = run(served, warehouse, Quirks(page_cap=5))
 
