@@ -339,7 +339,9 @@ def test_a_record_the_service_lists_on_two_pages_in_every_read_fails_the_run_nam
     positions = [position(n) for n in range(10)]
     served = tenant(positions=[*positions[:5], positions[0], *positions[5:]])
 
-    with pytest.raises(PagingDriftError, match=r"positions: .* 10 records, 1 of them on two pages"):
+    with pytest.raises(
+        PagingDriftError, match=r"positions: .* 10 records, 1 of them twice, 1 of them on two pages"
+    ):
         run(served, warehouse, Quirks(page_cap=5))
 
     assert rows(warehouse, "SELECT count(*) FROM positions") == [(0,)]
