@@ -159,6 +159,10 @@ def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
 
 SLOW = FaultConfig(latency_ms=40)
 """Each answer 40 ms late, one request at a time: the extract lasts seconds, so a stop falls in its middle."""
+LAUNCH_AT_ONCE = {
+    "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}
+}
+"""A submitted run goes to the run launcher at once (no queue, so no daemon is needed)."""
 REVISION_ENDPOINTS = {revisions.endpoint for revisions in REVISIONS.values()}
 STOPPED_EXIT_BOUND_S = 20.0
 """What the test allows `dagster job execute` between SIGTERM and its end: the goal is 5 s (measured
@@ -222,7 +226,10 @@ def test_a_run_terminated_from_dagster_stops_at_once_and_the_rerun_resumes(
         monkeypatch.setenv(name, value)  # the code server and its run workers read the environment
     set_faults(server, SLOW)
     target = ModuleTarget("pipelines.definitions", None, str(ROOT), None)
-    with dg.instance_for_test() as instance, WorkspaceProcessContext(instance, target) as workspace:
+    with (
+        dg.instance_for_test(overrides=LAUNCH_AT_ONCE) as instance,
+        WorkspaceProcessContext(instance, target) as workspace,
+    ):
         context = workspace.create_request_context()
         selector = {
             "repositoryLocationName": context.code_location_names[0],
