@@ -170,4 +170,3 @@ def exit_at_once(status: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
-
