@@ -38,8 +38,7 @@ from pipelines.sync import (
 )
 from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
 from resources.dagster_resource import AdmClientResource
-from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
+from resources.errors import APIConnectionError, PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published

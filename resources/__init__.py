@@ -2,14 +2,15 @@
 
 Public surface: `AdmClient` and its `ClientSettings`; `AdmClientResource` for Dagster; `PageStream`
 (what `AdmClient.iter_pages` returns); `MetricsSnapshot`; the exception tree rooted at `ServiceError`
-(see `resources.errors`). The client's ``ConnectionError`` is exported as ``APIConnectionError`` so that
-``from resources import *`` does not shadow the builtin; ``resources.ConnectionError`` names it too.
+(see `resources.errors`; ``APIConnectionError`` is named as openai-python names it: the builtin
+``ConnectionError`` stays unshadowed).
 """
 
 from typing import TYPE_CHECKING, Any
 
 from resources.client import AdmClient
 from resources.errors import (
+    APIConnectionError,
     AuthenticationError,
     NotFoundError,
     PagingDriftError,
@@ -22,8 +23,6 @@ from resources.errors import (
     WriteOutcomeUnknown,
     WriteResponseFormatError,
 )
-from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import ConnectionError as ConnectionError
 from resources.metrics import MetricsSnapshot
 from resources.paging import PageStream
 from resources.ratelimit import clear_buckets
