@@ -7,6 +7,7 @@ import importlib
 import pickle
 import pkgutil
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from resources.errors import (
 PACKAGES = ("models", "resources", "warehouse", "pipelines")
 """The product's packages (the emulator's errors are the service's, not the product's)."""
 
-CONTEXT = {"method": "PATCH", "path": "/users/v1/u-1", "status": 503}
+CONTEXT: dict[str, Any] = {"method": "PATCH", "path": "/users/v1/u-1", "status": 503}
 _FORMAT = ResponseFormatError.mismatch("E3", "data.0.id", "not a UUID", **CONTEXT)
 
 EXAMPLES: dict[type[AuthoritySyncError], Callable[[], AuthoritySyncError]] = {
