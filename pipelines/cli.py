@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
-from pipelines.bindings import warehouse_resource
 from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
@@ -24,6 +23,7 @@ from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from pipelines.stopping import exit_at_once, received_signal
 from pipelines.sync import owned_files
+from pipelines.warehouse_resource import WarehouseResource
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private, tighten
@@ -207,7 +207,7 @@ def warehouse_upgrade(
     settings = settings_or_exit(warehouse)
     try:
         done = upgrade(settings.warehouse, settings.lock_wait_s)
-        tighten(*owned_files(warehouse_resource(settings), str(settings.limiter_state_dir)))
+        tighten(*owned_files(WarehouseResource(settings), str(settings.limiter_state_dir)))
     except (OSError, LockBusyError, NewerWarehouseError, duckdb.Error) as error:
         typer.echo(f"error: {settings.warehouse}: {error}", err=True)
         raise typer.Exit(1) from None
@@ -244,7 +244,7 @@ def demo(
         assert con is not None
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
-    show_demo_plan(console, warehouse_resource(settings), settings.default_tenant)
+    show_demo_plan(console, WarehouseResource(settings), settings.default_tenant)
 
 
 @app.command()

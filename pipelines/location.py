@@ -25,7 +25,7 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
     bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(partitions, bound, settings.tenant_names)
+    sync = tenant_sync_asset(partitions, settings.tenant_names)
     schedules = sync_schedules(
         tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
     )

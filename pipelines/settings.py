@@ -109,9 +109,6 @@ def variable_of(field: str) -> str:
 
 NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
 
-SECRET_FIELDS = frozenset({"token", "access_key"})
-_V = TypeVar("_V")
-
 
 def _private_address(url: str) -> bool:
     """Whether ``url`` is https, or plain http to this machine (an emulator, a local proxy)."""

@@ -36,6 +36,7 @@ from models.hr.thresholds import (
     watched_entities,
     watched_kind,
 )
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import ApplyReport, apply_plan
 from pipelines.hr.identity import FOREIGN_RULE
 from pipelines.hr.mapping import Mapping as HrMapping
@@ -51,7 +52,6 @@ from pipelines.runner import cli_instance, run_tenant
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.dagster_resource import AdmClientResource
 from warehouse.commit import MEMORY_LIMIT, writing
 from warehouse.hr_store import (
     PendingChange,
