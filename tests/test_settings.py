@@ -18,8 +18,8 @@ from pipelines.bindings import resources
 from pipelines.cli import app
 from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.location import sync_definitions
-from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, load_settings
-from resources.settings import RatePlan
+from pipelines.settings import SettingsError, credential_for, load_settings
+from resources.settings import MONTHLY_QUOTAS, RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from warehouse import reads
 from warehouse.db import open_database
@@ -131,7 +131,7 @@ def test_each_tenant_may_have_its_own_rate_plan_and_quota_and_name_in_dagster(
         1234,
     )
     # The resources a run gets carry them: the client limits each tenant at its plan's rate.
-    adm = bound["adm"].process_config_and_initialize()
+    adm = bound["adm"]
     assert adm.client_settings(DEMO_TENANT_ID).rate_plan == RatePlan.PREMIUM
     assert adm.client_settings(OTHER_TENANT_ID).rate_plan == RatePlan.ESSENTIAL
     policy = bound["sync_policy"]
