@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from signal import Signals
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import httpx
@@ -18,8 +18,6 @@ from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
-from pipelines.location import sync_definitions
-from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from pipelines.stopping import exit_at_once, received_signal
 from pipelines.sync import owned_files
@@ -33,6 +31,9 @@ from warehouse.publish import for_readers, try_publish
 from warehouse.reads import WriterHoldsFileError, read_only, tenant_sizes
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
+
+if TYPE_CHECKING:
+    from pipelines.runner import TenantRun
 
 app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -177,6 +178,10 @@ def sync_tenants(
     verbose: bool = False,
 ) -> list[TenantRun]:
     """Run each tenant's sync job in turn, with a spinner (and Dagster's log with ``verbose``)."""
+    # Dagster is loaded by the commands that run a job, not by --help, `sql` or `budget` (it costs seconds).
+    from pipelines.location import sync_definitions
+    from pipelines.runner import cli_instance, run_tenant
+
     defs = sync_definitions(settings)
     runs = []
     with cli_instance() as instance:
