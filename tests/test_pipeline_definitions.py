@@ -13,6 +13,7 @@ from dagster._core.snap.snap_to_yaml import default_values_from_type_snap
 from typer.testing import CliRunner
 
 from emulator.scale import DEMO_TENANT_ID
+from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.freshness import check_names
@@ -166,9 +167,10 @@ def test_no_job_has_resource_config_the_launchpad_could_copy(tmp_path: Path) -> 
     # What the launchpad's root default YAML is made of (dagster_graphql's rootDefaultYaml).
     prefilled = default_values_from_type_snap(schema.get_config_snap(root), schema)
     assert not any(section.get("config") for section in (prefilled.get("resources") or {}).values())
-    stale = {"resources": {"warehouse": {"config": {"path": "old/warehouse.duckdb"}}}}
-    with pytest.raises(dg.DagsterInvalidConfigError):
-        job.execute_in_process(run_config=stale, partition_key=DEMO_TENANT_ID)
+    # Each resource is the settings or a view of them, not a configurable resource a run could set.
+    bound = bound_resources(settings)
+    assert not any(isinstance(resource, dg.ConfigurableResource) for resource in bound.values())
+    assert all(getattr(resource, "settings", resource) is settings for resource in bound.values())
 
 
 def test_table_assets_carry_the_dictionarys_descriptions_and_the_warehouses_column_types() -> None:
