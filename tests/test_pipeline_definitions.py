@@ -171,6 +171,11 @@ def test_no_job_has_resource_config_the_launchpad_could_copy(tmp_path: Path) -> 
     bound = bound_resources(settings)
     assert not any(isinstance(resource, dg.ConfigurableResource) for resource in bound.values())
     assert all(getattr(resource, "settings", resource) is settings for resource in bound.values())
+    # A run config copied before the quota was lowered is refused before anything is read or written.
+    stale = {"resources": {"sync_policy": {"config": {"monthly_quota": 100_000}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match='unexpected config entry "monthly_quota"'):
+        job.execute_in_process(run_config=stale, partition_key=DEMO_TENANT_ID)
+    assert not settings.warehouse.exists()
 
 
 def test_table_assets_carry_the_dictionarys_descriptions_and_the_warehouses_column_types() -> None:
