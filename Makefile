@@ -73,10 +73,11 @@ dagster: $(VENV)/.synced
 	fi; DAGSTER_HOME=$(CURDIR)/data/dagster_home PYTHONWARNINGS='$(NOT_DG)' \
 		$(VENV)/bin/dagster dev -w workspace.yaml
 
-# docs/data-dictionary.md and warehouse/described_schema.json, rendered again from warehouse/dictionary.toml and
-# the migrated schema.
+# The generated docs: docs/data-dictionary.md and warehouse/described_schema.json, rendered again from
+# warehouse/dictionary.toml and the migrated schema; the README's table of settings, from pipelines/settings.py.
 dictionary: $(VENV)/.synced
 	$(VENV)/bin/python -m warehouse.dictionary_page --write
+	$(VENV)/bin/python -m pipelines.settings_doc --write
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data

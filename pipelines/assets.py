@@ -24,8 +24,8 @@ from typing import Any
 import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
-from pipelines.launch import StaleRunConfigError, refuse_stale_config
-from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
+from pipelines.clients import AdmClientResource
+from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, configured_tenant
 from pipelines.stopping import RunInterruptedError, RunOverBudgetError
 from pipelines.sync import (
     SyncBlockedError,
@@ -36,10 +36,8 @@ from pipelines.sync import (
     one_line,
     sync_tenant,
 )
-from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
-from resources.dagster_resource import AdmClientResource
-from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
+from pipelines.warehouse_resource import WarehouseResource
+from resources.errors import APIConnectionError, PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -172,11 +170,9 @@ CONFORMITY_DESCRIPTION = (
 )
 
 
-def tenant_sync_asset(
-    partitions: dg.PartitionsDefinition, bound: Mapping[str, Any], names: Mapping[str, str]
-) -> dg.AssetsDefinition:
-    """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
-    value of the ``bound`` resources is refused (`pipelines.launch`). Its tables carry no freshness policy:
+def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, str]) -> dg.AssetsDefinition:
+    """The multi-asset of the whole tenant sync, one partition per tenant, with the resources the settings
+    bind (`pipelines.bindings`: nothing a run's config could set). Its tables carry no freshness policy:
     Dagster's would count any tenant's commit and show Passing beside a stale tenant; each tenant's
     ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth. Check results name the
     tenant as ``names`` (id -> name, ``ADM_TENANTS``) does."""
@@ -192,16 +188,12 @@ def tenant_sync_asset(
     )
     def adm_tenant_sync(
         context: dg.AssetExecutionContext,
-        adm: AdmClientResource,
-        warehouse: WarehouseResource,
-        sync_policy: SyncPolicyResource,
+        adm: dg.ResourceParam[AdmClientResource],
+        warehouse: dg.ResourceParam[WarehouseResource],
+        sync_policy: dg.ResourceParam[SyncSettings],
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
-        if adm.base_url is None and adm.environment is None:
+        if not sync_policy.address_configured:
             raise dg.Failure(description=NO_SERVICE)
-        try:
-            refuse_stale_config(context.run.run_config, bound)
-        except StaleRunConfigError as error:
-            raise dg.Failure(description=str(error)) from None
         request = _request(context, partitions)
         _tag_run(context, request.tenant_id)
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
@@ -249,7 +241,7 @@ def _tag_run(context: dg.AssetExecutionContext, tenant_id: str) -> None:
 
 
 def _retry(
-    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception, outcome: SyncOutcome
+    context: dg.AssetExecutionContext, policy: SyncSettings, error: Exception, outcome: SyncOutcome
 ) -> dg.RetryRequested | dg.Failure:
     """Run the step again after a passing failure, with a growing wait; the run's tags can change how often
     and how soon. The retry reuses the revision lists this attempt fetched (its journal), so it costs

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.bindings import resources
 from pipelines.hr.dagster import hr_definitions
 from pipelines.location import sync_definitions
 from pipelines.settings import load_settings
 
 settings = load_settings()
-defs = dg.Definitions.merge(sync_definitions(settings), hr_definitions(resources(settings)))
+defs = dg.Definitions.merge(sync_definitions(settings), hr_definitions())

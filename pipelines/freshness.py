@@ -68,7 +68,7 @@ def freshness_checks(
 
     @dg.multi_asset_check(specs=specs, name="tenant_sync_fresh", can_subset=True)
     def tenant_sync_fresh(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[WarehouseResource]
     ) -> Iterator[dg.AssetCheckResult]:
         now = datetime.now(UTC)
         stopped = stopped_schedules(context.instance, schedules)

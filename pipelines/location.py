@@ -24,8 +24,11 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     address configured the definitions load (the UI shows them) and every sync refuses in one line."""
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
-    bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(partitions, bound, settings.tenant_names)
+    bound = {
+        name: _without_config(resource)
+        for name, resource in (bound_resources(settings) | dict(resources or {})).items()
+    }
+    sync = tenant_sync_asset(partitions, settings.tenant_names)
     schedules = sync_schedules(
         tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
     )
@@ -39,3 +42,11 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )
+
+
+def _without_config(resource: Any) -> Any:
+    """``resource`` as a resource with no config: a run config giving it any is refused by Dagster (a
+    launchpad copy of values the operator has changed since cannot reach a run)."""
+    if isinstance(resource, dg.ResourceDefinition):
+        return resource
+    return dg.ResourceDefinition(resource_fn=lambda _: resource, config_schema={})

@@ -17,7 +17,6 @@ from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.freshness import check_names
-from pipelines.launch import stale_values
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, load_settings
@@ -155,9 +154,9 @@ def test_the_client_imports_without_dagster() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_path: Path) -> None:
-    # The launchpad pre-fills a run's config with every resource's bound values (its root default YAML);
-    # launched unchanged, that copy must run, and one value changed since must not.
+def test_no_job_has_resource_config_the_launchpad_could_copy(tmp_path: Path) -> None:
+    # Before: the launchpad pre-filled every resource's values (a copy that went stale when the operator
+    # changed a setting) and a guard (pipelines/launch.py) refused runs whose copy differed.
     settings = SyncSettings(
         base_url="http://127.0.0.1:9", tenants=[DEMO_TENANT_ID], token="t", warehouse=tmp_path / "w.duckdb"
     )
@@ -167,14 +166,16 @@ def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_pat
     assert root is not None
     # What the launchpad's root default YAML is made of (dagster_graphql's rootDefaultYaml).
     prefilled = default_values_from_type_snap(schema.get_config_snap(root), schema)
+    assert not any(section.get("config") for section in (prefilled.get("resources") or {}).values())
+    # Each resource is the settings or a view of them, not a configurable resource a run could set.
     bound = bound_resources(settings)
-
-    assert prefilled["resources"]["sync_policy"]["config"]["monthly_quota"] == settings.quota
-    assert stale_values(prefilled, bound) == []
-    prefilled["resources"]["warehouse"]["config"]["path"] = "old/warehouse.duckdb"
-    assert stale_values(prefilled, bound) == [
-        f"warehouse.path: 'old/warehouse.duckdb' (settings: '{settings.warehouse}')"
-    ]
+    assert not any(isinstance(resource, dg.ConfigurableResource) for resource in bound.values())
+    assert all(getattr(resource, "settings", resource) is settings for resource in bound.values())
+    # A run config copied before the quota was lowered is refused before anything is read or written.
+    stale = {"resources": {"sync_policy": {"config": {"monthly_quota": 100_000}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match='unexpected config entry "monthly_quota"'):
+        job.execute_in_process(run_config=stale, partition_key=DEMO_TENANT_ID)
+    assert not settings.warehouse.exists()
 
 
 def test_table_assets_carry_the_dictionarys_descriptions_and_the_warehouses_column_types() -> None:

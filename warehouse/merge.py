@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -162,7 +163,7 @@ def _root_scope(ctx: MergeContext, root: str) -> str:
 def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)) -> Counts:
     """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope."""
     on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
-    same = _SAME.get(table, _SAME_ROW)
+    same = _same().get(table, _SAME_ROW)
     result = ctx.con.execute(
         f"WITH c AS (SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = ? AND {scope}) "
         f"SELECT count(*) FILTER (WHERE c.tenant_id IS NULL), "
@@ -194,17 +195,21 @@ def _staged_columns(table: str) -> str:
 _SAME_ROW = "CAST(s AS VARCHAR) = CAST(c AS VARCHAR)"
 """Whole-row equality (a table alias is a struct in DuckDB) over the staged columns."""
 
-_SAME = {
-    **{
-        family.root: "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
-        for family in FAMILIES.values()
-        if "content_hash" in staging_schema(family.root).names
-    },
-    # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
-    **dict.fromkeys(REVISIONS, "s.revision_id = c.revision_id"),
-}
-"""How a staged row ``s`` and a current one ``c`` are the same, where not whole-row equality: a record with
-a content hash is the same while its hash and deleted state are."""
+
+@cache
+def _same() -> dict[str, str]:
+    """How a staged row ``s`` and a current one ``c`` are the same, where not whole-row equality: a record
+    with a content hash is the same while its hash and deleted state are. Built at the first merge, not at
+    import: it reads the migrated schema, which the CLI's --help and `sql` have no use for."""
+    return {
+        **{
+            family.root: "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
+            for family in FAMILIES.values()
+            if "content_hash" in staging_schema(family.root).names
+        },
+        # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
+        **dict.fromkeys(REVISIONS, "s.revision_id = c.revision_id"),
+    }
 
 
 def _replace(ctx: MergeContext, table: str, scope: str) -> None:
@@ -264,7 +269,7 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     """A new version, a copy of the current row, for every record whose own content or deleted state
     changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
-    same = _SAME.get(root, _SAME_ROW)
+    same = _same().get(root, _SAME_ROW)
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
         f"SELECT s.id FROM stg_{root} s "
