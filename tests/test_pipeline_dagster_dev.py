@@ -18,8 +18,8 @@ import pytest
 from dagster_graphql import DagsterGraphQLClient
 
 from emulator.server import EmulatorServer
-from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.settings import SyncSettings
+from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.dagster_support import (
     PARTITION,

@@ -15,9 +15,9 @@ import pytest
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import TABLES, table_key
-from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.runner import QUIET_LOGS
 from pipelines.settings import SyncSettings
+from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.dagster_support import (
     PARTITION,
