@@ -29,9 +29,9 @@ from tests.dagster_support import (
 )
 from tests.sync_support import DAGSTER, ROOT, query, settings_for
 
-STARTUP_S = 240
+STARTUP_S = 300
 """Bound on `dagster dev`'s start (webserver, daemon, code server): 20-30 s idle, minutes under load."""
-RUN_S = 240
+RUN_S = 420
 """Bound on one run, from its submission (a run worker's start, a small tenant's sync at the plan's rate)."""
 LOCATION = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
 """The code locations of the webserver and whether each has loaded (GraphQL)."""
