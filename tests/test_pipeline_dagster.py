@@ -25,7 +25,7 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
-from pipelines.freshness import FRESHNESS_JOB, check_names
+from pipelines.freshness import FRESHNESS_JOB, FRESHNESS_KEY, check_names
 from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
@@ -222,7 +222,7 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     assert after[demo][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
     assert after[other] == (False, "the tenant has no committed sync")
     graph = defs.get_repository_def().asset_graph
-    spec = graph.get(dg.AssetCheckKey(dg.AssetKey(["adm", "sync_runs"]), demo))
+    spec = graph.get(dg.AssetCheckKey(FRESHNESS_KEY, demo))
     assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")
