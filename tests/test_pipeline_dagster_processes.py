@@ -59,6 +59,8 @@ def instance() -> Iterator[dg.DagsterInstance]:
         yield temporary
 
 
+CLI_S = 420
+"""Bound on one `dagster` command's sync (a minute idle; past 180 s on a loaded 2-core machine)."""
 NAMED = f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}"
 """``ADM_TENANTS``: both tenants, the demo tenant named."""
 
@@ -133,7 +135,16 @@ def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
 
     tags = f'{{"dagster/partition": "{DEMO_TENANT_ID}"}}'
     result = dagster_cli(
-        "job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh", "--tags", tags, env=env
+        "job",
+        "execute",
+        "-m",
+        "pipelines.definitions",
+        "-j",
+        "full_refresh",
+        "--tags",
+        tags,
+        env=env,
+        timeout=CLI_S,
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
@@ -169,6 +180,7 @@ def test_dagster_asset_materialize_of_a_partition_tags_the_run_with_its_tenant(
         "--partition",
         DEMO_TENANT_ID,
         env=env,
+        timeout=CLI_S,
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
