@@ -435,8 +435,9 @@ def test_a_lone_429_costs_about_the_second_it_asks_for_on_every_plan(
     assert outcome.record.status == "succeeded" and outcome.record.rate_limited == 1
     assert sum(standin.requests.values()) >= 45
     # The pause itself is honoured (test_a_retry_after_given_as_an_http_date_is_honoured_...); here, only
-    # that nothing else is lost.
-    assert elapsed - baseline < 4.0, (elapsed, baseline)
+    # that nothing else is lost: the second asked for, 2 s of margin, and as much again as the baseline (a
+    # busy machine slows both runs; the lost rate of before does not scale with the machine).
+    assert elapsed < 2 * baseline + 3.0, (elapsed, baseline)
 
 
 def test_a_retry_after_given_as_an_http_date_is_honoured_and_the_real_wait_logged(
