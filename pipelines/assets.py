@@ -36,6 +36,7 @@ from pipelines.sync import (
     one_line,
     sync_tenant,
 )
+from pipelines.tenant_tags import tenant_tags
 from pipelines.warehouse_resource import WarehouseResource
 from resources.errors import APIConnectionError, PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
@@ -195,7 +196,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
         if not sync_policy.address_configured:
             raise dg.Failure(description=NO_SERVICE)
         request = _request(context, partitions)
-        _tag_run(context, request.tenant_id)
+        _tag_run(context, tenant_tags(request.tenant_id, names))
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")
         try:
@@ -225,17 +226,12 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
 
 
-def _tag_run(context: dg.AssetExecutionContext, tenant_id: str) -> None:
-    """Give the run its tenant's tags when its launcher did not (``dagster job execute`` or
-    ``execute_job`` with only a ``dagster/partition`` tag; a queued run has them from the run queue,
-    `pipelines.run_queue`): the runs list finds it by tenant."""
-    config = context.job_def.partitioned_config
-    tags = config.get_tags_for_partition_key(tenant_id, context.job_def.name) if config else {}
-    missing = {
-        key: value
-        for key, value in tags.items()
-        if not key.startswith("dagster/") and context.run.tags.get(key) != value
-    }
+def _tag_run(context: dg.AssetExecutionContext, tags: Mapping[str, str]) -> None:
+    """Give the run its tenant's ``tags`` when its launcher did not: ``dagster job execute``,
+    ``execute_job`` or ``dagster asset materialize --partition`` (Dagster's implicit asset job, whose
+    partitions carry no tags) with only a ``dagster/partition`` tag. A queued run has them from the run
+    queue (`pipelines.run_queue`). The runs list finds the run by tenant."""
+    missing = {key: value for key, value in tags.items() if context.run.tags.get(key) != value}
     if missing:
         context.instance.add_run_tags(context.run.run_id, missing)
 

@@ -8,7 +8,13 @@ import dagster as dg
 
 from pipelines.hr.dagster import hr_definitions
 from pipelines.location import sync_definitions
-from pipelines.settings import load_settings
+from pipelines.settings import SyncSettings, load_settings
+
+
+def code_location(settings: SyncSettings) -> dg.Definitions:
+    """Everything the code location holds, built from ``settings``."""
+    return dg.Definitions.merge(sync_definitions(settings), hr_definitions())
+
 
 settings = load_settings()
-defs = dg.Definitions.merge(sync_definitions(settings), hr_definitions())
+defs = code_location(settings)

@@ -13,12 +13,8 @@ from collections.abc import Iterator, Mapping
 import dagster as dg
 
 from pipelines.assets import MODE_TAG
+from pipelines.tenant_tags import tenant_tags
 
-TENANT_TAG = "adm/tenant"
-"""Run tag: the tenant a run syncs, plans or applies for. The run queue (``pipelines/dagster.yaml``) runs one
-run per value at a time, so a tenant's HR runs and syncs take turns; searchable in the runs list."""
-TENANT_NAME_TAG = "adm/tenant_name"
-"""Run tag: the tenant's name (``ADM_TENANTS=acme=<uuid>``), for people reading the runs list."""
 NIGHTLY_JOB = "nightly_sync"
 FULL_REFRESH_JOB = "full_refresh"
 
@@ -67,12 +63,6 @@ def sync_jobs(
             description="Full sync of one tenant: re-reads everything; vanished records are marked deleted.",
         ),
     ]
-
-
-def tenant_tags(tenant_id: str, names: Mapping[str, str]) -> dict[str, str]:
-    """The tags of a run for one tenant: its id, and its name when it has one."""
-    name = names.get(tenant_id)
-    return {TENANT_TAG: tenant_id, **({TENANT_NAME_TAG: name} if name else {})}
 
 
 def sync_schedules(

@@ -13,7 +13,7 @@ import dagster as dg
 
 from pipelines.assets import tenant_sync_asset
 from pipelines.bindings import resources as bound_resources
-from pipelines.freshness import freshness_checks, freshness_job, freshness_sensor
+from pipelines.freshness import freshness_asset, freshness_checks, freshness_job, freshness_sensor
 from pipelines.jobs import sync_jobs, sync_schedules
 from pipelines.settings import SyncSettings
 
@@ -35,7 +35,7 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     fresh = freshness_checks(tenants, settings.freshness, schedules, settings.tenant_names)
     check_job = freshness_job(fresh)
     return dg.Definitions(
-        assets=[sync],
+        assets=[sync, freshness_asset()],
         asset_checks=[fresh],
         jobs=[*sync_jobs(sync, fresh, partitions, settings.tenant_names), check_job],
         schedules=schedules,

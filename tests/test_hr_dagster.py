@@ -25,7 +25,7 @@ from pipelines.hr.dagster import (
 )
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
-from pipelines.jobs import TENANT_TAG
+from pipelines.tenant_tags import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
 from tests.test_hr_support import (
     demo_files,

@@ -25,7 +25,7 @@ from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
 from pipelines.hr.workflow import apply_stored, plans_due, refresh, stored_plan
-from pipelines.jobs import TENANT_TAG
+from pipelines.tenant_tags import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
 from tests.test_hr_apply import current, journal
 from tests.test_hr_cli import hr, service_env  # noqa: F401 - a fixture of the CLI test

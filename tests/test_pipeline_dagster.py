@@ -25,11 +25,12 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
-from pipelines.freshness import FRESHNESS_JOB, check_names
-from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
+from pipelines.freshness import FRESHNESS_JOB, FRESHNESS_KEY, check_names
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from pipelines.tenant_tags import TENANT_TAG
 from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
@@ -221,7 +222,7 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     assert after[demo][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
     assert after[other] == (False, "the tenant has no committed sync")
     graph = defs.get_repository_def().asset_graph
-    spec = graph.get(dg.AssetCheckKey(dg.AssetKey(["adm", "sync_runs"]), demo))
+    spec = graph.get(dg.AssetCheckKey(FRESHNESS_KEY, demo))
     assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")

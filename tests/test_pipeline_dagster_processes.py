@@ -29,9 +29,9 @@ from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import TABLES, table_key
-from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.runner import QUIET_LOGS
 from pipelines.settings import SyncSettings
+from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh, set_faults
 from tests.dagster_support import (
     PARTITION,
@@ -73,11 +73,16 @@ def instance() -> Iterator[dg.DagsterInstance]:
         yield temporary
 
 
+CLI_S = 420
+"""Bound on one `dagster` command's sync (a minute idle; past 180 s on a loaded 2-core machine)."""
+NAMED = f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}"
+"""``ADM_TENANTS``: both tenants, the demo tenant named."""
+
+
 @pytest.fixture
 def sync_environment(server: EmulatorServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``ADM_*`` variables of both tenants, for code that reads the environment (and what it starts)."""
-    tenants = f"acme={DEMO_TENANT_ID},{OTHER_TENANT_ID}"
-    for name, value in sync_env(server, warehouse, ADM_LOCK_WAIT_S="1", ADM_TENANTS=tenants).items():
+    for name, value in sync_env(server, warehouse, ADM_LOCK_WAIT_S="1", ADM_TENANTS=NAMED).items():
         monkeypatch.setenv(name, value)
 
 
@@ -109,15 +114,14 @@ def test_reexecution_from_failure_after_a_failed_commit_commits_the_whole_sync(
     for error in (failure.error, run_failure.error):
         assert error is not None and error.message.splitlines()[0].endswith(f"Failure: {cause}")
         assert error.cause is not None and "in _acquire" in "".join(error.cause.stack)
-    # Its tenant's tags, although only its partition was given: the runs list finds it by tenant.
-    found = instance.get_runs(dg.RunsFilter(tags={TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"}))
-    assert [run.run_id for run in found] == [failed.run_id]
-
     # The UI's re-execution copies the parent's tags; Dagster's Python API takes them as given.
     options = dg.ReexecutionOptions.from_failure(failed.run_id, instance)
     again = dg.execute_job(job, instance, tags=PARTITION, reexecution_options=options, run_config=QUIET_LOGS)
 
     assert again.success
+    # Both carry their tenant's tags, although only the partition was given: the runs list finds them.
+    found = instance.get_runs(dg.RunsFilter(tags={TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"}))
+    assert {run.run_id for run in found} == {failed.run_id, again.run_id}
     state = emulator.tenants[DEMO_TENANT_ID]
     assert tenant_rows(warehouse, "decisions") == len(state.decisions)
     assert tenant_rows(warehouse, "users") == len(state.users)
@@ -141,13 +145,24 @@ def test_dagster_job_execute_runs_full_refresh_fully_without_a_429(
     """`dagster job execute` with no run config: the job's tag makes it full, deletions are found, and the
     default (multi-process) executor keeps to the plan's rate."""
     deleted, env = synced_then_deleted_at_the_plan(server, settings, dagster_home)
+    env["ADM_TENANTS"] = NAMED
 
     tags = f'{{"dagster/partition": "{DEMO_TENANT_ID}"}}'
     result = dagster_cli(
-        "job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh", "--tags", tags, env=env
+        "job",
+        "execute",
+        "-m",
+        "pipelines.definitions",
+        "-j",
+        "full_refresh",
+        "--tags",
+        tags,
+        env=env,
+        timeout=CLI_S,
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
+    assert tenants_of_runs(dagster_home) == [("full_refresh", DEMO_TENANT_ID, "acme")]
     last = query(
         settings.warehouse, "SELECT mode, status, rate_limited_429 FROM sync_runs ORDER BY started_at"
     )[-1]
@@ -297,3 +312,40 @@ def test_sigterm_stops_dagster_job_execute_at_once_and_the_rerun_resumes(
     assert running.returncode == 1
     assert after < revision_lists(server) // 10  # requests sent while Dagster passed the signal on
     assert exited_after[0] < STOPPED_EXIT_BOUND_S
+
+
+def test_dagster_asset_materialize_of_a_partition_tags_the_run_with_its_tenant(
+    server: EmulatorServer, settings: SyncSettings, dagster_home: Path
+) -> None:
+    """`dagster asset materialize --partition`: Dagster's implicit asset job, whose partitions carry no
+    tags, gets its tenant's from the step (before: only ``dagster/partition``, and the runs list's tenant
+    filter missed it)."""
+    env = (
+        os.environ
+        | sync_env(server, settings.warehouse, ADM_TENANTS=NAMED)
+        | {"DAGSTER_HOME": str(dagster_home)}
+    )
+
+    result = dagster_cli(
+        "asset",
+        "materialize",
+        "-m",
+        "pipelines.definitions",
+        "--select",
+        "adm/users",
+        "--partition",
+        DEMO_TENANT_ID,
+        env=env,
+        timeout=CLI_S,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert tenants_of_runs(dagster_home) == [("__ASSET_JOB", DEMO_TENANT_ID, "acme")]
+    assert query(settings.warehouse, "SELECT status FROM sync_runs") == [("succeeded",)]
+
+
+def tenants_of_runs(dagster_home: Path) -> list[tuple[str, str, str]]:
+    """(job, tenant id, tenant name) of each run the runs list finds by both tenant tags."""
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        runs = instance.get_runs(dg.RunsFilter(tags={TENANT_TAG: DEMO_TENANT_ID, TENANT_NAME_TAG: "acme"}))
+    return [(run.job_name, run.tags[TENANT_TAG], run.tags[TENANT_NAME_TAG]) for run in runs]

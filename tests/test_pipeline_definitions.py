@@ -16,7 +16,7 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
-from pipelines.freshness import check_names
+from pipelines.freshness import FRESHNESS_KEY, check_names
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, load_settings
@@ -56,9 +56,10 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "adm/v_user_authorities",
         "adm/v_sync_status",
     } <= derived
-    assert "adm/analytics_copy" in derived
+    assert {"adm/analytics_copy", "adm/tenant_freshness"} <= derived
     assert all(
-        key.endswith("_history") or key.startswith("adm/v_") for key in derived - {"adm/analytics_copy"}
+        key.endswith("_history") or key.startswith("adm/v_")
+        for key in derived - {"adm/analytics_copy", "adm/tenant_freshness"}
     )
 
 
@@ -73,7 +74,7 @@ def test_every_check_of_the_sync_keeps_a_result_per_tenant() -> None:
     # The freshness checks are one per tenant by name; the HR check judges every tenant's dated changes.
     hr = "adm/users:hr_dated_changes_on_time"
     assert hr in unpartitioned
-    assert all(key.startswith("adm/sync_runs:fresh_") for key in set(unpartitioned) - {hr})
+    assert all(key.startswith("adm/tenant_freshness:fresh_") for key in set(unpartitioned) - {hr})
 
 
 def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
@@ -85,6 +86,12 @@ def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
     fresh = {key.name for key in graph.asset_check_keys if key.name.startswith("fresh_")}
     settings = load_settings()
     assert fresh == set(check_names(settings.sync_tenants, settings.tenant_names))
+    # Their asset is one nothing materializes. Before, on adm/sync_runs: the UI shows a check's result
+    # for its asset's latest materialization, so any tenant's sync turned every tenant's freshness check
+    # back to "Not evaluated" (a stale tenant's failure hidden until the sensor's next run).
+    assert {key.asset_key for key in graph.asset_check_keys if key.name in fresh} == {FRESHNESS_KEY}
+    assert not graph.get(FRESHNESS_KEY).is_materializable
+    assert graph.get(FRESHNESS_KEY).parent_keys == {dg.AssetKey(["adm", "sync_runs"])}
 
 
 def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:

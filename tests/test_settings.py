@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from pipelines.bindings import resources
 from pipelines.cli import app
-from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.location import sync_definitions
 from pipelines.settings import SettingsError, credential_for, load_settings
+from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
 from resources.settings import MONTHLY_QUOTAS, RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from warehouse import reads

@@ -24,7 +24,7 @@ due (run key: plan and day): the same apply as any other, writing only what is d
 # No `from __future__ import annotations`: Dagster reads the ops' annotations at definition time.
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,9 @@ from pipelines.hr.workflow import (
     plans_due,
     stored_plan,
 )
-from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.settings import NO_TENANT, SettingsError, configured_tenant
+from pipelines.tenant_tags import TENANT_TAG, tenant_tags
 from pipelines.warehouse_resource import WarehouseResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
 from warehouse.locks import LockBusyError
@@ -165,7 +166,9 @@ def hr_plan_op() -> dg.OpDefinition:
         be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
         if config.approve_plan_id:
             stored = _approve(config, warehouse, hr_policy, run_actor(context))
-            context.instance.add_run_tags(context.run_id, {TENANT_TAG: stored.tenant_id})
+            context.instance.add_run_tags(
+                context.run_id, tenant_tags(stored.tenant_id, hr_policy.tenant_names)
+            )
             plan_id, blocked = stored.plan_id, stored.blocked
             yield dg.Output(
                 plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)}
@@ -173,7 +176,7 @@ def hr_plan_op() -> dg.OpDefinition:
             why = _blocked(plan_id, blocked)
         else:
             plan, metadata = _plan(config, adm, warehouse, hr_policy, run_actor(context))
-            context.instance.add_run_tags(context.run_id, {TENANT_TAG: plan.tenant_id})
+            context.instance.add_run_tags(context.run_id, tenant_tags(plan.tenant_id, hr_policy.tenant_names))
             plan_id = plan.plan_id
             yield dg.Output(plan_id, "plan_id", metadata=metadata)
             why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
@@ -430,7 +433,7 @@ def hr_drop_folder(
             if tenant_id in taken:
                 context.log.info(f"{path.name} waits: a file of tenant {tenant_id} was taken at this tick")
                 continue
-            request = _run_request(context, folder, path, tenant_id)
+            request = _run_request(context, folder, path, tenant_tags(tenant_id, hr_policy.tenant_names))
             taken |= {tenant_id} if request else set()
             requests += request
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
@@ -479,12 +482,15 @@ def _waiting_for(instance: dg.DagsterInstance, tenant_id: str) -> str | None:
 
 
 def _run_request(
-    context: dg.SensorEvaluationContext, folder: DropFolder, path: Path, tenant_id: str
+    context: dg.SensorEvaluationContext, folder: DropFolder, path: Path, tenant: Mapping[str, str]
 ) -> list[dg.RunRequest]:
     """A run of the file's content: its first, or a new attempt when the last run of that content failed
     and the file was dropped again since; none while the tenant is busy (`_waiting_for`: the file is
-    asked for again at the next tick). A file whose last run ended otherwise is filed away."""
+    asked for again at the next tick). A file whose last run ended otherwise is filed away. The run
+    carries the ``tenant``'s tags (`pipelines.tenant_tags`): it queues with the tenant's syncs
+    (pipelines/dagster.yaml), and the runs list finds it by the tenant's id and name."""
     instance = context.instance
+    tenant_id = tenant[TENANT_TAG]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     earlier = [
         record
@@ -508,8 +514,7 @@ def _run_request(
         dg.RunRequest(
             run_key=f"{key}.{len(earlier) + 1}" if earlier else key,
             run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path, tenant_id)}),
-            # The tenant tag queues the run with the tenant's syncs (pipelines/dagster.yaml).
-            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key, TENANT_TAG: tenant_id},
+            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key, **tenant},
         )
     ]
 
