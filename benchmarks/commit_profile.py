@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.contenders import DEMO, OursConfig, committed_run, fresh, run_ours
-from benchmarks.harness import BIN, OUTPUT, EmulatorProcess, base_env
+from benchmarks.contenders import OursConfig, committed_run, fresh, run_ours
+from benchmarks.harness import BIN, DEMO, OUTPUT, EmulatorProcess, base_env
 from benchmarks.run import CONCURRENCY, UNLIMITED_RATE, WORK, full_scale, one_percent
 
 
