@@ -28,14 +28,16 @@ $(VENV)/.synced-bench: uv.lock pyproject.toml | $(UV)
 demo: $(VENV)/.synced
 	$(VENV)/bin/authority-sync demo
 
-# Tests run on every core, one test file per worker (files share their emulator and fixtures).
+# Tests run on every core, dealt test by test to the workers (--dist loadgroup: a test file marked with an
+# `xdist_group` stays on one worker, for a costly module fixture), in the order tests/conftest.py sets
+# (longest first; --no-loadscope-reorder keeps xdist from putting the groups with the most tests first).
 test: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	@# Two workers per core: many tests wait (on latency, Retry-After, a Dagster daemon) rather than
-	@# compute, so twice the cores overlaps those waits (1,267 tests on 2 cores: 434 s against 516 s).
-	$(VENV)/bin/pytest -n $$(( 2 * $$(nproc) )) --dist loadfile
+	@# Two workers per core: many tests wait (on latency, Retry-After, a subprocess) rather than compute,
+	@# so twice the cores overlaps those waits.
+	$(VENV)/bin/pytest -n $$(( 2 * $$(nproc) )) --dist loadgroup --no-loadscope-reorder
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .

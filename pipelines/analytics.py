@@ -11,7 +11,6 @@ Never the warehouse itself: any session on it, even a read-only one, holds up th
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from datetime import date, datetime, time
@@ -23,6 +22,7 @@ from typing import IO, Any
 import duckdb
 
 from models.errors import AuthoritySyncError
+from pipelines.csv_cells import Inert, write_table
 from pipelines.settings import load_settings
 from warehouse.reads import open_for_reader
 
@@ -64,15 +64,14 @@ def write_rows(
 ) -> None:
     """Write ``rows`` as CSV (a header line, then one line a row) or JSON (an array of objects, one per
     row). Instants are ISO 8601 with their offset, lists and structs JSON, NULL empty in CSV and null in
-    JSON."""
+    JSON. CSV cells that a spreadsheet would run as a formula, header cells included, are escaped
+    (`pipelines.csv_cells`)."""
     if kind is OutputFormat.JSON:
         records = [dict(zip(columns, row, strict=True)) for row in rows]
         json.dump(records, out, default=_json_value, ensure_ascii=False, indent=1)
         out.write("\n")
         return
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([_csv_value(value) for value in row] for row in rows)
+    write_table(out, columns, ([_csv_value(value) for value in row] for row in rows))
 
 
 def _json_value(value: object) -> object:
@@ -82,13 +81,14 @@ def _json_value(value: object) -> object:
     return str(value)
 
 
-def _csv_value(value: object) -> object:
+def _csv_value(value: object) -> str:
+    """A value as a CSV cell: numbers `Inert` (written as they are: ``-5`` is a number, no formula)."""
     if value is None:
         return ""
+    if isinstance(value, bool | int | float | Decimal):
+        return Inert(value)
     if isinstance(value, list | dict):
         return json.dumps(value, default=_json_value, ensure_ascii=False)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    return value
+    return str(value)

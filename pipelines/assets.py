@@ -164,7 +164,7 @@ def _check_specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]
 
 LIMITS_DESCRIPTION = (
     "Warns when numeric authority limits (currency, number, days...) hold a value that cannot be read as a "
-    "number; the rows are kept with limit_number null."
+    "number, or has more digits than limit_number holds exactly; the rows are kept with limit_number null."
 )
 CONFORMITY_DESCRIPTION = (
     "Warns when records deviated from the spec and the tolerant schema contract accepted them (null or "

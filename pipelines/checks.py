@@ -109,8 +109,7 @@ def rejected_within_threshold(entity: str) -> Check:
 
     def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
         contract, report = extract.contract, extract.reports[entity]
-        endpoint = LISTS[entity].source.endpoint
-        rejections = contract.log.rejected_from(endpoint)
+        rejections = contract.log.rejected_from(entity)
         # The list's size as read (its total is only evidence, and may be missing or off).
         total = report.rows + len(rejections)
         allowed = min(contract.reject_max_count, int(contract.reject_max_share * total))
@@ -137,8 +136,8 @@ def conformity(extract: TenantExtract) -> list[CheckOutcome]:
     """Per list, the deviations from the spec the tolerant contract accepted (a warning, not a stop)."""
     summary = extract.contract.log.summary()
     outcomes = []
-    for entity, entry in LISTS.items():
-        found = [row for row in summary if row["endpoint"] == entry.source.endpoint]
+    for entity in LISTS:
+        found = [row for row in summary if row["list"] == entity]
         records = sum(row["records"] for row in found)
         description = (
             "every record as the spec says"

@@ -74,8 +74,10 @@ def _print_run(
     for warning in json.loads(warnings):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     for found in json.loads(deviations):
+        # Runs before migration 0044 counted deviations per endpoint, without the list's name.
+        source = found.get("list", found["endpoint"])
         console.print(
-            f"[yellow]off the spec, tolerated:[/] {found['endpoint']} {escape(found['field'])} "
+            f"[yellow]off the spec, tolerated:[/] {source} {escape(found['field'])} "
             f"{found['kind']} x{found['records']} (e.g. {', '.join(found['sample_ids'][:2])})"
         )
     if rejected:

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -158,10 +158,16 @@ class ExtractRequest:
             raise ExtractStoppedError("stopped: another read of this tenant failed")
 
     def since(self, entity: str) -> datetime | None:
-        """Start of the incremental window, or None for a full read."""
+        """Start of the incremental window, or None for a full read: the overlap before the cursor, and no
+        later than the start of the cursor's UTC day, because a service may stamp a change with its date
+        alone (that day's midnight), which is earlier than the cursor when the change came after it the
+        same day."""
         cursor = self.cursors.get(entity)
         whole = self.full_refresh or entity in self.whole
-        return None if whole or cursor is None else cursor - self.overlap
+        if whole or cursor is None:
+            return None
+        day = cursor.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return min(cursor - self.overlap, day)
 
 
 def whole_reads(live_records: Mapping[str, int], applied_since_commit: bool) -> frozenset[str]:
@@ -305,7 +311,7 @@ def _stage_list(
     report.service_total, report.first_total = stream.last_total, stream.total
     report.complete, report.vanished = stream.complete, stream.vanished
     report.reread, report.replaced = stream.reread, len(newer)
-    report.rejected = len(request.contract.log.rejected_from(source.endpoint))
+    report.rejected = len(request.contract.log.rejected_from(source.name))
     report.tables = dict(writer.counts)
     _note_read(report, stream.page_size)
     _check_cursor(report, request.client.service_clock)
@@ -371,9 +377,7 @@ def _follow_cursor(
         report.without_cursor += 1 if source.incremental else 0
     elif request.client.service_clock.ahead(updated):
         report.future += 1
-        request.contract.log.deviated(
-            source.endpoint, str(source.updated), DeviationKind.FUTURE_INSTANT, record.id
-        )
+        request.contract.log.deviated(source, str(source.updated), DeviationKind.FUTURE_INSTANT, record.id)
     else:
         _advance_cursor(report, since, updated)
 

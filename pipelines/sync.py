@@ -151,9 +151,10 @@ def sync_tenant(
                 outcome.record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
                 outcome.record.error = str(stopped)
             outcome.record.error = outcome.record.error or one_line(error)
-            record_unfinished(
-                warehouse, outcome.record, services.warehouse.lock_wait_s, services.warehouse.publish_target
-            )
+            # A signalled run does not publish its row for readers (a copy of the whole warehouse: seconds
+            # at least, which a supervisor's grace period cannot spare); the next publish carries it.
+            publish = None if stop.signal_number is not None else services.warehouse.publish_target
+            record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s, publish)
             if stopped is not None:
                 raise stopped from None
             raise

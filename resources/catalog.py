@@ -2,10 +2,12 @@
 
 An entry says how a list is read: its endpoint (a row of `resources.endpoints`), its record and query
 models, the record's updated-at field (the incremental cursor) and its immutable creation order (what the
-paging sorts by, `resources.paging`). The client pages by it, the record contract takes per-list modes by
-its names (``ADM_SCHEMA_CONTRACT=tolerant,users=strict``), and the warehouse's side of the catalog
-(`warehouse.catalog`) says, keyed by these very entries, which tables each list feeds. Adding a list:
-docs/sync.md, "Adding a list".
+paging sorts by, `resources.paging`). Everything about a list is keyed by its name, never by its endpoint
+or its query model, so that two lists of one endpoint (``groups`` and ``group_directory``) stay apart: the
+client pages a list by its entry or name (`AdmClient.iter_pages`), the record contract keeps modes,
+rejections and deviations per list name (``ADM_SCHEMA_CONTRACT=tolerant,users=strict``), and the
+warehouse's side of the catalog (`warehouse.catalog`) says, keyed by these very entries, which tables each
+list feeds. Adding a list: docs/sync.md, "Adding a list".
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from models import (
     Position,
     PositionQuery,
     User,
+    UserPosition,
     UserQuery,
     UserSortBy,
 )
@@ -133,21 +136,38 @@ USERS = PagedList[User]("users", "users", User, UserQuery, "updatedOn", UserSort
 GROUPS = PagedList[Group]("groups", "groups", Group, GroupQuery, "updatedOn", GroupSortBy.CREATED_ON)
 # Positions have no updated-at filter and no creation order, and are few: always read whole.
 POSITIONS = PagedList[Position]("positions", "positions", Position, PositionQuery)
+# A second list of GET /settings/v1/groups, read on its own cursor: the same records, of which its table keeps
+# a slim directory (warehouse/catalog.py).
+GROUP_DIRECTORY = PagedList[Group](
+    "group_directory", "groups", Group, GroupQuery, "updatedOn", GroupSortBy.CREATED_ON
+)
 
 
 def _by_name(*lists: PagedList[Any]) -> Mapping[str, PagedList[Any]]:
     return MappingProxyType({paged.name: paged for paged in lists})
 
 
-PAGED_LISTS = _by_name(DECISIONS, DELEGATIONS, USERS, GROUPS, POSITIONS)
+PAGED_LISTS = _by_name(DECISIONS, DELEGATIONS, USERS, GROUPS, POSITIONS, GROUP_DIRECTORY)
 """Every paged list the sync reads, by name, in the order a run reads, checks and reports them."""
 
-_BY_QUERY = {paged.query: paged for paged in PAGED_LISTS.values()}
 
-
-def paged_list_of(query: PageQuery) -> PagedList[Any]:
-    """The list ``query`` reads (by its query model)."""
+def paged_list(name: str) -> PagedList[Any]:
+    """The list called ``name``; a name of no list raises KeyError naming the lists."""
     try:
-        return _BY_QUERY[type(query)]
+        return PAGED_LISTS[name]
     except KeyError:
-        raise TypeError(f"{type(query).__name__} is the query of no paged list") from None
+        raise KeyError(f"{name!r} is not a list ({', '.join(PAGED_LISTS)})") from None
+
+
+@dataclass(frozen=True)
+class ArrayRead(Generic[T]):
+    """A read of one enveloped array of records, not paged: its name (the table it feeds, the key of its
+    rejections and deviations), its endpoint and its record model."""
+
+    name: str
+    endpoint: EndpointName
+    record: type[T]
+
+
+CALLER_POSITIONS = ArrayRead[UserPosition]("current_user_positions", "E9", UserPosition)
+"""E9: the positions of the user the credentials stand for."""

@@ -63,7 +63,16 @@ from models.auth import AccessKeyExchange, AccessToken
 from models.base import canonical_id
 from models.queries import MAX_LIMIT
 from resources.auth import Credentials
-from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, POSITIONS, USERS, PagedList, paged_list_of
+from resources.catalog import (
+    CALLER_POSITIONS,
+    DECISIONS,
+    DELEGATIONS,
+    GROUPS,
+    POSITIONS,
+    USERS,
+    PagedList,
+    paged_list,
+)
 from resources.clock import ServiceClock
 from resources.concurrency import bounded_map
 from resources.contract import RecordContract
@@ -276,8 +285,8 @@ class AdmClient:
     def current_user_positions(self, contract: RecordContract | None = None) -> list[UserPosition]:
         """E9: the positions of the user the token stands for. With a ``contract``, its records are read
         under it (`resources.contract`); without, any record off the spec fails the call."""
-        parse = None if contract is None else partial(contract.read_array, "E9", UserPosition)
-        return self._call("E9", Envelope[list[UserPosition]], parse=parse).data
+        parse = None if contract is None else partial(contract.read_array, CALLER_POSITIONS)
+        return self._call(CALLER_POSITIONS.endpoint, Envelope[list[UserPosition]], parse=parse).data
 
     def get_action_template(self, template_id: str) -> ActionTemplate:
         """E10: one action template."""
@@ -329,9 +338,13 @@ class AdmClient:
 
     # -- whole lists ---------------------------------------------------------------------------------------
 
-    def iter_pages(self, query: PageQuery, contract: RecordContract | None = None) -> PageStream[Any]:
-        """Every page of the list ``query`` reads (`iter_list`, for a stream typed by its records)."""
-        return self.iter_list(paged_list_of(query), query, contract)
+    def iter_pages(
+        self, name: str, query: PageQuery | None = None, contract: RecordContract | None = None
+    ) -> PageStream[Any]:
+        """Every page of the list called ``name`` (`resources.catalog`; `iter_list`, for a stream typed
+        by its records), as ``query`` of the list's query model selects (every record without one)."""
+        paged = paged_list(name)
+        return self.iter_list(paged, query or paged.query(), contract)
 
     def iter_list(
         self, paged: PagedList[Rec], query: PageQuery, contract: RecordContract | None = None
@@ -408,7 +421,7 @@ class AdmClient:
 
     def _page(self, kind: PagedList[T], query: PageQuery, contract: RecordContract | None = None) -> Page[T]:
         params = query.to_params(self.settings.param_names)
-        parse = None if contract is None else contract.reader(kind.endpoint, kind.record, query.page or 1)
+        parse = None if contract is None else contract.reader(kind, query.page or 1)
         page = self._call(kind.endpoint, kind.envelope, params=params, parse=parse).data
         # The page number must be the one asked for (offsets would be wrong otherwise); the page size is
         # the service's to choose, and `PageStream` follows it.

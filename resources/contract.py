@@ -16,12 +16,15 @@ case: one fast pass). A page that fails is read record by record:
   where the spec has a string, an id included (kept as the very text the service wrote,
   ``1500.00`` stays ``1500.00``), an instant sent as a date alone or as epoch seconds or milliseconds
   (converted to that instant), an item of a nested list that is not an object (dropped), any other value
-  that does not validate (stored as null). Every deviation is counted
-  per endpoint, field and kind, with sample record ids. Embedded records' ids are not assumed unique: the
-  warehouse keys them by parent and position.
+  that does not validate (stored as null). Every deviation is counted per list (by its name in
+  `resources.catalog`), field and kind, with sample record ids. Embedded records' ids are not assumed
+  unique: the warehouse keys them by parent and position.
 - In ``strict`` mode (CI, contract tests) any deviation fails the read with a message naming the
-  endpoint, page, record id, field, what the spec expects and what was received. It is not retried:
+  list, endpoint, page, record id, field, what the spec expects and what was received. It is not retried:
   the same answer would come back.
+
+Modes, rejections and deviations are keyed by the list's name, never by its endpoint: two lists read from
+one endpoint keep their own mode and their own counts.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ from datetime import UTC, date, datetime
 from enum import Enum, StrEnum
 from functools import cache, cached_property
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Protocol, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from models.base import Envelope, Page, ServiceModel
 from resources.catalog import PAGED_LISTS
+from resources.endpoints import EndpointName
 from resources.errors import ResponseFormatError
 from resources.rawjson import array_records, exact_value, page_records
 
@@ -59,7 +63,7 @@ class ContractMode(StrEnum):
 
 def parse_modes(text: str) -> tuple[ContractMode, dict[str, ContractMode]]:
     """``tolerant`` or ``strict``, optionally followed by per-list modes (``tolerant,users=strict``, lists
-    named as in `resources.catalog`): the default mode and the mode of each list endpoint named. Raises
+    named as in `resources.catalog`): the default mode and the mode of each list named. Raises
     ValueError naming what is not understood."""
     default = ContractMode.TOLERANT
     overrides: dict[str, ContractMode] = {}
@@ -70,10 +74,29 @@ def parse_modes(text: str) -> tuple[ContractMode, dict[str, ContractMode]]:
         if not name:
             default = ContractMode(mode)
         elif name in PAGED_LISTS:
-            overrides[PAGED_LISTS[name].endpoint] = ContractMode(mode)
+            overrides[name] = ContractMode(mode)
         else:
             raise ValueError(f"{name!r} is not a list ({', '.join(PAGED_LISTS)})")
     return default, overrides
+
+
+class Source(Protocol):
+    """What a read under the contract is: a list of `resources.catalog` (or E9's read), by its name."""
+
+    @property
+    def name(self) -> str:
+        """The list's name: what its mode, rejections and deviations are keyed by."""
+        ...
+
+    @property
+    def endpoint(self) -> EndpointName:
+        """The endpoint serving it (named in errors and evidence)."""
+        ...
+
+    @property
+    def record(self) -> type[Any]:
+        """The model its records are read as."""
+        ...
 
 
 class DeviationKind(StrEnum):
@@ -98,6 +121,8 @@ class DeviationKind(StrEnum):
 class Rejection:
     """A record that broke a rule that is strict in every mode."""
 
+    list_name: str
+    """The list (`resources.catalog`) or the read (``current_user_positions``, E9) that served it."""
     endpoint: str
     page: int
     position: int
@@ -114,18 +139,21 @@ class ContractLog:
     """What the contract saw during one extract; shared by the threads that read pages."""
 
     deviations: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    """(endpoint, field path, kind) -> records."""
+    """(list name, field path, kind) -> records."""
     samples: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    endpoints: dict[str, str] = field(default_factory=dict)
+    """List name -> the endpoint it was read from (shown beside the list's deviations)."""
     rejections: list[Rejection] = field(default_factory=list)
     _rejected: set[tuple[str, str]] = field(default_factory=set, repr=False)
     _deviated: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def deviated(self, endpoint: str, path: str, kind: DeviationKind, record_id: str) -> None:
-        """Count one tolerated deviation, once per record: a list read again (a pass that settles its
-        count) serves the same record again."""
-        key = (endpoint, path, kind.value)
+    def deviated(self, source: Source, path: str, kind: DeviationKind, record_id: str) -> None:
+        """Count one tolerated deviation of the list ``source``, once per record: a list read again (a
+        pass that settles its count) serves the same record again."""
+        key = (source.name, path, kind.value)
         with self._lock:
+            self.endpoints[source.name] = source.endpoint
             if (*key, record_id) in self._deviated:
                 return
             self._deviated.add((*key, record_id))
@@ -138,19 +166,26 @@ class ContractLog:
         """Keep one rejected record, once: a list read again (a second pass after it changed) serves it
         again, and the same record is the same rejection."""
         with self._lock:
-            if (rejection.endpoint, rejection.record) not in self._rejected:
-                self._rejected.add((rejection.endpoint, rejection.record))
+            if (rejection.list_name, rejection.record) not in self._rejected:
+                self._rejected.add((rejection.list_name, rejection.record))
                 self.rejections.append(rejection)
 
-    def rejected_from(self, endpoint: str) -> list[Rejection]:
-        """The records of ``endpoint`` rejected so far."""
-        return [rejection for rejection in self.rejections if rejection.endpoint == endpoint]
+    def rejected_from(self, list_name: str) -> list[Rejection]:
+        """The records of the list ``list_name`` rejected so far."""
+        return [rejection for rejection in self.rejections if rejection.list_name == list_name]
 
     def summary(self) -> list[dict[str, Any]]:
-        """The deviations as JSON-ready rows: endpoint, field, kind, records, sample ids."""
+        """The deviations as JSON-ready rows: list, endpoint, field, kind, records, sample ids."""
         return [
-            {"endpoint": e, "field": f, "kind": k, "records": n, "sample_ids": self.samples[(e, f, k)]}
-            for (e, f, k), n in sorted(self.deviations.items())
+            {
+                "list": name,
+                "endpoint": self.endpoints[name],
+                "field": f,
+                "kind": k,
+                "records": n,
+                "sample_ids": self.samples[(name, f, k)],
+            }
+            for (name, f, k), n in sorted(self.deviations.items())
         ]
 
 
@@ -161,7 +196,7 @@ class RecordContract:
     mode: ContractMode = ContractMode.TOLERANT
     """The mode of every list without one of its own."""
     modes: Mapping[str, ContractMode] = field(default_factory=dict)
-    """List endpoint -> its own mode."""
+    """List name -> its own mode."""
     reject_max_count: int = 10
     """Rejected records a list may have before the run fails (checked by the sync, not here)."""
     reject_max_share: float = 0.01
@@ -170,13 +205,13 @@ class RecordContract:
     """The tenant being read: a record whose ``tenantId`` names another one is rejected."""
     log: ContractLog = field(default_factory=ContractLog)
 
-    def reader(self, endpoint: str, record: type[Any], page: int) -> Callable[[bytes], Envelope[Any]]:
-        """The body parser of one page of ``endpoint`` whose records are ``record``."""
-        return lambda body: self.read_page(endpoint, record, page, body)
+    def reader(self, source: Source, page: int) -> Callable[[bytes], Envelope[Any]]:
+        """The body parser of one page of the list ``source``."""
+        return lambda body: self.read_page(source, page, body)
 
-    def read_page(self, endpoint: str, record: type[BaseModel], page: int, body: bytes) -> Envelope[Any]:
+    def read_page(self, source: Source, page: int, body: bytes) -> Envelope[Any]:
         """The page's envelope with its valid (or tolerated) records; rejected ones are logged, not kept."""
-        envelope_type: type[Envelope[Page[Any]]] = Envelope[Page[record]]  # type: ignore[valid-type]
+        envelope_type: type[Envelope[Page[Any]]] = Envelope[Page[source.record]]  # type: ignore[name-defined]
         try:
             envelope = envelope_type.model_validate_json(body, strict=True)
         except ValidationError:
@@ -186,13 +221,13 @@ class RecordContract:
         # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
         raw = Envelope[Page[Any]].model_validate_json(body)
         texts = page_records(body.decode("utf-8"))
-        kept = self._kept(endpoint, record, page, raw.data.data, texts)
+        kept = self._kept(source, page, raw.data.data, texts)
         page_read = raw.data.model_copy(update={"data": kept}).served_as(len(raw.data.data))
         return raw.model_copy(update={"data": page_read})
 
-    def read_array(self, endpoint: str, record: type[BaseModel], body: bytes) -> Envelope[Any]:
+    def read_array(self, source: Source, body: bytes) -> Envelope[Any]:
         """An envelope holding an array of records (E9), read as one page under the contract."""
-        envelope_type: type[Envelope[list[Any]]] = Envelope[list[record]]  # type: ignore[valid-type]
+        envelope_type: type[Envelope[list[Any]]] = Envelope[list[source.record]]  # type: ignore[name-defined]
         try:
             envelope = envelope_type.model_validate_json(body, strict=True)
         except ValidationError:
@@ -200,7 +235,7 @@ class RecordContract:
         if envelope is not None and self._all_fit(envelope.data, body, array_records):
             return envelope
         raw = Envelope[list[Any]].model_validate_json(body)
-        kept = self._kept(endpoint, record, 1, raw.data, array_records(body.decode("utf-8")))
+        kept = self._kept(source, 1, raw.data, array_records(body.decode("utf-8")))
         return raw.model_copy(update={"data": kept})
 
     def _all_fit(self, items: list[Any], body: bytes, texts: Callable[[str], list[str]]) -> bool:
@@ -217,13 +252,11 @@ class RecordContract:
                 item.keep_received(text)
         return True
 
-    def _kept(
-        self, endpoint: str, record: type[BaseModel], page: int, items: list[Any], texts: list[str]
-    ) -> list[BaseModel]:
+    def _kept(self, source: Source, page: int, items: list[Any], texts: list[str]) -> list[BaseModel]:
         """The records of one page read one by one: valid or mended ones kept, the others rejected."""
         kept = []
         for position, (item, text) in enumerate(zip(items, texts, strict=True), start=1):
-            found = self._record(endpoint, record, _Where(endpoint, page, position, item, text))
+            found = self._record(_Where(source, page, position, item, text))
             if isinstance(found, ServiceModel):
                 found.keep_received(text)
             if found is not None:
@@ -238,29 +271,25 @@ class RecordContract:
             and tenant.strip().lower() != self.tenant_id.lower()
         )
 
-    def _record(self, endpoint: str, record: type[BaseModel], where: _Where) -> BaseModel | None:
-        page, position, item = where.page, where.position, where.item
+    def _record(self, where: _Where) -> BaseModel | None:
+        model: type[BaseModel] = where.source.record
+        source, item = where.source, where.item
         rejected = _key_problem(item) or self._tenant_problem(item)
         if rejected is not None:
             self._reject(where, *rejected)
             return None
         try:
-            return record.model_validate_json(where.text, strict=True)
+            return model.model_validate_json(where.text, strict=True)
         except ValidationError as error:
             problems = error.errors(include_url=False)
-        if self.mode_of(endpoint) is ContractMode.STRICT:
+        if self.mode_of(source.name) is ContractMode.STRICT:
             first = problems[0]
-            raise ResponseFormatError.mismatch(
-                endpoint,
-                _path(first["loc"]),
-                f"page {page}, record {where.record_id} (position {position}): {_path(first['loc'])}: "
-                f"expected {_expected(first)}, received {_received(first)}",
-            )
+            raise _mismatch(where, _path(first["loc"]), _expected(first), _received(first))
         repaired = _repair(
-            where, problems, lambda path, kind: self.log.deviated(endpoint, path, kind, where.record_id)
+            where, problems, lambda path, kind: self.log.deviated(source, path, kind, where.record_id)
         )
         try:
-            return tolerant_model(record).model_validate(repaired)
+            return tolerant_model(model).model_validate(repaired)
         except ValidationError as error:  # what repair could not mend: keep the record out, with evidence
             problem = error.errors(include_url=False)[0]
             self._reject(where, _path(problem["loc"]), problem["type"], _received(problem))
@@ -272,21 +301,17 @@ class RecordContract:
             return "tenantId", f"the tenant being read ({self.tenant_id})", _shown(tenant)
         return None
 
-    def mode_of(self, endpoint: str) -> ContractMode:
-        """The mode one list is read under."""
-        return self.modes.get(endpoint, self.mode)
+    def mode_of(self, list_name: str) -> ContractMode:
+        """The mode the list ``list_name`` is read under."""
+        return self.modes.get(list_name, self.mode)
 
     def _reject(self, where: _Where, path: str, rule: str, value: str) -> None:
-        if self.mode_of(where.endpoint) is ContractMode.STRICT:
-            raise ResponseFormatError.mismatch(
-                where.endpoint,
-                path,
-                f"page {where.page}, record {where.record_id or '(no id)'} (position {where.position}): "
-                f"{path}: expected {rule}, received {value}",
-            )
+        if self.mode_of(where.source.name) is ContractMode.STRICT:
+            raise _mismatch(where, path, rule, value)
         self.log.rejected(
             Rejection(
-                where.endpoint,
+                where.source.name,
+                where.source.endpoint,
                 where.page,
                 where.position,
                 where.record_id or None,
@@ -298,9 +323,19 @@ class RecordContract:
         )
 
 
+def _mismatch(where: _Where, path: str, expected: str, received: str) -> ResponseFormatError:
+    """The error of a strict read: the list, page, record and position, the field and the rule."""
+    return ResponseFormatError.mismatch(
+        where.source.endpoint,
+        path,
+        f"page {where.page} of the {where.source.name} list, record {where.record_id or '(no id)'} "
+        f"(position {where.position}): {path}: expected {expected}, received {received}",
+    )
+
+
 @dataclass(frozen=True)
 class _Where:
-    endpoint: str
+    source: Source
     page: int
     position: int
     item: Any

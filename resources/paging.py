@@ -47,12 +47,14 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    the list was paged: whatever order the service really uses, a move makes another record slide across a
    page boundary, read twice or missed, and a pass listing as many distinct ids as a steady total has read
    every record). A pass that disagrees is followed by another one; a pass that lists exactly the records
-   of the pass before it is accepted whatever the total says (nothing moved between the two reads, so the
-   difference is the service's own count: a duplicate in a page, a total that counts what the list does
-   not show), and is ``reread``. A pass with records the contract kept out (rejected: no id to count them
-   by) is accepted only so, as one such record read on two pages would count twice. A list still changing
-   after ``MAX_PASSES`` raises `PagingDriftError`: a set known to be short is never returned as if it were
-   whole.
+   of the pass before it is accepted when the total says fewer records (nothing moved between the two
+   reads, so the difference is the service's own count), or as many as it served counting its repeats (a
+   record listed twice, which the total counts twice), and is ``reread``; one that served fewer records
+   than the total twice is known to be short and raises `PagingDriftError` naming the total and the ids
+   read: never returned as if it were whole. A pass with records the contract kept out (rejected: no id
+   to count them by) is accepted only so, as one such record read on two pages would count twice. A list
+   still changing after ``MAX_PASSES`` raises `PagingDriftError`: a set known to be short is never
+   returned as if it were whole.
 7. **The newest copy.** A record met again with a later updated-at than the copy yielded (it changed while
    the list was read) is kept in ``newer`` (the latest copy per id); the caller replaces what it kept.
 
@@ -96,9 +98,12 @@ class _End:
         self.page, self.total, self.served = page, answer.total, answer.served
 
     def saw(self, page: int, answer: Page[Any]) -> None:
-        """Note one answer; a later answer of the same page replaces the earlier one."""
+        """Note one answer; a later answer of the same page replaces the earlier one. A page answered as
+        past the end reports no total: the last one reported stands (else a list whose total overcounts
+        would escape the completeness check whenever its service answers such a page with a 404)."""
         if page >= self.page:
-            self.page, self.total, self.served = page, answer.total, answer.served
+            self.page, self.served = page, answer.served
+            self.total = answer.total if answer.total is not None else self.total
 
 
 @dataclass
@@ -113,6 +118,8 @@ class _Pass:
     filled: set[int] = field(default_factory=lambda: {1})
     past_end: set[int] = field(default_factory=set)
     kept_out: dict[int, int] = field(default_factory=dict)
+    served: dict[int, int] = field(default_factory=dict)
+    """Page number -> the records its latest answer served, repeats and kept-out ones included."""
 
     def listed(self) -> int:
         """Distinct records the pass listed, the kept-out ones included."""
@@ -325,6 +332,7 @@ class PageStream(Generic[T]):
             self.totals_seen.add(page.total)
         self._check_order(page)
         current.kept_out[page.page] = page.served - len(page.data)
+        current.served[page.page] = page.served
         new = []
         for item in page.data:
             key = self._record_id(item)
@@ -385,4 +393,10 @@ class PageStream(Generic[T]):
         if not (short or moved or kept_out):
             return True
         self.reread = again
+        if again and self.last_total is not None and sum(current.served.values()) < self.last_total:
+            raise self._describe(
+                f"read to its end twice, the service served the same {current.listed()} records both "
+                f"times ({len(current.ids)} ids read) but its total says {self.last_total}; a list known "
+                "to be short is never committed"
+            )
         return again

@@ -42,16 +42,30 @@ def array_records(body: str) -> list[str]:
     return _items(body, _member(body, _skip(body, 0), "data"))
 
 
+def member_objects(record: str, key: str) -> list[str] | None:
+    """The JSON text of each object of the array under ``key`` of the object ``record`` (the last such key,
+    as a JSON parser keeps it), items that are not objects left out: None when ``record`` has no array
+    there (or is not valid JSON)."""
+    try:
+        position = _member(record, _skip(record, 0), key, last=True)
+        items = _items(record, position)
+    except (RawJsonError, ValueError, IndexError):
+        return None
+    return [item for item in items if item.startswith("{")]
+
+
 def _skip(text: str, position: int) -> int:
     while position < len(text) and text[position] in _WHITESPACE:
         position += 1
     return position
 
 
-def _member(text: str, position: int, wanted: str) -> int:
-    """Where the value of key ``wanted`` of the object at ``position`` starts."""
+def _member(text: str, position: int, wanted: str, *, last: bool = False) -> int:
+    """Where the value of key ``wanted`` of the object at ``position`` starts: its first occurrence (an
+    envelope's, found without reading the rest), or with ``last`` its last one."""
     if text[position : position + 1] != "{":
         raise RawJsonError(f"expected an object at {position}")
+    found = None
     position = _skip(text, position + 1)
     while text[position : position + 1] == '"':
         key, position = _DECODER.raw_decode(text, position)
@@ -60,12 +74,16 @@ def _member(text: str, position: int, wanted: str) -> int:
             raise RawJsonError(f"expected ':' at {position}")
         position = _skip(text, position + 1)
         if key == wanted:
-            return position
+            if not last:
+                return position
+            found = position
         _, position = _DECODER.raw_decode(text, position)
         position = _skip(text, position)
         if text[position : position + 1] == ",":
             position = _skip(text, position + 1)
-    raise RawJsonError(f"no key {wanted!r}")
+    if found is None:
+        raise RawJsonError(f"no key {wanted!r}")
+    return found
 
 
 def _items(text: str, position: int) -> list[str]:

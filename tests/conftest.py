@@ -391,25 +391,31 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # -- the order of the test files -----------------------------------------------------------------------------
-# `make test` runs the files on parallel workers (pytest-xdist, --dist loadfile): each worker takes the next
-# file of the collection whenever it runs dry, and the run lasts as long as its busiest worker. The longest
-# files therefore start first, the short ones fill in around them; xdist's own ordering (files with the
-# most tests first, which put these last) is off: --no-loadscope-reorder in pyproject.toml.
+# `make test` deals the tests one by one to parallel workers (pytest-xdist, --dist loadgroup; the files marked
+# with an `xdist_group` go whole to one worker): a worker is handed the next test of the collection whenever
+# it runs dry, and the run lasts as long as its busiest worker. The files with the longest tests therefore
+# start first, the short tests fill in around them; xdist's own ordering (the groups with the most tests
+# first) is off: --no-loadscope-reorder in the Makefile. Without xdist (`pytest -p no:xdist`) the order is
+# only an order.
 
 LONGEST_FIRST = (
     "test_pipeline_dagster_dev.py",
-    "test_hr_safety.py",
-    "test_pipeline_extract.py",
+    "test_sync_generative.py",
     "test_recovery.py",
+    "test_hr_safety.py",
     "test_hr_apply.py",
     "test_pipeline_dagster_processes.py",
-    "test_sync_quirks.py",
+    "test_analyst_truth.py",
+    "test_history.py",
+    "test_analytics.py",
+    "test_views.py",
+    "test_publish.py",
     "test_hr_cli.py",
     "test_hr_generative.py",
+    "test_sync_quirks.py",
+    "test_pipeline_extract.py",
     "test_pipeline_contract.py",
-    "test_publish.py",
-    "test_history.py",
-    "test_sync_generative.py",
+    "test_sync_evidence.py",
     "test_hr_effective.py",
     "test_hr_identity.py",
     "test_pipeline_dagster.py",
@@ -421,8 +427,8 @@ LONGEST_FIRST = (
     "test_hr_plan.py",
     "test_hr_drop.py",
 )
-"""Test files by their time in a run, longest first (measured with ``--durations``; a rough order is
-enough). Files not named here follow, in collection order."""
+"""Test files by the time of their longest tests, longest first (measured per test, CPU and wall; a rough
+order is enough). Files not named here follow, in collection order."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

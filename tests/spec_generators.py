@@ -78,19 +78,35 @@ def ids(pool: list[str] = ID_POOL) -> st.SearchStrategy[str]:
     )
 
 
+INSTANT_FORMS = ("iso", "iso", "iso", "date", "epoch_seconds", "epoch_milliseconds")
+"""The forms a service writes an instant in (ISO 8601 most often)."""
+MILLISECONDS_FROM = datetime(1973, 3, 4, tzinfo=UTC)
+"""Epoch milliseconds are written from here on (an earlier instant drawn in that form is written as this
+one): an earlier instant's count of milliseconds (below 10^11) is also a plausible count of seconds, which
+no reader can tell apart (docs/sync.md, "Cursors")."""
+
+
 def timestamps() -> st.SearchStrategy[str | int]:
     """An instant, past or future (1970 to 2099), in any form a service writes one: ISO 8601 with ``Z`` or
     ``+hh:mm`` and milliseconds, microseconds or none; a date alone; epoch seconds or milliseconds."""
     instants = st.datetimes(datetime(1970, 1, 2), datetime(2099, 12, 31), timezones=st.just(UTC))
-    offsets = st.sampled_from([timedelta(0), timedelta(hours=5, minutes=30), timedelta(hours=-8)])
-    forms = st.sampled_from(["milliseconds", "microseconds", "seconds"])
-    iso = st.builds(_iso, instants, offsets, forms, st.booleans())
-    other: st.SearchStrategy[str | int] = st.one_of(
-        instants.map(lambda instant: instant.date().isoformat()),
-        instants.map(lambda instant: int(instant.timestamp())),
-        instants.map(lambda instant: int(instant.timestamp() * 1000)),
-    )
-    return st.one_of(iso, iso, iso, other)
+    return st.builds(written, instants, st.sampled_from(INSTANT_FORMS), OFFSETS, PRECISIONS, st.booleans())
+
+
+OFFSETS = st.sampled_from([timedelta(0), timedelta(hours=5, minutes=30), timedelta(hours=-8)])
+PRECISIONS = st.sampled_from(["milliseconds", "microseconds", "seconds"])
+
+
+def written(instant: datetime, form: str, offset: timedelta, precision: str, zulu: bool) -> str | int:
+    """``instant`` written in ``form`` (one of `INSTANT_FORMS`; an ISO 8601 one at ``offset`` and
+    ``precision``, ``Z`` for UTC when ``zulu``). A date alone names the instant's UTC day."""
+    if form == "date":
+        return instant.astimezone(UTC).date().isoformat()
+    if form == "epoch_seconds":
+        return int(instant.timestamp())
+    if form == "epoch_milliseconds":
+        return int(max(instant, MILLISECONDS_FROM).timestamp() * 1000)
+    return _iso(instant, offset, precision, zulu)
 
 
 def numbers() -> st.SearchStrategy[Any]:

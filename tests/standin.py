@@ -272,13 +272,27 @@ def _updated_since(records: list[Record], start: str | None) -> list[Record]:
 
 
 def _before(record: Record, since: datetime) -> bool:
-    stamp = record.get("updatedAt", record.get("updatedOn"))
+    instant = instant_of(record.get("updatedAt", record.get("updatedOn")))
+    return instant is not None and instant < since
+
+
+EPOCH_SECONDS_BEFORE = 32_503_680_000
+"""An epoch number below this (the year 3000 in seconds) counts seconds, one at least this large
+milliseconds: the stand-in's own reading, which agrees with any other for the instants the tests draw."""
+
+
+def instant_of(stamp: Any) -> datetime | None:
+    """The instant a stamp names in any form the tests write one: ISO 8601 with or without an offset (none
+    is UTC), a date alone (that day's midnight UTC, the service's own instant), epoch seconds or
+    milliseconds; None for anything else (such a record is always served)."""
     try:
+        if isinstance(stamp, int) and not isinstance(stamp, bool):
+            seconds = stamp if abs(stamp) < EPOCH_SECONDS_BEFORE else stamp / 1000
+            return datetime.fromtimestamp(seconds, UTC)
         instant = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
-    except ValueError:
-        return False
-    # A date alone is that day's midnight UTC (the service's own instant); other forms are always kept.
-    return instant is not None and (instant if instant.tzinfo else instant.replace(tzinfo=UTC)) < since
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None if instant is None else instant if instant.tzinfo else instant.replace(tzinfo=UTC)
 
 
 def _envelope(data: Any) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, copy_of
 from tests.sync_support import query, settings_for, sync_direct
 from warehouse.locks import LockBusyError
 
+pytestmark = pytest.mark.xdist_group("test_analyst_truth")  # its module fixture syncs: once, on one worker
+
 NEW_COST_CENTER = "CC-AUDIT-29"
 
 

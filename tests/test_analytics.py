@@ -30,6 +30,8 @@ from warehouse import dictionary
 from warehouse.examples import EXAMPLES
 from warehouse.migrate import migrate
 
+pytestmark = pytest.mark.xdist_group("test_analytics")  # its module fixture syncs: once, on one worker
+
 NOTEBOOK = ROOT / "docs" / "notebooks" / "as_of.ipynb"
 
 

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pipelines.settings import SettingsError, load_settings
 from resources import AdmClient, ClientSettings, clear_buckets
 from resources.errors import TLSError
+from resources.transport import network_transport
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, SMALL
 from tests.network_support import Certificates, RecordingProxy, TlsEmulator, make_certificates
 from tests.test_client_support import FAST
@@ -124,6 +126,22 @@ def test_failed_tunnels_do_not_use_up_the_connection_pool(
     assert positions
     assert proxy.tunnels == 4
     assert retries == 3
+
+
+def test_the_clients_of_a_process_share_one_tls_context_per_ca_bundle(certificates: Certificates) -> None:
+    # Building a context reads a few hundred certificates (~40 ms); each client used to build its own.
+    def context_of(ca_bundle: Path | None) -> object:
+        values = {"base_url": "https://127.0.0.1:1", "token": DEMO_TOKEN, "tenant_id": DEMO_TENANT_ID}
+        settings = ClientSettings.model_validate(values | {"ca_bundle": ca_bundle})
+        transport = network_transport(settings, httpx.Limits())
+        assert isinstance(transport, httpx.HTTPTransport)
+        return transport._pool._ssl_context  # the context its connections use
+
+    system = [context_of(None) for _ in range(3)]  # kept: a context freed could lend its id to the next
+    corporate = [context_of(certificates.ca) for _ in range(3)]
+    assert all(context is system[0] for context in system)
+    assert all(context is corporate[0] for context in corporate)
+    assert corporate[0] is not system[0]
 
 
 def test_a_ca_bundle_that_is_not_pem_is_refused_in_one_line(

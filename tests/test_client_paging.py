@@ -40,7 +40,7 @@ def ids_of(records: Iterable[Any]) -> list[str]:
 
 
 def test_an_empty_list_costs_one_call(client: AdmClient) -> None:
-    stream = client.iter_pages(DecisionQuery(search="no decision is called this"))
+    stream = client.iter_pages("decisions", DecisionQuery(search="no decision is called this"))
     assert list(stream) == []
     assert (stream.total, stream.passes, client.metrics.calls) == (0, 1, {"E8": 1})
 
@@ -52,7 +52,7 @@ def test_one_page(client: AdmClient, emulator: Emulator) -> None:
 
 
 def test_an_exact_multiple_of_the_page_size(client: AdmClient, emulator: Emulator) -> None:
-    stream = client.iter_pages(DecisionQuery())
+    stream = client.iter_pages("decisions")
     pages = list(stream)
     assert [len(page.data) for page in pages] == [100] * 10
     assert sorted(ids_of(item for page in pages for item in page.data)) == sorted(
@@ -64,7 +64,7 @@ def test_an_exact_multiple_of_the_page_size(client: AdmClient, emulator: Emulato
 
 
 def test_a_partial_last_page(client: AdmClient, emulator: Emulator) -> None:
-    pages = list(client.iter_pages(UserQuery(limit=70)))
+    pages = list(client.iter_pages("users", UserQuery(limit=70)))
     assert sorted(len(page.data) for page in pages) == [20, 70, 70, 70, 70]
     assert len({user.id for page in pages for user in page.data}) == len(
         emulator.tenants[DEMO_TENANT_ID].users
@@ -102,7 +102,7 @@ def test_drift_returns_every_record_present_for_the_whole_run_once(
     at_start = set(records)
     set_faults(server, FaultConfig(drift_every=3, latency_ms=5))
     with make_client(server) as client:
-        stream = client.iter_pages(query)
+        stream = client.iter_pages(kind, query)
         returned = ids_of(item for page in stream for item in page.data)
     at_end = set(records)
     assert len(stream.totals_seen) > 1, "the emulator drifted while the client paged"
@@ -132,7 +132,7 @@ def test_a_service_ignoring_the_sort_is_caught(
 
 
 def test_a_filter_on_a_field_that_can_change_is_kept_and_judged_strictly(client: AdmClient) -> None:
-    stream = client.iter_pages(GroupQuery(tenant_id=DEMO_TENANT_ID, status=["ACTIVE"], limit=5))
+    stream = client.iter_pages("groups", GroupQuery(tenant_id=DEMO_TENANT_ID, status=["ACTIVE"], limit=5))
     groups = list(stream.items())
     assert len({group.id for group in groups}) == len(groups) == 40
     assert not stream.append_only

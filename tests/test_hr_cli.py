@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -36,8 +37,10 @@ from tests.test_hr_support import (
     write_users,
     writes,
 )
+from tests.test_recovery import FIRST_RELEASE, first_release_warehouse
 from warehouse.commit import connect
 from warehouse.hr_store import allowances
+from warehouse.migrate import available
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -422,3 +425,21 @@ def test_sigterm_stops_an_apply_in_one_line_and_the_same_apply_finishes_it_exact
     assert len(first) < 19  # stopped part-way
     assert code == 0 and "applied 19" in again, again
     assert list(writes(server).values()) == [1] * 19  # every entity written once, none twice
+
+
+def test_plan_refuses_a_warehouse_of_an_earlier_release_naming_the_upgrade(service_env: Path) -> None:
+    # Before: hr plan migrated it under its 32 MB buffer (OutOfMemory at 50,000 users), without the copy,
+    # the hashes and the child rows' order `warehouse upgrade` sees to.
+    old = service_env / "old.duckdb"
+    first_release_warehouse(old)
+    code, output = hr("plan", *DEMO, "--warehouse", str(old))
+    said = " ".join(output.split())
+    assert code == 1, output
+    assert f"migrations {FIRST_RELEASE + 1}-{available()[-1][0]} not applied" in said
+    assert "upgrade it first with `authority-sync warehouse upgrade`" in said
+    with duckdb.connect(str(old), read_only=True) as con:  # the file is as it was
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchall() == [(FIRST_RELEASE,)]
+    upgraded = CliRunner().invoke(app, ["warehouse", "upgrade", "--warehouse", str(old)])
+    assert upgraded.exit_code == 0, upgraded.output
+    code, output = hr("plan", *DEMO, "--warehouse", str(old))
+    assert code == 1 and "holds no extract of tenant" in output, output  # past the refusal

@@ -1,7 +1,8 @@
 """Identity evidence over real HTTP and DuckDB: a row changes the user its key found only when it agrees
 with that user beyond the key (the email, or the first and last name); another tenant's export with the
 same employee ids is refused whole, in the CLI's planning and in a Dagster run alike; a rename or an
-email change still plans and applies, and a renamed person's display name follows their name."""
+email change still plans and applies, and a renamed person's display name follows their name. Org units
+alike: a row changes the unit its org unit id found only when it agrees on the name or the legal name."""
 
 from __future__ import annotations
 
@@ -14,10 +15,21 @@ import pytest
 from emulator.scale import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TENANT_SCALE
 from emulator.seed import seed_tenant
 from emulator.server import EmulatorServer
-from models.hr.fields import Values, user_values
+from models.groups import Group
+from models.hr.fields import Values, group_values, user_values
 from models.users import User
 from pipelines.hr.dagster import HrSyncConfig
-from pipelines.hr.demo_export import SEED, USER_EXTRA, USER_FIELDS_ORDER, Row, export_users, write_export
+from pipelines.hr.demo_export import (
+    GROUP_EXTRA,
+    GROUP_FIELDS_ORDER,
+    SEED,
+    USER_EXTRA,
+    USER_FIELDS_ORDER,
+    Row,
+    export_groups,
+    export_users,
+    write_export,
+)
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.warehouse_resource import WarehouseResource
 from resources.dagster_resource import AdmClientResource
@@ -27,6 +39,8 @@ from tests.test_hr_support import (
     MAPPING,
     apply,
     demo_files,
+    group_id,
+    group_rows,
     hr_sync,
     plan,
     row_of,
@@ -34,6 +48,7 @@ from tests.test_hr_support import (
     step_failure,
     user_id,
     user_rows,
+    write_groups,
     write_users,
     writes,
 )
@@ -177,4 +192,83 @@ def test_the_command_line_names_the_tenant_as_extract_does_and_refuses_another_t
     assert f"this file is not about this tenant acme ({DEMO_TENANT_ID})" in " ".join(output.split())
     code, output = hr("plan", *DEMO_FILES, "--tenant", "acme", "--warehouse", hr_store.path)
     assert code == 0, output
+    code, output = hr("plan", *DEMO_FILES, "--tenant", "globex", "--warehouse", hr_store.path)
+    assert code == 1 and f"holds no extract of tenant {OTHER_TENANT_ID}" in " ".join(output.split()), output
     assert writes(server) == {}
+
+
+def globex_groups() -> list[Row]:
+    """Globex's org units as its HR system exports them: the same org unit ids as Acme's first ones."""
+    return export_groups(seed_tenant(SEED, OTHER_TENANT_ID, OTHER_TENANT_SCALE, "Globex"))
+
+
+def service_group(server: EmulatorServer, external_id: str) -> Values:
+    """A seeded org unit's values as the emulator holds them now (read over HTTP)."""
+    with httpx.Client(base_url=server.base_url) as client:
+        return group_values(Group.model_validate(stored(client, "groups", group_id(external_id))))
+
+
+def unit_of(rows: list[Row], external_id: str) -> Row:
+    """The org-unit row of ``external_id``."""
+    return next(row for row in rows if row["external_id"] == external_id)
+
+
+def test_another_tenants_org_units_with_the_same_ids_are_refused_whole(
+    hr_store: WarehouseResource, tmp_path: Path, server: EmulatorServer
+) -> None:
+    theirs = globex_groups()
+    assert {row["external_id"] for row in theirs} <= {row["external_id"] for row in group_rows()}
+    untenanted = tuple(name for name in GROUP_FIELDS_ORDER if name != "tenant")
+    path = write_export(tmp_path / "globex_units.csv", theirs, MAPPING.groups, untenanted, GROUP_EXTRA)
+    outcome = plan(hr_store, path)
+    assert outcome.plan is None and outcome.refusal is not None
+    assert outcome.refusal.startswith(f"this file is not about this tenant {DEMO_TENANT_ID}")
+    assert "another org unit (identity_mismatch)" in outcome.refusal
+    mismatched = {p.line for p in outcome.validation.problems if p.rule == "identity_mismatch"}
+    # Each unit named otherwise than Acme's of its id is refused; one named alike (Legal APAC) agrees.
+    ours = {row["external_id"]: row["group_name"] for row in group_rows()}
+    renamed = [line for line, row in enumerate(theirs, 2) if row["group_name"] != ours[row["external_id"]]]
+    assert mismatched == set(renamed) and len(renamed) > len(theirs) / 2
+    assert writes(server) == {}
+
+
+def test_an_org_unit_naming_another_unit_is_refused_and_renames_and_moves_apply(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path, server: EmulatorServer
+) -> None:
+    rows = group_rows()
+    stranger = unit_of(globex_groups(), "ORG-0003")
+    wrong = unit_of(rows, "ORG-0010")
+    wrong |= {"group_name": stranger["group_name"], "legal_name": stranger["legal_name"]}
+    renamed = unit_of(rows, "ORG-0011")
+    renamed["group_name"] = "Platform Engineering"
+    relegal = unit_of(rows, "ORG-0012")
+    relegal["legal_name"] = "Acme Services GmbH"
+    moved = unit_of(rows, "ORG-0013")
+    moved["parent"] = "ORG-0003" if moved["parent"] != "ORG-0003" else "ORG-0002"
+    outcome = plan(hr_store, write_groups(tmp_path / "units.csv", rows))
+    assert outcome.plan is not None
+    problems = [(p.line, p.column, p.rule) for p in outcome.validation.problems]
+    assert problems == [(2 + rows.index(wrong), "Org Unit ID", "identity_mismatch")]
+    message = outcome.validation.problems[0].message
+    assert stranger["group_name"] in message and "neither the name nor the legal name agrees" in message
+    assert sorted(entity.hr_key for entity in outcome.plan.entities) == ["ORG-0011", "ORG-0012", "ORG-0013"]
+    assert apply(hr_store, adm, outcome.plan.plan_id).status == "applied"
+    seeded = seeded_snapshot().group_values
+    assert service_group(server, "ORG-0010") == seeded[group_id("ORG-0010")]
+    renamed_name = {"group_name": "Platform Engineering", "display_name": "Platform Engineering"}
+    assert service_group(server, "ORG-0011") == seeded[group_id("ORG-0011")] | renamed_name
+    relegal_name = {"legal_name": "Acme Services GmbH"}
+    assert service_group(server, "ORG-0012") == seeded[group_id("ORG-0012")] | relegal_name
+    assert service_group(server, "ORG-0013")["parent"] == [group_id(moved["parent"])]
+
+
+def test_an_org_unit_renamed_and_given_another_legal_name_at_once_proves_nothing(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    rows = group_rows()
+    both = unit_of(rows, "ORG-0020")
+    both |= {"group_name": "Somewhere Else", "legal_name": "Somebody Else Inc"}
+    outcome = plan(hr_store, write_groups(tmp_path / "units.csv", rows))
+    assert outcome.plan is not None and outcome.plan.entities == []
+    assert [(p.column, p.rule) for p in outcome.validation.problems] == [("Org Unit ID", "identity_mismatch")]
+    assert "change one, apply it, then the other" in outcome.validation.problems[0].message

@@ -54,14 +54,17 @@ def test_an_error_reports_header_cells_are_escaped_like_its_data(
     with source.open(encoding="utf-8-sig", newline="") as handle:
         table = list(csv.reader(handle))
     hostile = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "+cmd", "-2+3"]
+    # Header names are read trimmed; a data cell is repeated as written: a leading tab or CR is a prefix.
+    cells = ["\tTab", "\rCR", " =1", "fine"]
     path = tmp_path / "hostile.csv"
     with path.open("w", encoding="utf-8", newline="") as handle:
         csv.writer(handle).writerows(
-            [[*line, *(hostile if index == 0 else ["a"] * 4)] for index, line in enumerate(table)]
+            [[*line, *(hostile if index == 0 else cells)] for index, line in enumerate(table)]
         )
     outcome = plan(hr_store, path)
     (report,) = write_error_reports(outcome.validation, MAPPING, tmp_path / "reports")
     with report.open(encoding="utf-8-sig", newline="") as handle:
-        header = next(csv.reader(handle))
+        header, invalid = list(csv.reader(handle))
     assert header[-6:-2] == [f"'{cell}" for cell in hostile]
+    assert invalid[-6:-2] == ["'\tTab", "'\rCR", "' =1", "fine"]
     assert header[-2:] == ["hr_sync_line", "hr_sync_errors"]

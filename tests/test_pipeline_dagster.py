@@ -33,7 +33,7 @@ from pipelines.settings import SyncSettings, load_settings, tenant_variable_suff
 from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
-from tests.sync_support import query, settings_for, sync, sync_env
+from tests.sync_support import query, settings_for, sync, sync_env, sync_job
 from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
 
@@ -156,7 +156,7 @@ def test_selecting_one_table_commits_the_whole_tenant(
 
 def test_a_second_sync_of_a_tenant_is_refused_while_one_runs(settings: SyncSettings) -> None:
     with held(tenant_lock_path(settings.warehouse, DEMO_TENANT_ID), "run 1234", 0, "the tenant"):
-        refused = sync(settings, expect_success=False)
+        refused = sync_job(settings, expect_success=False)
 
     assert refused.error is not None and "held by run 1234" in refused.error
     assert "this run did nothing" in refused.error
@@ -171,7 +171,7 @@ def test_a_run_over_the_api_budget_is_refused_unless_allowed(
     calls = query(settings.warehouse, "SELECT api_calls_total FROM sync_runs")[0][0]
     budget = settings.model_copy(update={"monthly_quota": 2 * calls})
 
-    refused = sync(budget, full_refresh=True, expect_success=False)
+    refused = sync_job(budget, full_refresh=True, expect_success=False)
 
     assert refused.error is not None and "API budget" in refused.error
     assert f"{calls} API calls this month + about {calls} for this run" in refused.error
@@ -263,7 +263,7 @@ def test_each_tenant_syncs_with_its_own_credential(
     settings = load_settings()
 
     for tenant in (DEMO_TENANT_ID, OTHER_TENANT_ID):
-        sync(settings, tenant)
+        sync_job(settings, tenant)
 
     assert query(warehouse, "SELECT tenant_id, status FROM sync_runs ORDER BY tenant_id") == sorted(
         [(DEMO_TENANT_ID, "succeeded"), (OTHER_TENANT_ID, "succeeded")]

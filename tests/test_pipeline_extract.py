@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,8 @@ from models.base import format_timestamp
 from pipelines.extract import DEFAULT_OVERLAP
 from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, SMALL, fresh, set_faults
+from resources.catalog import PAGED_LISTS
+from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, fresh, set_faults
 from tests.sync_support import query, settings_for
 from tests.sync_support import sync as run_sync
 
@@ -195,12 +197,9 @@ def test_incremental_run_fetches_only_what_changed(
     rechecked = {kind: set[str]() for kind in ("delegation", "document")}
     for kind, parent in rows(settings, "SELECT parent_kind, parent_id FROM revision_rechecks"):
         rechecked[kind].add(parent)
+    # One page of each list (from the catalog: two lists of one endpoint are two pages of it).
     assert requests_by_endpoint(server) == {
-        "E8": 1,
-        "delegations": 1,
-        "users": 1,
-        "groups": 1,
-        "positions": 1,
+        **Counter(paged.endpoint for paged in PAGED_LISTS.values()),
         "E9": 1,
         "E11": len(delegations | rechecked["delegation"]),
         "E12": len(documents | rechecked["document"]),
@@ -302,10 +301,14 @@ def test_full_refresh_marks_vanished_records_deleted_and_asks_only_its_share_of_
         "LIMIT 1",
     )
     assert calls.get("E11", 0) + calls.get("E12", 0) == rechecked > 0
-    # The client's own count: each list's pages (100 records a page, the last one short), the current
-    # user's positions (E9), and at most 1/N of each kind's lists.
-    lists = (state.decisions, state.delegations, state.users, state.groups, state.positions)
-    pages = sum(len(records) // 100 + 1 for records in lists) + 1
+    # The client's own count: each list's pages (100 records a page, the last one short: the lists of the
+    # catalog, each as many records as its table holds live), the current user's positions (E9), and at
+    # most 1/N of each kind's lists.
+    live = [
+        rows(settings, f"SELECT count(*) FROM {name} WHERE NOT is_deleted")[0][0]  # noqa: S608 - catalog names
+        for name in PAGED_LISTS
+    ]
+    pages = sum(records // 100 + 1 for records in live) + 1
     assert total <= pages + sum(math.ceil(count / days) for count in known.values())
 
     # Soft deletes: the vanished decisions stay, marked deleted after they were last synced, with their
@@ -505,23 +508,20 @@ def test_tenant_partitions_fail_independently(settings: SyncSettings) -> None:
     ]
 
 
-def test_a_total_off_on_a_list_read_to_its_end_is_a_warning_with_figures(
+def test_a_total_that_overcounts_a_list_read_twice_to_its_end_fails_the_run_naming_the_list(
     server: EmulatorServer, settings: SyncSettings
 ) -> None:
-    """A service whose totals are off by 3: every list is still read to a short last page, so the run
-    commits every record, and the row-count check warns with its figures instead of blocking the tenant."""
+    """A service whose totals are 3 too high: every list is read to a short last page twice, listing the
+    same records both times, so the set is known to be short of what the service says it holds: the run
+    fails naming the list, its total and the ids read, and commits nothing (before: it committed with a
+    warning)."""
     set_faults(server, FaultConfig(total_skew=3))
 
-    run = run_sync(settings, full_refresh=True)
+    run = run_sync(settings, full_refresh=True, expect_success=False)
 
-    assert run.success, run.error
-    assert rows(settings, "SELECT count(*) FROM decisions") == [(SMALL.decisions,)]
-    (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
-    by_name = {(c["table"], c["check"]): c for c in json.loads(checks)}
-    check = by_name[("decisions", "row_count_matches_service_total")]
-    assert not check["passed"]
-    assert f"staged {SMALL.decisions}, service total {SMALL.decisions + 3}" in check["description"]
-    assert "read to its end" in check["description"]
+    assert not run.success and run.error is not None
+    assert re.search(r"read to its end twice, .* \((\d+) ids read\) but its total says (\d+)", run.error)
+    assert rows(settings, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 def test_a_full_run_with_inserts_while_it_pages_loads_the_lists_as_they_end(

@@ -16,7 +16,7 @@ from emulator.server import EmulatorServer
 from emulator.service import EmulatorOptions
 from pipelines.cli import app
 from pipelines.settings import SyncSettings
-from tests.sync_support import sync
+from tests.sync_support import sync_job
 
 ACCESS_KEY = "sk-PIPELINE-SECRET-7781"
 TOKEN = "tok-PIPELINE-SECRET-4419"
@@ -49,7 +49,7 @@ def test_no_secret_in_events_warehouse_or_staging(
     )
     instance = dg.DagsterInstance.ephemeral()
 
-    run = sync(settings, instance=instance)
+    run = sync_job(settings, instance=instance)
 
     secrets = {ACCESS_KEY, TOKEN} | exchanged_tokens(secret_server)
     assert len(secrets) > 2, "the run must have exchanged the access key for a token"

@@ -25,7 +25,7 @@ from pipelines.cli import app
 from pipelines.console import run_summary
 from pipelines.settings import SettingsError, SyncSettings, load_settings
 from tests.conftest import fresh
-from tests.sync_support import ROOT, query, settings_for, sync
+from tests.sync_support import ROOT, query, settings_for, sync, sync_job
 from warehouse.commit import writing
 from warehouse.parquet import MANIFEST, current_folder, published_files
 from warehouse.publish import PublishError, PublishTarget, publish, readable_as
@@ -211,7 +211,7 @@ def test_a_failed_publish_keeps_the_previous_copies_and_fails_no_run(
     insert_decisions(server, 2)
 
     with dg.DagsterInstance.ephemeral() as instance:
-        second = sync(settings, instance=instance)
+        second = sync_job(settings, instance=instance)
         metadata = sync_runs_metadata(instance, second.run_id)
 
     warnings = json.loads(query(settings.warehouse, "SELECT warnings FROM sync_runs")[1][0])

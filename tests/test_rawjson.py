@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from resources.rawjson import RawJsonError, page_records
+from resources.rawjson import RawJsonError, member_objects, page_records
 
 
 def test_each_record_is_cut_out_as_sent() -> None:
@@ -31,3 +31,16 @@ def test_an_empty_page() -> None:
 def test_a_body_without_data_data_is_refused(body: str) -> None:
     with pytest.raises(RawJsonError):
         page_records(body)
+
+
+def test_the_objects_of_a_member_array_are_cut_out_as_sent_the_last_key_winning() -> None:
+    record = (
+        '{"items": [{"n": 1}], "id": "x", '
+        '"items" : [ {"n": 1500.00, "s": "]"} , 7, null,{"k":[{}]} ], "z": 1}'
+    )
+    assert member_objects(record, "items") == ['{"n": 1500.00, "s": "]"}', '{"k":[{}]}']
+
+
+@pytest.mark.parametrize("record", ['{"items": null}', '{"other": []}', "[]", '{"items": [1, }'])
+def test_a_member_that_is_no_array_has_no_objects(record: str) -> None:
+    assert member_objects(record, "items") is None

@@ -7,7 +7,8 @@ independent stand-in (tests/standin.py), with records written by hand in the spe
 from __future__ import annotations
 
 import time
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,11 @@ import pytest
 from pydantic import SecretStr
 
 from resources.client import AdmClient
-from resources.errors import ConnectionError, ServiceError
+from resources.errors import ConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
-from tests.standin import JsonText, Quirks, StandIn
+from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from tests.test_sync_quirks import decision, delegation, group, rows, run, tenant, ts, uid, user
+from tests.test_sync_quirks import check, decision, delegation, group, rows, run, tenant, ts, uid, user
 
 FUTURE = "2099-06-01T00:00:00Z"
 
@@ -102,9 +103,36 @@ def test_an_incremental_run_clears_a_cursor_stored_in_the_future(warehouse: Path
     assert whole.record.status == "succeeded"
 
 
+@pytest.mark.parametrize("form", ["date", "epoch_milliseconds", "epoch_seconds"])
+def test_a_change_stamped_in_another_instant_form_is_read_by_the_next_incremental_run(
+    warehouse: Path, form: str
+) -> None:
+    # Before (date alone): the cursor stood at the time of the first run's latest change, today; a change
+    # the service then stamped with today's date alone (midnight UTC) lay before the next incremental
+    # window and was missed until the next full refresh.
+    now = datetime.now(UTC)
+    stamps = {
+        "date": now.date().isoformat(),
+        "epoch_milliseconds": int(now.timestamp() * 1000),
+        "epoch_seconds": int(now.timestamp()),
+    }
+    earlier = (now - timedelta(seconds=1)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    served = tenant(delegations=[delegation(1, updatedAt=earlier), delegation(2)])
+    run(served, warehouse)
+
+    served.lists["delegations"][1] = delegation(2, status="REVOKED", updatedAt=stamps[form])
+    changed, _ = run(served, warehouse, full_refresh=False)
+
+    assert changed.record.mode == "incremental"
+    assert rows(warehouse, "SELECT status FROM delegations ORDER BY id = ?", [uid("delegation", 2)]) == [
+        ("ISSUED",),
+        ("REVOKED",),
+    ]
+
+
 def kinds(record: Any) -> dict[tuple[str, str], str]:
-    """(endpoint, field) -> the kind of deviation recorded for it."""
-    return {(d["endpoint"], d["field"]): d["kind"] for d in record.deviations}
+    """(list, field) -> the kind of deviation recorded for it."""
+    return {(d["list"], d["field"]): d["kind"] for d in record.deviations}
 
 
 def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
@@ -147,28 +175,115 @@ def test_values_are_stored_exactly_as_sent(warehouse: Path) -> None:
     assert rows(warehouse, "SELECT created_on FROM users") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
     assert rows(warehouse, "SELECT created_on FROM groups") == [(datetime.fromtimestamp(1_700_000_000, UTC),)]
     found = kinds(outcome.record)
-    assert found["E8", "decisionAuthorities.*.authorityLimitValue"] == "number_as_text"
-    assert found["E8", "id"] == "number_as_text"
+    assert found["decisions", "decisionAuthorities.*.authorityLimitValue"] == "number_as_text"
+    assert found["decisions", "id"] == "number_as_text"
     assert found["delegations", "startDate"] == "date_only"
     assert found["users", "createdOn"] == "epoch_milliseconds"
     assert found["groups", "createdOn"] == "epoch_seconds"
 
 
-@pytest.mark.parametrize("status", [404, 400])
-@pytest.mark.parametrize(("records", "skew"), [(20, 0), (15, 10)], ids=["exactly-full", "short"])
-def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(
-    warehouse: Path, status: int, records: int, skew: int
-) -> None:
-    # Before: NotFoundError / ValidationError "page 3 out of range" stopped the tenant every night.
-    served = tenant(decisions=[decision(n) for n in range(records)])
+def test_a_limit_number_holds_the_value_exactly_or_null_with_a_warning(warehouse: Path) -> None:
+    # Before: limit_number was a DOUBLE: 123456789012345678901234567.891 came out 1.2345678901234568e+26
+    # (123456789012345678152597504 once read back as a decimal), 0.1 + 0.2 summed to 0.30000000000000004.
+    values = {
+        "big": JsonText("123456789012345678901234567.891"),
+        "cents": JsonText("1500.00"),
+        "tenth": "0.1",
+        "fifth": "0.2",
+        "scaled": "2.5bn",
+        "too-precise": "1.1234567",
+        "too-large": "1" + "0" * 32,
+    }
+    limits = [
+        {"id": key, "authorityLimitValueType": "Currency", "authorityLimitValue": value}
+        for key, value in values.items()
+    ]
+    served = tenant(decisions=[decision(1, decisionAuthorities=limits)])
 
-    # Pages of 10 (the service's cap): page 3 is past the end of either list.
-    quirks = Quirks(past_end=status, total_skew={"decisions": skew}, page_cap=10)
-    outcome, standin = run(served, warehouse, quirks)
+    outcome, _ = run(served, warehouse)
 
     assert outcome.record.status == "succeeded"
-    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(records,)]
+    stored = dict(rows(warehouse, "SELECT id, limit_number FROM decision_authorities"))
+    assert stored == {
+        "big": Decimal("123456789012345678901234567.891"),
+        "cents": Decimal("1500.00"),
+        "tenth": Decimal("0.1"),
+        "fifth": Decimal("0.2"),
+        "scaled": Decimal("2500000000"),
+        "too-precise": None,
+        "too-large": None,
+    }
+    assert dict(rows(warehouse, "SELECT id, limit_value FROM decision_authorities")) == {
+        key: str(value) for key, value in values.items()
+    }
+    assert rows(
+        warehouse, "SELECT sum(limit_number) FROM decision_authorities WHERE id IN ('tenth', 'fifth')"
+    ) == [(Decimal("0.3"),)]
+    limits_check = check(outcome, "decision_authorities", "limit_values_parse")
+    assert not limits_check["passed"] and "2 numeric limit value(s)" in limits_check["description"]
+
+
+def test_an_embedded_item_s_raw_is_its_own_text_as_sent(warehouse: Path) -> None:
+    # Before: each decision group, authority and document stored the model re-serialised: 1500.00 as
+    # 1500.0, the big number rounded to 1.2345678901234568e+26 or turned into a JSON string, keys reordered.
+    big, cents = JsonText("123456789012345678901234567.891"), JsonText("1500.00")
+    valid = decision(
+        1,
+        decisionGroups=[{"id": "link-1", "groupId": uid("group", 1), "xShare": cents}],
+        decisionDocuments=[{"xSize": big, "id": "doc-link-1", "isPinned": True}],
+    )
+    mended = decision(
+        2,
+        decisionAuthorities=[
+            {"id": "limit-1", "authorityLimitValue": big, "xFloor": cents},
+            "not an object",
+            {"authorityLimitValue": "Unlimited", "id": "limit-2", "authorityTypeOrder": JsonText("2")},
+        ],
+    )
+    served = tenant(decisions=[valid, mended])
+
+    # One decision a page: the first page validates whole, the second is read record by record and mended.
+    outcome, _ = run(served, warehouse, Quirks(page_cap=1))
+
+    assert outcome.record.status == "succeeded"
+    sent = [
+        *valid["decisionGroups"],
+        *valid["decisionDocuments"],
+        mended["decisionAuthorities"][0],
+        mended["decisionAuthorities"][2],
+    ]
+    assert rows(
+        warehouse,
+        "SELECT raw FROM (SELECT raw, id FROM decision_groups UNION ALL SELECT raw, id FROM "
+        "decision_documents UNION ALL SELECT raw, id FROM decision_authorities) ORDER BY id",
+    ) == [(encode(item).decode(),) for item in sorted(sent, key=lambda item: item["id"])]
+
+
+@pytest.mark.parametrize("status", [404, 400])
+def test_a_page_past_the_end_answered_as_no_such_page_ends_the_list(warehouse: Path, status: int) -> None:
+    # Before: NotFoundError / ValidationError "page 3 out of range" stopped the tenant every night.
+    served = tenant(decisions=[decision(n) for n in range(20)])
+
+    # Pages of 10 (the service's cap): page 3 is past the end of the list.
+    outcome, standin = run(served, warehouse, Quirks(past_end=status, page_cap=10))
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(20,)]
     assert standin.requests["decisions"] >= 3  # page 3 was asked for and answered as no such page
+
+
+@pytest.mark.parametrize("status", [404, 400])
+def test_a_page_past_the_end_after_a_short_page_ends_the_list_and_its_overcount_fails_the_run(
+    warehouse: Path, status: int
+) -> None:
+    # Only a total too high makes a page past a short one worth asking for: the 404/400 ends the list as
+    # an empty page would, and the list, twice 15 records for a total of 25, is known to be short.
+    served = tenant(decisions=[decision(n) for n in range(15)])
+
+    with pytest.raises(PagingDriftError, match=r"E8: .*\(15 ids read\) but its total says 25"):
+        run(served, warehouse, Quirks(past_end=status, total_skew={"decisions": 10}, page_cap=10))
+
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 def test_a_byte_order_mark_before_the_json_is_ignored(warehouse: Path) -> None:

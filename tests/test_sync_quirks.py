@@ -22,6 +22,7 @@ import duckdb
 import pytest
 
 from pipelines.sync import SyncOutcome
+from resources.catalog import PAGED_LISTS
 from resources.settings import RatePlan
 from tests.conftest import copy_of
 from tests.standin import JsonText, Quirks, StandIn, Tenant
@@ -174,17 +175,33 @@ def test_a_page_size_capped_by_the_service_is_followed(warehouse: Path) -> None:
     assert standin.requests["decisions"] == 3  # 50 + 50 + a short page of 20 that proves the end
 
 
-def test_a_total_off_by_one_on_a_list_read_to_its_end_is_a_warning(warehouse: Path) -> None:
-    # Before: positions served 11 with total 12 blocked every table of the tenant.
+def test_a_list_short_of_its_total_in_two_identical_reads_fails_naming_the_list(warehouse: Path) -> None:
+    # Before: positions served 11 twice with total 12 committed the 11 with a warning; a set the service's
+    # own count says is short is never committed (the operator's way on: docs/sync.md, "Totals").
     positions = [position(n) for n in range(11)]
+    served = tenant(positions=positions, decisions=[decision(1)])
 
-    outcome, _ = run(tenant(positions=positions), warehouse, Quirks(total_skew={"positions": 1}))
+    with pytest.raises(Exception) as failed:
+        run(served, warehouse, Quirks(total_skew={"positions": 1}))
+
+    assert "positions: read to its end twice" in str(failed.value)
+    assert "(11 ids read) but its total says 12" in str(failed.value)
+    assert rows(warehouse, "SELECT count(*) FROM positions UNION ALL SELECT count(*) FROM decisions") == [
+        (0,),
+        (0,),
+    ]
+
+
+def test_a_list_whose_total_counts_a_record_served_twice_commits_with_a_warning(warehouse: Path) -> None:
+    # The service lists one position on two pages and counts it twice: 11 served, 10 ids, total 11.
+    positions = [position(n) for n in range(10)]
+    served = tenant(positions=[*positions[:5], positions[0], *positions[5:]])
+
+    outcome, _ = run(served, warehouse, Quirks(page_cap=5))
 
     assert outcome.record.status == "succeeded"
-    assert rows(warehouse, "SELECT count(*) FROM positions") == [(11,)]
+    assert rows(warehouse, "SELECT count(*) FROM positions") == [(10,)]
     found = check(outcome, "positions", "row_count_matches_service_total")
-    assert not found["passed"] and "staged 11, service total 12" in found["description"]
-    # A set short of its total is committed only once a second read listed the very same records.
     assert "read to its end twice and listed the same records" in found["description"]
 
 
@@ -316,13 +333,15 @@ def test_a_rejected_record_read_twice_hides_no_record(warehouse: Path) -> None:
 
     quirks = Quirks(page_cap=2, order=lying_once)
     served = tenant(groups=list(groups.values()))
-    outcome, standin = run(served, warehouse, quirks, concurrency=1, reject_max_share=1.0)
+    outcome, _ = run(served, warehouse, quirks, concurrency=1, reject_max_share=1.0)
 
     assert outcome.record.status == "succeeded"
-    assert rows(warehouse, "SELECT id FROM groups WHERE NOT is_deleted ORDER BY id") == sorted(
-        (item["id"],) for item in groups.values()
-    )
-    assert standin.requests["groups"] == 9  # pass 1 could not prove its count; passes 2 and 3 agree
+    # Every list of the endpoint (groups, group_directory: the catalog's) holds every group, whichever of
+    # them the lying pages reached: their reads interleave, so which list gets which lie varies by run.
+    for name in (name for name, paged in PAGED_LISTS.items() if paged.endpoint == "groups"):
+        assert rows(warehouse, f"SELECT id FROM {name} WHERE NOT is_deleted ORDER BY id") == sorted(  # noqa: S608
+            (item["id"],) for item in groups.values()
+        )
 
 
 def test_a_count_beyond_32_bits_is_an_invalid_value_not_a_stopped_run(warehouse: Path) -> None:
@@ -435,8 +454,9 @@ def test_a_lone_429_costs_about_the_second_it_asks_for_on_every_plan(
     assert outcome.record.status == "succeeded" and outcome.record.rate_limited == 1
     assert sum(standin.requests.values()) >= 45
     # The pause itself is honoured (test_a_retry_after_given_as_an_http_date_is_honoured_...); here, only
-    # that nothing else is lost.
-    assert elapsed - baseline < 4.0, (elapsed, baseline)
+    # that nothing else is lost: the second asked for, 2 s of margin, and as much again as the baseline (a
+    # busy machine slows both runs; the lost rate of before does not scale with the machine).
+    assert elapsed < 2 * baseline + 3.0, (elapsed, baseline)
 
 
 def test_a_retry_after_given_as_an_http_date_is_honoured_and_the_real_wait_logged(

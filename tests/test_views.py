@@ -36,6 +36,8 @@ from tests.test_client_support import make_client
 from tests.test_merge import commit
 from warehouse.schema import staging_schema
 
+pytestmark = pytest.mark.xdist_group("test_views")  # its module fixture syncs: once, on one worker
+
 TINY = Scale(
     users=12,
     decisions=4,

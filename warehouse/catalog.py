@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from resources.catalog import DECISIONS, DELEGATIONS, GROUPS, PAGED_LISTS, POSITIONS, USERS, PagedList
+from resources.catalog import (
+    CALLER_POSITIONS,
+    DECISIONS,
+    DELEGATIONS,
+    GROUP_DIRECTORY,
+    GROUPS,
+    PAGED_LISTS,
+    POSITIONS,
+    USERS,
+    PagedList,
+)
 from resources.endpoints import ENDPOINTS, EndpointName
 from warehouse.rows import (
     TableRows,
@@ -28,6 +38,7 @@ from warehouse.rows import (
     delegation_rows,
     group_rows,
     position_rows,
+    projection,
     user_rows,
 )
 
@@ -189,10 +200,25 @@ LISTS = _by_name(
         unseen_changes=True,
     ),
     ListTables(POSITIONS, position_rows, "org"),
+    # The directory of groups: a version only when one of these columns changes (not an address or a parent).
+    ListTables(
+        GROUP_DIRECTORY,
+        projection(
+            GROUP_DIRECTORY.name,
+            {
+                "group_display_id": "group_id",
+                "group_name": "group_name",
+                "display_name": "display_name",
+                "group_type_name": "tenant_group_type.group_type_name",
+                "status": "status",
+            },
+        ),
+        "org",
+    ),
 )
 """Every paged list's tables, by list name, in the order of `resources.catalog.PAGED_LISTS`."""
 
-CURRENT_USER_POSITIONS = Tables(Family("current_user_positions"), "org", personal=True)
+CURRENT_USER_POSITIONS = Tables(Family(CALLER_POSITIONS.name), "org", personal=True)
 """E9's table: the positions of the user the credentials stand for (one call, not a paged list)."""
 
 

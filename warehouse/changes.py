@@ -5,7 +5,8 @@ transaction: the versions of the revision lists (``<revisions>_history``) and th
 The change log is appended per commit rather than computed per query, so that asking for one record or one
 month reads only those rows however long the history grows. Its one definition is the SQL macros
 ``record_changes``, ``item_changes`` and ``raw_changes`` (migration 0042), one history table each: here
-they are asked, for every table of the catalog, for this commit's changes alone.
+they are asked, for every table of the catalog, for this commit's changes alone (and by
+`warehouse.catalog_sql`, for every change the history of a table not logged yet holds).
 Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 """
 
@@ -25,15 +26,30 @@ def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, 
         _record_revision_history(con, revisions, tenant_id, run_id, now)
     for family in FAMILIES.values():
         if _ended_at(con, family.history, tenant_id, now):
-            _append(
-                con, f"record_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now
-            )
-            # After record_changes: a path of raw whose column is logged as changed is left out.
-            _append(con, f"raw_changes({_text(family.root)}, {_text(family.history)}, ?, ?)", tenant_id, now)
+            for call in root_calls(family, COMMIT):
+                _append(con, call, tenant_id, now)
         for child in family.children:
             if _ended_at(con, child.history, tenant_id, now) or _added_at(con, family, child, tenant_id, now):
-                names = (child.table, child.history, child.parent_column, child.reference, family.history)
-                _append(con, f"item_changes({', '.join(map(_text, names))}, ?, ?)", tenant_id, now)
+                _append(con, item_call(family, child, COMMIT), tenant_id, now)
+
+
+COMMIT = "?, ?"
+"""The change macros' last two arguments for one commit's changes: its tenant and instant, bound."""
+EVERY_CHANGE = "NULL, NULL"
+"""... and for every change a history holds."""
+
+
+def root_calls(family: Family, scope: str) -> tuple[str, str]:
+    """The change macro calls of a family's root table, in the order they append (after record_changes:
+    a path of raw whose column is logged as changed is left out), ``scope`` their last two arguments."""
+    names = f"{text_literal(family.root)}, {text_literal(family.history)}, {scope}"
+    return f"record_changes({names})", f"raw_changes({names})"
+
+
+def item_call(family: Family, child: Child, scope: str) -> str:
+    """The change macro call of one child table of ``family``, ``scope`` its last two arguments."""
+    names = (child.table, child.history, child.parent_column, child.reference, family.history)
+    return f"item_changes({', '.join(map(text_literal, names))}, {scope})"
 
 
 def _ended_at(con: duckdb.DuckDBPyConnection, history: str, tenant_id: str, now: datetime) -> bool:
@@ -65,14 +81,13 @@ def _exists(con: duckdb.DuckDBPyConnection, rows: str, tenant_id: str, now: date
     return bool(found and found[0])
 
 
-def _append(con: duckdb.DuckDBPyConnection, changes: str, tenant_id: str, now: datetime) -> None:
-    """Append the rows of the change macro call ``changes`` (its last two arguments the tenant and the
-    commit instant) to the log. One statement per table: one query of every table ran out of a commit's
-    bounded memory."""
-    con.execute(f"INSERT INTO change_log SELECT * FROM {changes}", [tenant_id, now])
+def _append(con: duckdb.DuckDBPyConnection, call: str, tenant_id: str, now: datetime) -> None:
+    """Append the rows of the change macro ``call`` for the tenant's commit at ``now`` to the log. One
+    statement per table: one query of every table ran out of a commit's bounded memory."""
+    con.execute(f"INSERT INTO change_log SELECT * FROM {call}", [tenant_id, now])
 
 
-def _text(name: str) -> str:
+def text_literal(name: str) -> str:
     """A catalog name as an SQL string literal: the macros take table and column names as constants."""
     return "'" + name.replace("'", "''") + "'"
 

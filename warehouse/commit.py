@@ -37,7 +37,7 @@ from warehouse.merge import (
     prune_orphan_revisions,
     record_rechecks,
 )
-from warehouse.migrate import migrate
+from warehouse.migrate import OlderWarehouseError, migrate, pending
 from warehouse.publish import Published, PublishTarget, publish_run, try_publish
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
@@ -103,11 +103,13 @@ def connect(
     memory_limit: str | None = MEMORY_LIMIT,
     wait_s: float = 0.0,
     readers_copy: Path | None = None,
+    upgrade: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the warehouse file with its schema up to date, waiting up to ``wait_s``
     while another process holds DuckDB's lock on it (then failing with that process's pid and program, and
     the copy its readers belong on: ``readers_copy``, by default the one beside the warehouse);
-    ``memory_limit`` bounds DuckDB's buffer."""
+    ``memory_limit`` bounds DuckDB's buffer. Without ``upgrade``, a file an earlier release wrote is
+    refused (`OlderWarehouseError`, naming ``authority-sync warehouse upgrade``) instead of migrated."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
@@ -127,8 +129,22 @@ def connect(
                     raise file_holder_error(path, str(error), copy, wait_s) from None
                 wait.still()
                 time.sleep(POLL_S)
+    if not upgrade:
+        _refuse_older(con, path)
     migrate(con)
     return con
+
+
+def _refuse_older(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Close ``con`` and raise `OlderWarehouseError` when its file lacks migrations of this release."""
+    missing = pending(con)
+    if missing:
+        con.close()
+        raise OlderWarehouseError(
+            f"the warehouse {path} was written by an earlier release (migrations {missing[0]}-{missing[-1]} "
+            "not applied): upgrade it first with `authority-sync warehouse upgrade` (it keeps a copy of the "
+            "file as it was)"
+        )
 
 
 Opener = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
@@ -138,12 +154,17 @@ of a long task, so that the file is never held across network calls."""
 
 @contextmanager
 def writing(
-    warehouse: Path, holder: str, wait_s: float, memory_limit: str | None = MEMORY_LIMIT
+    warehouse: Path,
+    holder: str,
+    wait_s: float,
+    memory_limit: str | None = MEMORY_LIMIT,
+    upgrade: bool = True,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection of the warehouse's one writer: the writer lock held, DuckDB's lock awaited."""
+    """A connection of the warehouse's one writer: the writer lock held, DuckDB's lock awaited (``upgrade``:
+    see `connect`)."""
     deadline = time.monotonic() + wait_s
     with held(writer_lock_path(warehouse), holder, wait_s, f"the warehouse {warehouse}"):
-        con = connect(warehouse, memory_limit, max(0.0, deadline - time.monotonic()))
+        con = connect(warehouse, memory_limit, max(0.0, deadline - time.monotonic()), upgrade=upgrade)
         try:
             yield con
         finally:

@@ -1,5 +1,6 @@
 """Ordered SQL migrations (``warehouse/migrations/NNNN_name.sql``), each applied once and recorded in
-``schema_migrations``; then the data dictionary's comments (`warehouse.dictionary`)."""
+``schema_migrations``; then what the list catalog renders (`warehouse.catalog_sql`: each table's as-of
+macro, the change log of a table added) and the data dictionary's comments (`warehouse.dictionary`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from importlib import resources
 import duckdb
 
 from models.errors import AuthoritySyncError
+from warehouse.catalog_sql import apply_catalog
 from warehouse.dictionary import document
 
 _MIGRATIONS = "migrations"
@@ -15,6 +17,23 @@ _MIGRATIONS = "migrations"
 
 class NewerWarehouseError(AuthoritySyncError, RuntimeError):
     """The warehouse holds migrations this release does not know: a newer release wrote it."""
+
+
+class OlderWarehouseError(AuthoritySyncError, RuntimeError):
+    """The warehouse lacks migrations of this release, and the one opening it does not upgrade it."""
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The migrations of this release a warehouse written by an earlier one lacks; none for a new file
+    (no ``schema_migrations`` yet), which is built whole when opened."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return []
+    done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    return [version for version, _, _ in available() if version not in done]
 
 
 def available() -> list[tuple[int, str, str]]:
@@ -28,7 +47,8 @@ def available() -> list[tuple[int, str, str]]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
-    """Bring the schema up to date; returns the versions applied now. Each migration is one transaction.
+    """Bring the schema up to date, then render the list catalog's macros (`warehouse.catalog_sql`);
+    returns the versions applied now. Each migration is one transaction.
     With ``describe`` the data dictionary is then applied as comments, when it or the schema changed
     (a throwaway database that only needs the schema can skip it: a full apply costs about 0.1 s)."""
     con.execute(
@@ -56,6 +76,7 @@ def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
             con.rollback()
             raise
         applied.append(version)
+    apply_catalog(con)
     if describe:
         document(con, done | set(applied))
     return applied

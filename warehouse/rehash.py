@@ -84,19 +84,19 @@ def _hashes(con: duckdb.DuckDBPyConnection, entry: ListTables) -> Iterator[dict[
 def flattened(con: duckdb.DuckDBPyConnection, entry: ListTables) -> Iterator[list[tuple[str, TableRows]]]:
     """The list's stored records whose raw still reads as a record, ``BATCH`` at a time, each with its
     tenant and flattened as a sync flattens it (the root row and its child rows)."""
-    table, model = entry.name, entry.source.record
+    table = entry.name
     contract = RecordContract()
     tenants = [row[0] for row in con.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()]  # noqa: S608
     for tenant_id in tenants:
         cursor = con.execute(f"SELECT raw FROM {table} WHERE tenant_id = ? ORDER BY id", [tenant_id])  # noqa: S608
         while batch := cursor.fetchmany(BATCH):
-            records = _records(contract, table, model, [str(row[0]) for row in batch])
+            records = _records(contract, entry, [str(row[0]) for row in batch])
             yield [(tenant_id, entry.flatten(tenant_id, record)) for record in records]
 
 
-def _records(contract: RecordContract, table: str, model: type[Any], raws: list[str]) -> list[Any]:
+def _records(contract: RecordContract, entry: ListTables, raws: list[str]) -> list[Any]:
     """The records ``raws`` hold, read as a page of the service (the same tolerant contract as a sync)."""
     page = {"page": 1, "limit": len(raws), "total": len(raws), "data": "__DATA__"}
     envelope = {"statusCode": 200, "timestamp": "2000-01-01T00:00:00Z", "message": "Success", "data": page}
     body = json.dumps(envelope).replace('"__DATA__"', "[" + ",".join(raws) + "]")
-    return list(contract.read_page(table, model, 1, body.encode("utf-8")).data.data)
+    return list(contract.read_page(entry.source, 1, body.encode("utf-8")).data.data)

@@ -1,18 +1,21 @@
 """Flatten service records into warehouse rows, one dict per row keyed by column name.
 
 Each function returns the rows of every table a record feeds (a decision feeds ``decisions`` and its three
-child tables). ``raw`` is the record's JSON with unknown fields kept; ``content_hash`` covers the record's
-own content only (`OwnContent`), so history gains a version only for a real change of the record.
+child tables). ``raw`` is the record's JSON exactly as the service sent it (an embedded item's: its own
+text out of its parent's), unknown fields kept; ``content_hash`` covers the record's own content only
+(`OwnContent`), so history gains a version only for a real change of the record.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Context, Decimal
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -22,6 +25,7 @@ from models.delegations import Delegation
 from models.groups import Group
 from models.positions import Position
 from models.users import User, UserPosition
+from resources.rawjson import member_objects
 
 Row = dict[str, Any]
 TableRows = dict[str, list[Row]]
@@ -180,6 +184,18 @@ def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
     return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
 
 
+def item_texts(parent: ServiceModel, field_name: str) -> list[str]:
+    """The JSON text of each item of the parent's list ``field_name`` as the service sent it (cut out of the
+    parent's own text, so ``1500.00`` stays ``1500.00``); re-serialised only when the parent's text is not
+    known (a record built here, not read) or does not show the list under its wire name."""
+    items: list[ServiceModel] = getattr(parent, field_name) or []
+    alias = type(parent).model_fields[field_name].alias or field_name
+    sent = member_objects(parent.raw_json(), alias)
+    if sent is None or len(sent) != len(items):
+        return [item.model_dump_json(by_alias=True) for item in items]
+    return sent
+
+
 @keyed
 def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
     """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
@@ -229,13 +245,23 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "tenant_group_type_id": g.tenant_group_type_id,
                 "group_name": g.group_name,
                 "display_name": g.display_name,
-                "raw": g.model_dump_json(by_alias=True),
+                "raw": raw_item,
             }
-            for order, g in enumerate(decision.decision_groups or [], start=1)
+            for order, (g, raw_item) in enumerate(
+                zip(decision.decision_groups or [], item_texts(decision, "decision_groups"), strict=True),
+                start=1,
+            )
         ],
         "decision_authorities": [
-            authority_row(tenant_id, decision.id, order, a)
-            for order, a in enumerate(decision.decision_authorities or [], start=1)
+            authority_row(tenant_id, decision.id, order, a, raw_item)
+            for order, (a, raw_item) in enumerate(
+                zip(
+                    decision.decision_authorities or [],
+                    item_texts(decision, "decision_authorities"),
+                    strict=True,
+                ),
+                start=1,
+            )
         ],
         "decision_documents": [
             {
@@ -251,16 +277,25 @@ def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
                 "document_file_type": d.document_file_type,
                 "document_url": d.document_url,
                 "is_pinned": d.is_pinned,
-                "raw": d.model_dump_json(by_alias=True),
+                "raw": raw_item,
             }
-            for order, d in enumerate(decision.decision_documents or [], start=1)
+            for order, (d, raw_item) in enumerate(
+                zip(
+                    decision.decision_documents or [],
+                    item_texts(decision, "decision_documents"),
+                    strict=True,
+                ),
+                start=1,
+            )
         ],
     }
 
 
-def authority_row(tenant_id: str, decision_id: str, order: int, authority: DecisionAuthority) -> Row:
-    """One authority limit, the ``order``-th of its decision, its value parsed to a number where it is one
-    (``Unlimited`` is flagged)."""
+def authority_row(
+    tenant_id: str, decision_id: str, order: int, authority: DecisionAuthority, raw: str
+) -> Row:
+    """One authority limit, the ``order``-th of its decision (``raw``: its JSON as sent), its value parsed to
+    a number where it is one (``Unlimited`` is flagged)."""
     value = authority.authority_limit_value
     return {
         "tenant_id": tenant_id,
@@ -277,7 +312,7 @@ def authority_row(tenant_id: str, decision_id: str, order: int, authority: Decis
         "limit_number": parse_number(value) if value is not None else None,
         "limit_unit": authority.authority_limit_value_unit or None,
         "is_unlimited": value is not None and value.strip().lower() == "unlimited",
-        "raw": authority.model_dump_json(by_alias=True),
+        "raw": raw,
     }
 
 
@@ -285,17 +320,43 @@ _AMOUNT = re.compile(
     r"^(?:[A-Z]{3}\s*)?(?P<sign>-)?[$€£¥]?\s*(?P<number>\d[\d,\s]*(?:\.\d+)?)\s*(?P<scale>k|m|mn|b|bn)?\s*(?:[A-Z]{3})?$",
     re.IGNORECASE,
 )
-_SCALES = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
+_SCALES = {"k": 3, "m": 6, "mn": 6, "b": 9, "bn": 9}
+"""A scale word -> the power of ten it multiplies by."""
 
 
-def parse_number(value: str) -> float | None:
-    """A limit value as a number, or None when it is not one: ``250,000``, ``$1,000,000``,
-    ``1 000 000`` (any space as a group separator), ``1M``, ``2.5bn``, ``USD 5,000``, ``5,000 EUR``."""
+def parse_number(value: str) -> Decimal | None:
+    """A limit value as the exact number it writes, or None when it is not one or does not fit the
+    column (`limit_digits`): ``250,000``, ``$1,000,000``, ``1 000 000`` (any space as a group separator),
+    ``1M``, ``2.5bn``, ``USD 5,000``, ``5,000 EUR``, ``1500.00``."""
     found = _AMOUNT.match(" ".join(value.split()))
     if found is None:
         return None
-    number = float(re.sub(r"[,\s]", "", found["number"])) * (-1 if found["sign"] else 1)
-    return number * _SCALES[found["scale"].lower()] if found["scale"] else number
+    number = Decimal(re.sub(r"[,\s]", "", found["number"]))  # exact: no context rounds a constructor
+    if found["scale"]:
+        number = number.scaleb(_SCALES[found["scale"].lower()], context=_WIDE)
+    digits, places = limit_digits()
+    if number.adjusted() >= digits - places:
+        return None  # more integer digits than the column holds
+    exact = number.quantize(Decimal(1).scaleb(-places), context=Context(prec=digits))
+    if exact != number:
+        return None  # more decimals than the column holds: not rounded
+    return exact.copy_negate() if found["sign"] else exact
+
+
+_WIDE = Context(prec=1_000)
+"""Wide enough that scaling a limit value's digits never rounds them (the default keeps 28)."""
+
+
+@functools.cache
+def limit_digits() -> tuple[int, int]:
+    """The precision and scale of ``decision_authorities.limit_number`` (a DECIMAL: the migrations say
+    which)."""
+    # Imported here: the schema is read by migrating, and migrating renders the catalog, which holds
+    # this module's flatten functions; a top-level import would be a cycle.
+    from warehouse.schema import arrow_schema
+
+    column = arrow_schema("decision_authorities").field("limit_number").type
+    return column.precision, column.scale
 
 
 @keyed
@@ -517,3 +578,37 @@ def check_row(
         "revisions": revisions,
         "reason": reason,
     }
+
+
+def projection(table: str, columns: dict[str, str]) -> Callable[[str, Any], TableRows]:
+    """The flatten function of a slim table declared by its columns alone (the list catalog's entry says
+    them): ``columns`` maps each column to the record's attribute, a dotted path for an embedded record's
+    (``tenant_group_type.group_type_name``). The row holds the tenant, the record's id, those columns (an
+    enum as its wire value), ``is_deleted`` (the record's flag, False without one), ``raw`` (the record as
+    the service sent it) and a content hash over those columns only: the table's history gains a version
+    when one of them changes, not when a field it does not show does."""
+
+    @keyed
+    def flatten(tenant_id: str, record: ServiceModel) -> TableRows:
+        values = {column: _attribute(record, path) for column, path in columns.items()}
+        content = json.dumps(values, sort_keys=True, default=str)
+        root = {
+            "tenant_id": tenant_id,
+            "id": getattr(record, "id"),  # noqa: B009 - records are typed by their model, not by a protocol
+            **values,
+            "is_deleted": bool(getattr(record, "is_deleted", False)),
+            "content_hash": hashlib.blake2b(content.encode(), digest_size=16).hexdigest(),
+            "raw": record.raw_json(),
+        }
+        return {table: [root]}
+
+    return flatten
+
+
+def _attribute(record: Any, path: str) -> Any:
+    """The value at the dotted attribute ``path`` of ``record`` (None where an embedded record is missing),
+    an enum as its wire value."""
+    value = record
+    for name in path.split("."):
+        value = getattr(value, name, None)
+    return text(value) if isinstance(value, Enum) else value

@@ -60,7 +60,7 @@ class RunRecord:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds each phase took (extract, checks, commit, publish): where a run's time went."""
     deviations: list[dict[str, Any]] = field(default_factory=list)
-    """Tolerated deviations from the spec: endpoint, field, kind, records, sample ids."""
+    """Tolerated deviations from the spec: list, endpoint, field, kind, records, sample ids."""
     rejections: list[Rejection] = field(default_factory=list)
     """Records kept out by the schema contract, written to ``rejected_records`` with the run."""
     recheck_days: int | None = None
@@ -121,11 +121,14 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
     if record.rejections:
         stamp = record.finished_at or datetime.now(UTC)
         con.executemany(
-            "INSERT INTO rejected_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rejected_records (run_id, tenant_id, list_name, endpoint, page, position, "
+            "record_id, field, rule, value_received, record, rejected_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 [
                     record.run_id,
                     record.tenant_id,
+                    r.list_name,
                     r.endpoint,
                     r.page,
                     r.position,

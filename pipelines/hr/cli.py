@@ -75,6 +75,7 @@ from warehouse.hr_store import (
     plan_items,
 )
 from warehouse.locks import LockBusyError
+from warehouse.migrate import OlderWarehouseError
 from warehouse.reads import read_only
 
 DEFAULT_REPORTS = Path("data/hr/reports")
@@ -383,7 +384,7 @@ def show_plan(
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
     try:
         outcome = plan_upload(store, request, progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
-    except (StaleWarehouseError, FourEyesError) as error:
+    except (StaleWarehouseError, FourEyesError, OlderWarehouseError) as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None
     print_problems(console, outcome.validation.problems, limit)

@@ -16,8 +16,8 @@ quoted cell spanning lines every later line would be off, and it guesses types (
 read as a number). Workbooks are read in `pipelines.hr.upload`.
 
 Each row keeps the physical line it starts on. Cells are kept exactly as read; trimming and checks happen
-in `pipelines.hr.rows`. Writing CSV back (error reports, plans) goes through `safe_cell`, so nothing this
-tool writes can run as a formula when opened in a spreadsheet.
+in `pipelines.hr.rows`. Writing CSV back (error reports, plans) goes through `pipelines.csv_cells`, so
+nothing this tool writes can run as a formula when opened in a spreadsheet.
 """
 
 from __future__ import annotations
@@ -35,15 +35,11 @@ from datetime import date
 from pathlib import Path
 from typing import TextIO
 
-from models.base import PHONE_PATTERN
+from pipelines.csv_cells import write_table
 from pipelines.hr.encodings import EncodingRefusedError, decode
 from pipelines.hr.problems import Problem
 from warehouse.files import PRIVATE_UMASK
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-"""Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection")."""
-ESCAPE = "'"
-"""What `safe_cell` puts before a cell that could run as a formula."""
 DELIMITERS = (",", ";", "\t")
 """The delimiters detected, in order of preference on a tie."""
 FILE_RULES = frozenset(
@@ -63,10 +59,6 @@ FILE_RULES = frozenset(
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a physical line, as the csv module reads a file: CRLF (Windows), LF, or CR alone (old Mac
 exports)."""
-_PHONE = re.compile(PHONE_PATTERN)
-_PHONE_WITH_EXTENSION = re.compile(r"\+[0-9+().\s-]+(?:ext\.?|extension|x|#)\s*[0-9]+", re.IGNORECASE)
-"""An international number with an extension (``+1 555 0100 ext 12``, ``+1 555 0100 x12``): letters, but
-no function call or cell reference. E1 refuses it (``phone_pattern``); it is no formula."""
 
 
 def column_key(name: str) -> str:
@@ -298,31 +290,6 @@ def _quoted_cell(text: str, index: int, delimiter: str) -> tuple[bool, int, int]
     return False, index, lines
 
 
-def formula_prefixed(value: str, phone: bool = False) -> bool:
-    """Whether a spreadsheet would read ``value`` as a formula. In a phone column (``phone``), an
-    international number (a leading ``+`` and otherwise the E1 phone pattern, or such a number with an
-    extension) is legitimate: it cannot call a function or reference a cell."""
-    if (
-        phone
-        and value.startswith("+")
-        and (_PHONE.fullmatch(value) or _PHONE_WITH_EXTENSION.fullmatch(value))
-    ):
-        return False
-    return value.startswith(FORMULA_PREFIXES)
-
-
-def escaped_formula(value: str) -> bool:
-    """Whether ``value`` carries this tool's own escape (`safe_cell`'s apostrophe before a formula
-    character): a cell of an error report uploaded again, which must not come back as data."""
-    return value.startswith(ESCAPE) and value[1:].lstrip().startswith(FORMULA_PREFIXES)
-
-
-def safe_cell(value: str, phone: bool = False) -> str:
-    """``value`` made inert for spreadsheets with a leading apostrophe when it could run as a formula
-    (judged trimmed, as the sync reads cells: a leading space hides nothing)."""
-    return f"{ESCAPE}{value}" if formula_prefixed(value.strip(), phone) else value
-
-
 PRIVATE_FILE = 0o666 & ~PRIVATE_UMASK
 """0600: what `warehouse.files` makes every new file; `private_file` makes an existing one so too."""
 
@@ -339,11 +306,8 @@ def private_file(path: Path, encoding: str = "utf-8", newline: str | None = None
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]], delimiter: str = ",") -> Path:
     """Write a UTF-8 CSV (with BOM, so spreadsheets detect the encoding) readable by the owner only (it
-    holds personal data); the row cells must already have been through `safe_cell` (which knows the phone
-    columns), the header's go through it here (an error report repeats the upload's header, which HR's
-    file may have written as a formula). Returns ``path``."""
+    holds personal data), through `pipelines.csv_cells.write_table` (header cells included: an error
+    report repeats the upload's header, which HR's file may have written as a formula). Returns ``path``."""
     with private_file(path, encoding="utf-8-sig", newline="") as handle:
-        writer = csv.writer(handle, delimiter=delimiter)
-        writer.writerow([safe_cell(cell) for cell in header])
-        writer.writerows(rows)
+        write_table(handle, header, rows, delimiter)
     return path

@@ -1,6 +1,6 @@
 """Files the HR sync writes for people: the plan as CSV and JSON, and the error report HR fixes and
-re-uploads. Every CSV cell goes through `safe_cell`, so no value (from HR or from the service) can run as
-a spreadsheet formula; phone numbers with a leading ``+`` are left as they are."""
+re-uploads. Every CSV cell goes through `pipelines.csv_cells`, so no value (from HR or from the service) can
+run as a spreadsheet formula; phone numbers with a leading ``+`` are left as they are."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 from models.hr.fields import encode
 from models.hr.plan import Change, Plan
-from pipelines.hr.csv_input import CsvFile, column_key, private_file, safe_cell, write_csv
+from pipelines.csv_cells import phone_cell
+from pipelines.hr.csv_input import CsvFile, column_key, private_file, write_csv
 from pipelines.hr.mapping import Mapping
 from pipelines.hr.problems import Problem
 from pipelines.hr.validate import Validation
@@ -78,7 +79,7 @@ def write_plan_csv(path: Path, plan: Plan) -> Path:
 def write_change_rows(path: Path, changes: Iterable[dict[str, Any]]) -> Path:
     """Rows with the `PLAN_COLUMNS` (a plan's, or a stored plan's items) as CSV."""
     rows = (
-        [safe_cell(str(row[column]), phone=row["field"] == "mobile_phone") for column in PLAN_COLUMNS]
+        [_cell(str(row[column]), phone=row["field"] == "mobile_phone") for column in PLAN_COLUMNS]
         for row in changes
     )
     return write_csv(path, PLAN_COLUMNS, rows)
@@ -136,11 +137,11 @@ def _error_report(file: CsvFile, invalid: dict[int, list[Problem]], phones: set[
         [
             # A row of the wrong width is cut or padded to the header (its problem says so).
             *(
-                safe_cell(cell, column_key(column) in phones)
+                _cell(cell, column_key(column) in phones)
                 for column, cell in zip(file.header, row.cells + [""] * width, strict=False)
             ),
             str(row.line),
-            safe_cell("; ".join(problem.describe() for problem in invalid[row.line])),
+            "; ".join(problem.describe() for problem in invalid[row.line]),
         ]
         for row in file.rows
         if row.line in invalid
@@ -154,3 +155,7 @@ def _phone_columns(mapping: Mapping) -> set[str]:
     """The phone column, as `column_key` matches headers (the file may write it in another case)."""
     column = mapping.users.column("mobile_phone")
     return {column_key(column)} if column else set()
+
+
+def _cell(value: str, phone: bool) -> str:
+    return phone_cell(value) if phone else value

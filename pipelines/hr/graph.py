@@ -114,7 +114,8 @@ def _file_edges(rows: list[HrRow], name: str) -> dict[str, HrRow]:
 
 def _manager_cycles(users: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) -> list[HrRow]:
     from_file = _file_edges(users, "manager")
-    edges = {key: [str(values["manager"])] for key, values in snapshot.user_values.items()}
+    current = snapshot.user_values
+    edges = {key: [str(manager)] for key, manager in zip(current, current.column("manager"), strict=True)}
     edges |= {key: [str(row.desired["manager"])] for key, row in from_file.items()}
     edges = {key: [boss for boss in bosses if boss != key] for key, bosses in edges.items()}
     return _report_cycles(edges, from_file, mapping, "manager", "manager_cycle", snapshot.user_label)
@@ -207,7 +208,7 @@ def _joining_unfit(
         assert row.entity_id is not None
         manager = _manager_of(row.entity_id, after, snapshot)
         unfit = _unfit(manager, {}, snapshot, today) if _active(row.entity_id, after, snapshot) else None
-        before = str(snapshot.user_values[row.entity_id]["manager"])
+        before = str(snapshot.user_values.value(row.entity_id, "manager"))
         was_unfit = _active(row.entity_id, {}, snapshot) and _unfit(before, {}, snapshot, today)
         if unfit and manager != row.entity_id and not was_unfit:
             row.problem(mapping, "manager", "inactive_manager", f"{snapshot.user_label(manager)} is {unfit}")
@@ -227,7 +228,7 @@ def _reports_after(after: Mapping[str, Mapping[str, object]], snapshot: Snapshot
 
 def _manager_of(user_id: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> str:
     desired = after.get(user_id, {}).get("manager")
-    return str(desired) if desired else str(snapshot.user_values[user_id]["manager"])
+    return str(desired) if desired else str(snapshot.user_values.value(user_id, "manager"))
 
 
 def _active(user_id: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> bool:
@@ -247,4 +248,6 @@ def _unfit(
 
 def _state(user_id: str, name: str, after: Mapping[str, Mapping[str, object]], snapshot: Snapshot) -> object:
     desired = after.get(user_id, {})
-    return desired[name] if name in desired else snapshot.user_values.get(user_id, {}).get(name)
+    if name in desired:
+        return desired[name]
+    return snapshot.user_values.value(user_id, name) if user_id in snapshot.user_values else None

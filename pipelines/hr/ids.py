@@ -53,11 +53,7 @@ def check_ids(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot) -> 
 
 def _known_ids(mapping: EntityMapping, snapshot: Snapshot) -> set[str]:
     if mapping.kind == "user":
-        return {
-            str(values["employee_id"]).casefold()
-            for values in snapshot.user_values.values()
-            if values.get("employee_id")
-        }
+        return {str(key).casefold() for key in snapshot.user_values.column("employee_id") if key}
     return {group.external_id.casefold() for group in snapshot.groups.values() if group.external_id}
 
 

@@ -24,7 +24,8 @@ from pydantic import ValidationError as PydanticValidationError
 from models.groups import UpdateGroup
 from models.hr.fields import USER_DATE_FIELDS, USER_REFERENCE_FIELDS, EntityKind, Values
 from models.users import UpdateUserEntities
-from pipelines.hr.csv_input import CsvRow, column_key, escaped_formula, formula_prefixed
+from pipelines.csv_cells import escaped_formula, formula_prefixed
+from pipelines.hr.csv_input import CsvRow, column_key
 from pipelines.hr.dates import as_of_moment, parse_date
 from pipelines.hr.mapping import AS_OF_FIELD, EFFECTIVE_FIELD, TENANT_FIELD, CsvOptions, EntityMapping
 from pipelines.hr.problems import Problem

@@ -7,7 +7,6 @@ case-insensitively with runs of spaces collapsed; a name shared by two records i
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from models.errors import AuthoritySyncError
 from models.groups import Group
 from models.hr.fields import EntityKind, UserFields, Value, Values, group_values, user_values
 from models.users import User
+from pipelines.hr.user_columns import UserColumns
 from warehouse.hr_snapshot import (
     last_hr_write,
     latest_sync,
@@ -49,20 +49,17 @@ class SyncRun:
 @dataclass
 class Snapshot:
     """One tenant's users and groups as of one extract run, with lookups by HR-side keys and names. Of a
-    user it keeps the comparable values, the name and employee id people recognise, and when the service
-    last changed it; whole records are not kept (a 50,000-user tenant would not fit in memory)."""
+    user it keeps the comparable values, the name people recognise, and when the service last changed it,
+    column by column (`pipelines.hr.user_columns`); whole records are not kept (a 50,000-user tenant would
+    not fit in memory)."""
 
     tenant_id: str
     run: SyncRun
-    user_values: dict[str, Values]
+    user_values: UserColumns
     """Comparable values of every user, by id."""
     groups: dict[str, Group]
     positions: dict[str, str]
     """Position id -> name."""
-    user_names: dict[str, str | None] = field(default_factory=dict)
-    """User id -> full name."""
-    updated_on: dict[tuple[str, str], datetime] = field(default_factory=dict)
-    """(entity kind, id) -> when the service last changed the record."""
     roles: dict[str, str] = field(default_factory=dict)
     """Role id -> name (the tenant's roles as held by its users: the API lists no roles)."""
 
@@ -76,14 +73,19 @@ class Snapshot:
         positions: dict[str, str],
     ) -> Snapshot:
         """A snapshot of records read one at a time (``users`` may stream from the warehouse)."""
-        snapshot = cls(tenant_id, run, {}, groups, positions)
+        columns = UserColumns()
+        roles: dict[str, str] = {}
         for user in users:
-            snapshot.user_values[user.id] = compact(user_values(user))
-            snapshot.user_names[user.id] = user.name
-            snapshot.updated_on[("user", user.id)] = user.updated_on
-            snapshot.roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
-        snapshot.updated_on.update({("group", key): group.updated_on for key, group in groups.items()})
-        return snapshot
+            columns.append(user.id, user_values(user), user.name, user.updated_on)
+            roles.update({link.tenant_role_id: link.role_name for link in user.user_roles})
+        return cls(tenant_id, run, columns.seal(), groups, positions, roles)
+
+    def changed_on(self, kind: EntityKind, entity_id: str) -> datetime | None:
+        """When the service last changed a user or group (None for one it does not hold)."""
+        if kind == "user":
+            return self.user_values.changed_on(entity_id)
+        group = self.groups.get(entity_id)
+        return group.updated_on if group else None
 
     @cached_property
     def group_values(self) -> dict[str, Values]:
@@ -93,7 +95,7 @@ class Snapshot:
     @cached_property
     def _user_index(self) -> dict[str, dict[str, list[str]]]:
         return {
-            name: _index((_text(values[name]), key) for key, values in self.user_values.items())
+            name: _index(zip(self.user_values.column(name), self.user_values, strict=True))
             for name in ("employee_id", "email")
         }
 
@@ -125,8 +127,9 @@ class Snapshot:
 
     def user_label(self, user_id: str) -> str:
         """A user as people recognise them: name and employee id."""
-        values = self.user_values.get(user_id)
-        return f"{self.user_names.get(user_id)} ({values['employee_id']})" if values else user_id
+        if user_id not in self.user_values:
+            return user_id
+        return f"{self.user_values.name(user_id)} ({self.user_values.value(user_id, 'employee_id')})"
 
     def group_label(self, group_id: str) -> str:
         """A group as people recognise it: name and external id."""
@@ -139,32 +142,15 @@ class Snapshot:
         return {"user": len(self.user_values), "group": len(self.groups)}
 
 
-def compact(values: Values) -> Values:
-    """``values`` with their text interned: a tenant's users share most of it (statuses, types, dates,
-    the ids of managers, positions, groups and roles), which a 50,000-user snapshot then holds once."""
-    return {
-        name: [sys.intern(item) for item in value] if isinstance(value, list) else _interned(value)
-        for name, value in values.items()
-    }
-
-
-def _interned(value: str | None) -> str | None:
-    return sys.intern(value) if value is not None else None
-
-
-def _text(value: Value) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def fold(text: str) -> str:
     """A name as compared: case-folded, with runs of whitespace collapsed."""
     return " ".join(text.split()).casefold()
 
 
-def _index(pairs: Iterable[tuple[str | None, str]]) -> dict[str, list[str]]:
+def _index(pairs: Iterable[tuple[Value, str]]) -> dict[str, list[str]]:
     index: dict[str, list[str]] = defaultdict(list)
     for value, key in pairs:
-        if value:
+        if value and isinstance(value, str):
             index[fold(value)].append(key)
     return dict(index)
 

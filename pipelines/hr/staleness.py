@@ -88,7 +88,7 @@ def stale_rows(rows: list[HrRow], mapping: EntityMapping, snapshot: Snapshot, ti
         if not row.entity_id or not row.valid:
             continue
         exported = row.as_of or times.as_of.get(row.file)
-        changed = snapshot.updated_on.get((row.kind, row.entity_id))
+        changed = snapshot.changed_on(row.kind, row.entity_id)
         if exported is None or changed is None or changed <= exported:
             continue
         current = values[row.entity_id]

@@ -98,9 +98,12 @@ def validate(
         if row.entity_id:
             current = snapshot.user_values[row.entity_id]
             check_identity(row, mapping.users, current, snapshot.user_label(row.entity_id))
-    result.file_problems += foreign_files(users)
     for row in groups:
         references.resolve_group(row, mapping.groups)
+        if row.entity_id:
+            current = snapshot.group_values[row.entity_id]
+            check_identity(row, mapping.groups, current, snapshot.group_label(row.entity_id))
+    result.file_problems += foreign_files(result.rows)
     if times is not None:
         result.file_problems += old_exports(files, result.rows, times)
         for rows, entity_mapping in ((users, mapping.users), (groups, mapping.groups)):

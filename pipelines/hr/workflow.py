@@ -142,8 +142,10 @@ def plan_upload(
     files = [read_upload(path, options.encoding, options.delimiter) for path in request.files]
     step.done(f"read {sum(len(file.rows) for file in files):,} row(s) from {len(files)} file(s)")
     # DuckDB's buffer is kept small: planning reads each user once and writes little (the tenant's
-    # users are scanned in batches; a large buffer would only hold pages never read again).
-    with short_write(store, memory_limit=PLAN_MEMORY_LIMIT) as con:
+    # users are scanned in batches; a large buffer would only hold pages never read again). A file of an
+    # earlier release is refused, not migrated: its migrations need more than that buffer (OutOfMemory at
+    # 50,000 users), and `warehouse upgrade` does what they leave undone and keeps a copy.
+    with short_write(store, memory_limit=PLAN_MEMORY_LIMIT, upgrade=False) as con:
         run = fresh_run(con, request.tenant_id, request.mapping.max_warehouse_age, moment)
         snapshot = load_snapshot(con, request.tenant_id, run)
         users, groups = len(snapshot.user_values), len(snapshot.groups)
@@ -286,12 +288,12 @@ def window_entities(
 
 
 def short_write(
-    store: WarehouseResource, memory_limit: str | None = MEMORY_LIMIT
+    store: WarehouseResource, memory_limit: str | None = MEMORY_LIMIT, upgrade: bool = True
 ) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
     """The warehouse for one short step of the HR workflow: the writer lock (waiting up to the store's
     ``lock_wait_s`` for a sync's commit, then one line naming it) and a connection, released at the end of
-    the step."""
-    return writing(store.file, f"hr {os_user()}", store.lock_wait_s, memory_limit)
+    the step (``upgrade``: see `warehouse.commit.connect`)."""
+    return writing(store.file, f"hr {os_user()}", store.lock_wait_s, memory_limit, upgrade)
 
 
 def os_user() -> str:
