@@ -8,7 +8,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: demo test lint bench generative emulator dagster dictionary clean
+.PHONY: demo test lint bench bench-quick generative emulator dagster dictionary clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -48,6 +48,11 @@ lint: $(VENV)/.synced
 # of `make test`. Tables print here and land as JSON under data/bench/.
 bench: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run
+
+# Scenarios 1 and 3 on a quarter-size tenant (5,000 decisions), ours beside dlt in the same run, in about two
+# minutes: run it before merging a change to the hot path (compare with the README's figure).
+bench-quick: $(VENV)/.synced-bench
+	$(VENV)/bin/python -m benchmarks.run --quick
 
 # The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4,
 # and the generative test of the HR write path (tests/test_hr_generative.py: each example plans and applies)
