@@ -6,14 +6,21 @@ next run must succeed, mark the killed run ``killed`` with its calls, and spend 
 the revision lists the killed run had not fetched (resume), against the whole tenant again without resume
 (``ADM_RESUME_HOURS=0``, how every rerun behaved before issue 18).
 
+With ``--sigterm``: a full refresh stopped by SIGTERM at a fifth of its calls, under the CLI and under
+``dagster job execute``: the calls made after the signal, how long the process took to end, what its row
+says, and the calls of the rerun (which resumes from the journal) against those of a whole run.
+
     .venv/bin/python -m benchmarks.kill_matrix            # about 3 minutes
+    .venv/bin/python -m benchmarks.kill_matrix --sigterm  # about 2 minutes
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +29,7 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.harness import CLI, OUTPUT, EmulatorProcess, EmulatorSpec, base_env
+from benchmarks.harness import BIN, CLI, OUTPUT, EmulatorProcess, EmulatorSpec, base_env
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
 
 SPEC = EmulatorSpec(decisions=2_000, delegations=600, documents=300, users=300, latency_ms=20)
@@ -121,6 +128,81 @@ def killed_row(warehouse: Path) -> str:
     return "succeeded (committed first)" if len(statuses) == 3 else "none (died before writing it)"
 
 
+SIGTERM_AT = 0.2
+"""Where in the reference run's calls SIGTERM falls."""
+STOPPED_WITHIN_S = 5.0
+"""The goal for a stopped run's process to end (a supervisor's grace period is short)."""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What one SIGTERM did, and what the run after it spent."""
+
+    path: str
+    signalled_at: int
+    calls_after: int
+    exit_s: float
+    row: str
+    rerun_calls: int
+
+
+def sigterm_at(
+    path: str, command: list[str], full_calls: int, server: EmulatorProcess, base: Path, folder: Path
+) -> Stopped:
+    """Copy the base warehouse, start a full refresh with ``command``, send SIGTERM once it has made
+    `SIGTERM_AT` of ``full_calls``, then run the CLI's full refresh again."""
+    warehouse = folder / f"sigterm-{path}" / "warehouse.duckdb"
+    shutil.rmtree(warehouse.parent, ignore_errors=True)
+    warehouse.parent.mkdir(parents=True)
+    shutil.copyfile(base, warehouse)
+    home = warehouse.parent / "dagster_home"
+    home.mkdir()
+    environment = env(server, warehouse, DAGSTER_HOME=str(home))
+    server.reset_stats()
+    victim = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while calls(server) < SIGTERM_AT * full_calls:
+        time.sleep(0.02)
+    at = calls(server)
+    victim.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    victim.wait()
+    exit_s = time.monotonic() - signalled
+    after = calls(server) - at
+    row = runs(warehouse)[-1]
+    server.reset_stats()
+    ok, _ = timed_run([CLI, "extract", "--full-refresh"], environment)
+    assert ok, f"the rerun after SIGTERM to {path} failed"
+    return Stopped(path, at, after, exit_s, row, calls(server))
+
+
+def sigterm_table(
+    console: Console, server: EmulatorProcess, base: Path, folder: Path, full_calls: int
+) -> None:
+    """SIGTERM at a fifth of a full refresh, under the CLI and under `dagster job execute`."""
+    tags = json.dumps({"dagster/partition": DEMO_TENANT_ID})
+    dagster = [str(BIN / "dagster"), "job", "execute", "-m", "pipelines.definitions", "-j", "full_refresh"]
+    paths = {
+        "authority-sync extract": [CLI, "extract", "--full-refresh"],
+        "dagster job execute": [*dagster, "--tags", tags],
+    }
+    table = Table(
+        "SIGTERM to", "at call", "calls after", "exit s", "goal s", "row", "rerun calls", "full run"
+    )
+    for path, command in paths.items():
+        stopped = sigterm_at(path, command, full_calls, server, base, folder)
+        table.add_row(
+            path,
+            f"{stopped.signalled_at:,}",
+            f"{stopped.calls_after:,}",
+            f"{stopped.exit_s:.1f}",
+            f"{STOPPED_WITHIN_S:g}",
+            stopped.row,
+            f"{stopped.rerun_calls:,}",
+            f"{full_calls:,}",
+        )
+    console.print(table)
+
+
 def main() -> None:
     console = Console()
     folder = OUTPUT / "kill_matrix"
@@ -136,6 +218,9 @@ def main() -> None:
         )
         full_calls = calls(server)
         console.print(f"{SPEC.describe()}: a full refresh takes {reference_s:.1f} s and {full_calls:,} calls")
+        if "--sigterm" in sys.argv[1:]:
+            sigterm_table(console, server, base, folder, full_calls)
+            return
         table = Table(
             "killed at",
             "opens offline",

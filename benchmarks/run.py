@@ -86,18 +86,32 @@ class Options:
     decisions: int
     memory_decisions: tuple[int, int]
     with_dlt: bool
+    share: float = 1.0
+    """Of the other lists of scenarios 1, 3 and 7 (delegations, documents, users): ``--quick`` takes a
+    quarter."""
 
 
-def full_scale(decisions: int, latency_ms: float = LATENCY_MS) -> EmulatorSpec:
-    """The tenant of scenarios 1 and 3: ``decisions`` with delegations, documents and users beside them."""
+QUICK = ("1", "3")
+"""The scenarios of ``--quick`` (``make bench-quick``)."""
+QUICK_DECISIONS = 5_000
+QUICK_SHARE = 0.25
+
+
+def full_scale(decisions: int, latency_ms: float = LATENCY_MS, share: float = 1.0) -> EmulatorSpec:
+    """The tenant of scenarios 1 and 3: ``decisions`` with delegations, documents and users beside them
+    (``share`` of their full numbers)."""
     return EmulatorSpec(
-        decisions=decisions, delegations=2_000, documents=1_000, users=2_000, latency_ms=latency_ms
+        decisions=decisions,
+        delegations=round(2_000 * share),
+        documents=round(1_000 * share),
+        users=round(2_000 * share),
+        latency_ms=latency_ms,
     )
 
 
 def scenario_latency(console: Console, options: Options) -> dict[str, Any]:
     """1. Latency-bound full extract: ours (full refresh, concurrency 16) and dlt (16 extract workers)."""
-    spec = full_scale(options.decisions)
+    spec = full_scale(options.decisions, share=options.share)
     work = WORK / "latency"
     rows = []
     with EmulatorProcess(spec, work / "emulator.log") as emulator:
@@ -209,7 +223,7 @@ def one_percent(spec: EmulatorSpec) -> dict[str, int]:
 
 def scenario_incremental(console: Console, options: Options) -> dict[str, Any]:
     """3. A full run, 1% of decisions, delegations and users changed, then an incremental run."""
-    spec = full_scale(options.decisions)
+    spec = full_scale(options.decisions, share=options.share)
     change = one_percent(spec)
     work = WORK / "incremental"
     rows: list[Row] = []
@@ -259,7 +273,7 @@ def scenario_incremental(console: Console, options: Options) -> dict[str, Any]:
 
 def scenario_budget(console: Console, options: Options) -> dict[str, Any]:
     """7. What each kind of run costs the tenant's API budget, and the month that makes."""
-    spec = full_scale(options.decisions)
+    spec = full_scale(options.decisions, share=options.share)
     change = one_percent(spec)
     work = WORK / "budget"
     warehouse = fresh(work / "ours.duckdb")
@@ -615,9 +629,24 @@ def main() -> None:
         "--memory-decisions", type=int, nargs=2, default=(10_000, 100_000), help="scenario 4's two sizes"
     )
     parser.add_argument("--no-dlt", action="store_true", help="run ours alone")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"scenarios {' and '.join(QUICK)} only, at {QUICK_DECISIONS:,} decisions and {QUICK_SHARE:.0%} "
+        "of the other lists (make bench-quick: ours beside dlt in about two minutes)",
+    )
     arguments = parser.parse_args()
-    options = Options(arguments.decisions, tuple(arguments.memory_decisions), not arguments.no_dlt)
+    options = Options(
+        QUICK_DECISIONS if arguments.quick else arguments.decisions,
+        tuple(arguments.memory_decisions),
+        not arguments.no_dlt,
+        QUICK_SHARE if arguments.quick else 1.0,
+    )
+    if arguments.quick:
+        arguments.only = arguments.only or list(QUICK)
     console = Console(width=130)
+    # The machine may be shared: wall times mean little without how busy it was.
+    console.print(f"load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     started = time.perf_counter()
     parts = [
         SCENARIOS[key](console, options).get("markdown", "") for key in arguments.only or sorted(SCENARIOS)
@@ -627,7 +656,8 @@ def main() -> None:
     command = " ".join(["python -m benchmarks.run", *sys.argv[1:]])
     header = (
         f"`{command}` ({'make bench' if not sys.argv[1:] else 'by hand'}) on {os.cpu_count()} cores, "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, all scenarios {took:.0f} s.\n\n"
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, all scenarios {took:.0f} s, load average "
+        f"{os.getloadavg()[0]:.1f} at the end.\n\n"
     )
     summary = OUTPUT / "summary.md"
     summary.write_text(header + "\n".join(part for part in parts if part), encoding="utf-8")

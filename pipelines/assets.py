@@ -24,8 +24,8 @@ from typing import Any
 import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
-from pipelines.launch import StaleRunConfigError, refuse_stale_config
-from pipelines.settings import NO_SERVICE, SettingsError, configured_tenant
+from pipelines.clients import AdmClientResource
+from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, configured_tenant
 from pipelines.stopping import RunInterruptedError, RunOverBudgetError
 from pipelines.sync import (
     SyncBlockedError,
@@ -36,10 +36,9 @@ from pipelines.sync import (
     one_line,
     sync_tenant,
 )
-from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
-from resources.dagster_resource import AdmClientResource
-from resources.errors import ConnectionError as APIConnectionError
-from resources.errors import PagingDriftError, RateLimitError, ServerError, TLSError
+from pipelines.tenant_tags import tenant_tags
+from pipelines.warehouse_resource import WarehouseResource
+from resources.errors import APIConnectionError, PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -172,11 +171,9 @@ CONFORMITY_DESCRIPTION = (
 )
 
 
-def tenant_sync_asset(
-    partitions: dg.PartitionsDefinition, bound: Mapping[str, Any], names: Mapping[str, str]
-) -> dg.AssetsDefinition:
-    """The multi-asset of the whole tenant sync, one partition per tenant; a run whose config overrides a
-    value of the ``bound`` resources is refused (`pipelines.launch`). Its tables carry no freshness policy:
+def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, str]) -> dg.AssetsDefinition:
+    """The multi-asset of the whole tenant sync, one partition per tenant, with the resources the settings
+    bind (`pipelines.bindings`: nothing a run's config could set). Its tables carry no freshness policy:
     Dagster's would count any tenant's commit and show Passing beside a stale tenant; each tenant's
     ``fresh_<tenant>`` check (`pipelines.freshness`) is the one freshness truth. Check results name the
     tenant as ``names`` (id -> name, ``ADM_TENANTS``) does."""
@@ -192,18 +189,14 @@ def tenant_sync_asset(
     )
     def adm_tenant_sync(
         context: dg.AssetExecutionContext,
-        adm: AdmClientResource,
-        warehouse: WarehouseResource,
-        sync_policy: SyncPolicyResource,
+        adm: dg.ResourceParam[AdmClientResource],
+        warehouse: dg.ResourceParam[WarehouseResource],
+        sync_policy: dg.ResourceParam[SyncSettings],
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
-        if adm.base_url is None and adm.environment is None:
+        if not sync_policy.address_configured:
             raise dg.Failure(description=NO_SERVICE)
-        try:
-            refuse_stale_config(context.run.run_config, bound)
-        except StaleRunConfigError as error:
-            raise dg.Failure(description=str(error)) from None
         request = _request(context, partitions)
-        _tag_run(context, request.tenant_id)
+        _tag_run(context, tenant_tags(request.tenant_id, names))
         outcome = SyncOutcome(RunRecord(request.run_id, request.tenant_id, request.mode, datetime.now(UTC)))
         context.log.info(f"tenant {request.tenant_id}: {request.mode} sync")
         try:
@@ -233,23 +226,18 @@ def tenant_sync_asset(
         return dg.with_source_code_references([adm_tenant_sync])[0]  # type: ignore[return-value]
 
 
-def _tag_run(context: dg.AssetExecutionContext, tenant_id: str) -> None:
-    """Give the run its tenant's tags when its launcher did not (``dagster job execute`` or
-    ``execute_job`` with only a ``dagster/partition`` tag; a queued run has them from the run queue,
-    `pipelines.run_queue`): the runs list finds it by tenant."""
-    config = context.job_def.partitioned_config
-    tags = config.get_tags_for_partition_key(tenant_id, context.job_def.name) if config else {}
-    missing = {
-        key: value
-        for key, value in tags.items()
-        if not key.startswith("dagster/") and context.run.tags.get(key) != value
-    }
+def _tag_run(context: dg.AssetExecutionContext, tags: Mapping[str, str]) -> None:
+    """Give the run its tenant's ``tags`` when its launcher did not: ``dagster job execute``,
+    ``execute_job`` or ``dagster asset materialize --partition`` (Dagster's implicit asset job, whose
+    partitions carry no tags) with only a ``dagster/partition`` tag. A queued run has them from the run
+    queue (`pipelines.run_queue`). The runs list finds the run by tenant."""
+    missing = {key: value for key, value in tags.items() if context.run.tags.get(key) != value}
     if missing:
         context.instance.add_run_tags(context.run.run_id, missing)
 
 
 def _retry(
-    context: dg.AssetExecutionContext, policy: SyncPolicyResource, error: Exception, outcome: SyncOutcome
+    context: dg.AssetExecutionContext, policy: SyncSettings, error: Exception, outcome: SyncOutcome
 ) -> dg.RetryRequested | dg.Failure:
     """Run the step again after a passing failure, with a growing wait; the run's tags can change how often
     and how soon. The retry reuses the revision lists this attempt fetched (its journal), so it costs

@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 from croniter import croniter
 
 from pipelines.extract import PAGE_LIMIT, whole_reads
-from pipelines.settings import MONTHLY_QUOTAS, SyncSettings
-from resources.settings import PLAN_RATES_PER_MINUTE, RatePlan
+from pipelines.settings import SyncSettings
+from resources.settings import MONTHLY_QUOTAS, PLAN_RATES_PER_MINUTE, RatePlan
 from warehouse.catalog import LISTS
 from warehouse.reads import TenantSizes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from signal import Signals
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import httpx
@@ -14,16 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
-from pipelines.bindings import warehouse_resource
 from pipelines.budget import BudgetTerms, project_month
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
 from pipelines.console import budget_table, query_results, run_summary
 from pipelines.hr.cli import hr_app, show_demo_plan
-from pipelines.location import sync_definitions
-from pipelines.runner import TenantRun, cli_instance, run_tenant
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from pipelines.stopping import exit_at_once, received_signal
 from pipelines.sync import owned_files
+from pipelines.warehouse_resource import WarehouseResource
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
 from warehouse.files import keep_private, tighten
@@ -33,6 +31,9 @@ from warehouse.publish import for_readers, try_publish
 from warehouse.reads import WriterHoldsFileError, read_only, tenant_sizes
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
+
+if TYPE_CHECKING:
+    from pipelines.runner import TenantRun
 
 app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -177,6 +178,10 @@ def sync_tenants(
     verbose: bool = False,
 ) -> list[TenantRun]:
     """Run each tenant's sync job in turn, with a spinner (and Dagster's log with ``verbose``)."""
+    # Dagster is loaded by the commands that run a job, not by --help, `sql` or `budget` (it costs seconds).
+    from pipelines.location import sync_definitions
+    from pipelines.runner import cli_instance, run_tenant
+
     defs = sync_definitions(settings)
     runs = []
     with cli_instance() as instance:
@@ -207,7 +212,7 @@ def warehouse_upgrade(
     settings = settings_or_exit(warehouse)
     try:
         done = upgrade(settings.warehouse, settings.lock_wait_s)
-        tighten(*owned_files(warehouse_resource(settings), str(settings.limiter_state_dir)))
+        tighten(*owned_files(WarehouseResource(settings), str(settings.limiter_state_dir)))
     except (OSError, LockBusyError, NewerWarehouseError, duckdb.Error) as error:
         typer.echo(f"error: {settings.warehouse}: {error}", err=True)
         raise typer.Exit(1) from None
@@ -244,7 +249,7 @@ def demo(
         assert con is not None
         for title, sql in EXAMPLES.items():
             query_results(console, con, title, sql)
-    show_demo_plan(console, warehouse_resource(settings), settings.default_tenant)
+    show_demo_plan(console, WarehouseResource(settings), settings.default_tenant)
 
 
 @app.command()

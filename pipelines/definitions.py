@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.bindings import resources
 from pipelines.hr.dagster import hr_definitions
 from pipelines.location import sync_definitions
-from pipelines.settings import load_settings
+from pipelines.settings import SyncSettings, load_settings
+
+
+def code_location(settings: SyncSettings) -> dg.Definitions:
+    """Everything the code location holds, built from ``settings``."""
+    return dg.Definitions.merge(sync_definitions(settings), hr_definitions())
+
 
 settings = load_settings()
-defs = dg.Definitions.merge(sync_definitions(settings), hr_definitions(resources(settings)))
+defs = code_location(settings)

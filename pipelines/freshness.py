@@ -1,13 +1,18 @@
 """Freshness per tenant: a stalled sync turns red within a day, whether or not any run succeeds.
 
-Each configured tenant has its own asset check on ``adm/sync_runs``, ``fresh_<tenant>`` (its name from
-``ADM_TENANTS``, else its id), that passes when
+Each configured tenant has its own asset check on ``adm/tenant_freshness``, ``fresh_<tenant>`` (its name
+from ``ADM_TENANTS``, else its id), that passes when
 the tenant's last committed sync finished within ``ADM_FRESHNESS_HOURS`` (26 by default: a nightly sync
 plus slack). A check that only ran after a successful commit would never see a tenant whose syncs keep
 failing, or one that never synced; so the checks have a job of their own, `tenant_freshness`, which
 `tenant_freshness_sensor` launches every hour. The checks are the one freshness truth: the table assets
 carry no Dagster `FreshnessPolicy`, which would count any tenant's commit and show Passing beside a
 failed check of a stale tenant.
+
+``adm/tenant_freshness`` is an asset that nothing materializes (downstream of ``adm/sync_runs``, from which
+it is judged). Dagster's UI shows a check's result for its asset's latest materialization: on
+``adm/sync_runs``, which every sync materializes, each sync of any tenant turned every tenant's freshness
+check back to "Not evaluated" until the sensor's next run, and hid a stale tenant's failure.
 
 One check per tenant rather than one partitioned check: Dagster's partitioned asset checks are a preview
 that cannot run in a job of their own.
@@ -22,12 +27,14 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
 
-from pipelines.assets import table_key
+from pipelines.assets import ASSET_PREFIX, OWNERS, TABLES, table_key
 from pipelines.settings import tenant_variable_suffix
 from pipelines.warehouse_resource import WarehouseResource
-from warehouse.runs import last_success
+from warehouse.runs import RUNS_TABLE, last_success
 
 FRESHNESS_JOB = "tenant_freshness"
+FRESHNESS_KEY = dg.AssetKey([ASSET_PREFIX, "tenant_freshness"])
+"""The asset the freshness checks judge: never materialized, so their latest results always show."""
 SENSOR_INTERVAL_S = 3600
 """How often the sensor evaluates every tenant's freshness: staleness shows within an hour of the limit."""
 
@@ -45,13 +52,25 @@ def _check_name(label: str) -> str:
     return "fresh_" + re.sub(r"[^a-z0-9_]", "_", tenant_variable_suffix(label).lower())
 
 
+def freshness_asset() -> dg.AssetSpec:
+    """The asset of the tenants' freshness, which only its checks evaluate (see the module docstring)."""
+    return dg.AssetSpec(
+        FRESHNESS_KEY,
+        deps=[table_key(RUNS_TABLE)],
+        description="How recently each tenant last committed a sync: one fresh_<tenant> check per tenant, "
+        "evaluated hourly by tenant_freshness_sensor. Judged from adm/sync_runs; never materialized.",
+        group_name=f"{ASSET_PREFIX}_{TABLES[RUNS_TABLE]}",  # beside adm/sync_runs
+        owners=OWNERS,
+    )
+
+
 def freshness_checks(
     tenants: list[str],
     max_age: timedelta,
     schedules: list[dg.ScheduleDefinition],
     tenant_names: Mapping[str, str],
 ) -> dg.AssetChecksDefinition:
-    """One freshness check of ``adm/sync_runs`` per tenant (`check_names`), evaluated together; each says
+    """One freshness check of `FRESHNESS_KEY` per tenant (`check_names`), evaluated together; each says
     so (and the run's log warns) when any of the tenant sync's ``schedules`` is stopped: no sync of it
     will run."""
     hours = max_age / timedelta(hours=1)
@@ -59,7 +78,7 @@ def freshness_checks(
     specs = [
         dg.AssetCheckSpec(
             name,
-            asset=table_key("sync_runs"),
+            asset=FRESHNESS_KEY,
             description=f"Tenant {_label(tenant, tenant_names)}: its last committed sync finished within "
             f"{hours:g} h.",
         )
@@ -68,7 +87,7 @@ def freshness_checks(
 
     @dg.multi_asset_check(specs=specs, name="tenant_sync_fresh", can_subset=True)
     def tenant_sync_fresh(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[WarehouseResource]
     ) -> Iterator[dg.AssetCheckResult]:
         now = datetime.now(UTC)
         stopped = stopped_schedules(context.instance, schedules)

@@ -13,7 +13,7 @@ import dagster as dg
 
 from pipelines.assets import tenant_sync_asset
 from pipelines.bindings import resources as bound_resources
-from pipelines.freshness import freshness_checks, freshness_job, freshness_sensor
+from pipelines.freshness import freshness_asset, freshness_checks, freshness_job, freshness_sensor
 from pipelines.jobs import sync_jobs, sync_schedules
 from pipelines.settings import SyncSettings
 
@@ -24,18 +24,29 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
     address configured the definitions load (the UI shows them) and every sync refuses in one line."""
     tenants = settings.sync_tenants
     partitions = dg.StaticPartitionsDefinition(tenants)
-    bound = bound_resources(settings) | dict(resources or {})
-    sync = tenant_sync_asset(partitions, bound, settings.tenant_names)
+    bound = {
+        name: _without_config(resource)
+        for name, resource in (bound_resources(settings) | dict(resources or {})).items()
+    }
+    sync = tenant_sync_asset(partitions, settings.tenant_names)
     schedules = sync_schedules(
         tenants, settings.nightly_cron, settings.full_refresh_cron, settings.address_configured
     )
     fresh = freshness_checks(tenants, settings.freshness, schedules, settings.tenant_names)
     check_job = freshness_job(fresh)
     return dg.Definitions(
-        assets=[sync],
+        assets=[sync, freshness_asset()],
         asset_checks=[fresh],
         jobs=[*sync_jobs(sync, fresh, partitions, settings.tenant_names), check_job],
         schedules=schedules,
         sensors=[freshness_sensor(check_job)],
         resources=bound,
     )
+
+
+def _without_config(resource: Any) -> Any:
+    """``resource`` as a resource with no config: a run config giving it any is refused by Dagster (a
+    launchpad copy of values the operator has changed since cannot reach a run)."""
+    if isinstance(resource, dg.ResourceDefinition):
+        return resource
+    return dg.ResourceDefinition(resource_fn=lambda _: resource, config_schema={})

@@ -1,13 +1,15 @@
 """The instance's run queue (``pipelines/dagster.yaml``): Dagster's queue, which gives a partitioned run
 its partition's tags before it queues.
 
-Dagster adds a partition's tags (`pipelines.jobs.tenant_tags`: ``adm/tenant``, ``adm/tenant_name``) only
-where the launcher asks the code location for them: a schedule's or a sensor's run request, a backfill,
-the launchpad, ``dagster job execute --partition``. A run launched through GraphQL (``launchRun``,
+Dagster adds a partition's tags (`pipelines.tenant_tags`: ``adm/tenant``, ``adm/tenant_name``) only
+where the launcher asks the code location for them: a schedule's or a sensor's run request, a job's
+backfill, the launchpad. A run launched through GraphQL (``launchRun``,
 ``DagsterGraphQLClient.submit_job_execution``) with only the ``dagster/partition`` tag would carry no
-tenant, and the per-tenant limit of the queue and the runs list's tenant filter would miss it. Every run a
-webserver or the daemon launches is submitted here, so asking the code location here covers all of them
-with the tags the job itself declares.
+tenant, and the per-tenant limit of the queue and the runs list's tenant filter would miss it; so would a
+run of Dagster's implicit asset job (the asset catalog's Materialize, an asset backfill), whose partitions
+carry no tags of their own. Every run a webserver or the daemon launches is submitted here, so asking the
+code location here covers all of them: the tags the run's job gives its partition, or for the implicit
+asset job those the tenant sync's job gives it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from collections.abc import Mapping
 
 import dagster as dg
 from dagster._core.definitions.selector import RepositorySelector
+from dagster._core.remote_representation.code_location import is_implicit_asset_job_name
 from dagster._core.remote_representation.external_data import PartitionTagsSnap
-from dagster._core.storage.tags import PARTITION_NAME_TAG
+from dagster._core.storage.tags import PARTITION_NAME_TAG, SYSTEM_TAG_PREFIX
+
+from pipelines.jobs import NIGHTLY_JOB
 
 
 class TenantRunCoordinator(dg.QueuedRunCoordinator):
@@ -36,8 +41,9 @@ class TenantRunCoordinator(dg.QueuedRunCoordinator):
 
 
 def _partition_tags(context: dg.SubmitRunContext) -> Mapping[str, str]:
-    """The tags the run's job gives its partition; none when it has no partition, or one its job does
-    not know (the run's step refuses it in one line)."""
+    """The tags the run's job gives its partition (the tenant sync's job, for Dagster's implicit asset job),
+    not Dagster's own (``dagster/partition_set`` would name the wrong job); none when it has no partition,
+    or one the job does not know (the run's step refuses it in one line)."""
     run = context.dagster_run
     partition = run.tags.get(PARTITION_NAME_TAG)
     origin = run.remote_job_origin
@@ -49,11 +55,10 @@ def _partition_tags(context: dg.SubmitRunContext) -> Mapping[str, str]:
             location_name=repository.code_location_origin.location_name,
             repository_name=repository.repository_name,
         ),
-        run.job_name,
+        NIGHTLY_JOB if is_implicit_asset_job_name(run.job_name) else run.job_name,
         partition,
         context.workspace.instance,
-        selected_asset_keys=run.asset_selection,
+        selected_asset_keys=None,
     )
-    return (
-        {key: str(value) for key, value in snap.tags.items()} if isinstance(snap, PartitionTagsSnap) else {}
-    )
+    tags = snap.tags if isinstance(snap, PartitionTagsSnap) else {}
+    return {key: str(value) for key, value in tags.items() if not key.startswith(SYSTEM_TAG_PREFIX)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Self, TypeVar
@@ -21,14 +22,27 @@ from urllib.parse import urlsplit
 
 from croniter import croniter
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from models.base import UUID_PATTERN, is_uuid
 from models.errors import AuthoritySyncError
 from pipelines.checks import parse_check_names
-from pipelines.hr.policy import DEFAULT_DROP_DIR, DEFAULT_MAX_INVALID_SHARE, DEFAULT_PLAN_MAX_AGE_HOURS
 from resources.contract import ContractMode, parse_modes
-from resources.settings import REQUEST_DEADLINE_S, Environment, RatePlan
+from resources.settings import (
+    DEFAULT_CONCURRENCY,
+    MONTHLY_QUOTAS,
+    REQUEST_DEADLINE_S,
+    Burst,
+    ClientSettings,
+    Concurrency,
+    Deadline,
+    Environment,
+    RatePerMinute,
+    RatePlan,
+    http_address,
+    lower_case,
+)
 from resources.tls import CaBundle
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
@@ -52,74 +66,48 @@ EMULATOR_HOST, EMULATOR_PORT = "127.0.0.1", 8080
 DEMO_WAREHOUSE = Path("data/demo/warehouse.duckdb")
 """The demo's own warehouse, apart from where production data lives."""
 
-MONTHLY_QUOTAS: dict[RatePlan, int] = {
-    RatePlan.ESSENTIAL: 25_000,
-    RatePlan.PREMIUM: 100_000,
-    RatePlan.ENTERPRISE: 250_000,
+PER_TENANT_PREFIXES = {
+    "tenant_tokens": TOKEN_PREFIX,
+    "tenant_access_keys": ACCESS_KEY_PREFIX,
+    "tenant_rate_plans": RATE_PLAN_PREFIX,
+    "tenant_quotas": QUOTA_PREFIX,
 }
-"""API calls per month of each plan (public-reference.md)."""
-
-ACCEPTS: dict[str, str] = {
-    "environment": "one of staging-us, staging-eu, prod-us, prod-eu",
-    "base_url": "an address starting with http:// or https://",
-    "tenant_id": "a tenant id (UUID)",
-    "tenants": "comma-separated tenant ids (UUIDs), each optionally named: acme=<uuid>",
-    "rate_plan": "one of essential, premium, enterprise",
-    "rate_per_minute": "a number of requests per minute above 0",
-    "burst": "a whole number of requests of at least 1",
-    "concurrency": "a whole number from 1 to 64",
-    "request_deadline_s": "a number of seconds above 0",
-    "warehouse": "the path of a DuckDB file, existing or to create",
-    "staging_dir": "a folder path",
-    "publish_path": "the path of a DuckDB file other than the warehouse (ADM_WAREHOUSE)",
-    "publish_storage_version": "a DuckDB storage version such as v1.4.0 (readers need that DuckDB or newer)",
-    "publish_parquet": "true or false",
-    "readers_group": "the name of a group of this machine",
-    "allow_insecure_http": "true or false",
-    "ca_bundle": "a PEM file of certificate authorities",
-    "overlap_minutes": "a whole number of minutes, 0 or more",
-    "freshness_hours": "a number of hours above 0",
-    "monthly_quota": "a whole number of API calls of at least 1",
-    "quota_max_share": "a share above 0 and at most 1 (e.g. 0.9)",
-    "allow_over_quota": "true or false",
-    "lock_wait_s": "a number of seconds, 0 or more",
-    "schema_contract": "strict or tolerant, optionally per list (e.g. tolerant,users=strict)",
-    "reject_max_count": "a whole number of records, 0 or more",
-    "reject_max_share": "a share from 0 to 1 (e.g. 0.01)",
-    "warn_only_checks": "comma-separated names of blocking checks that only warn this time",
-    "resume_hours": "a number of hours, 0 or more",
-    "run_budget_s": "a number of seconds above 0",
-    "max_retries": "a whole number of retries, 0 or more",
-    "retry_wait_s": "a number of seconds, 0 or more",
-    "revision_recheck_days": "a whole number of days of at least 1",
-    "nightly_cron": "a cron expression of five fields (UTC), e.g. 0 2 * * *",
-    "full_refresh_cron": "a cron expression of five fields (UTC), e.g. 0 3 * * 0",
-    "hr_drop_dir": "a folder path",
-    "hr_plan_max_age_hours": "a number of hours above 0",
-    "hr_max_invalid_share": "a share from 0 to 1 (e.g. 0.1)",
-    "hr_four_eyes": "true or false",
-    "tenant_rate_plans": "one of essential, premium, enterprise",
-    "tenant_quotas": "a whole number of API calls of at least 1",
-}
-"""What each setting accepts, as the one-line error says it."""
-
-PER_TENANT_PREFIXES = {"tenant_rate_plans": RATE_PLAN_PREFIX, "tenant_quotas": QUOTA_PREFIX}
 """The settings one tenant may have of its own, and their variables' prefix (``<prefix><TENANT>``)."""
 
 CRON_FIELDS = 5
 """minute hour day-of-month month day-of-week."""
 
-NIGHTLY_CRON = "0 2 * * *"
-FULL_REFRESH_CRON = "0 3 * * 0"
 RECHECK_DAYS = 30
-"""The default schedules and re-verification window (``ADM_REVISION_RECHECK_DAYS``): with them the benchmark's
-tenant (20,000 decisions, 2,000 delegations, 1,000 documents, 1% changed a night) spends 48% of Essential's
-quota a month; docs/sync.md weighs other windows."""
+"""The default re-verification window (``ADM_REVISION_RECHECK_DAYS``): with the default schedules the
+benchmark's tenant (20,000 decisions, 2,000 delegations, 1,000 documents, 1% changed a night) spends 48% of
+Essential's quota a month; docs/sync.md weighs other windows."""
+
+SECRET_FIELDS = frozenset({"token", "access_key", "tenant_tokens", "tenant_access_keys"})
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """What a setting accepts, as its one-line error and the settings table say it. Every setting read
+    from a variable carries one (``Annotated[type, Accepts(...)]``); ``shown_default`` is how the table
+    shows a default that is not a value of its own (another setting's, a plan's), else None."""
+
+    text: str
+    shown_default: str | None = None
+
+
+def accepts(field: FieldInfo) -> Accepts | None:
+    """The `Accepts` of a field, or None for a value derived from others (``tenant_names``)."""
+    return next((item for item in field.metadata if isinstance(item, Accepts)), None)
+
+
+def variable_of(field: str) -> str:
+    """The variable a field is read from (``ADM_TOKEN__<TENANT>`` for a per-tenant one)."""
+    per_tenant = PER_TENANT_PREFIXES.get(field)
+    return f"{per_tenant}<TENANT>" if per_tenant else f"{PREFIX}{field.upper()}"
+
 
 NO_TENANT = "no tenant configured: set ADM_TENANTS (ids, comma-separated) or ADM_TENANT_ID"
-
-SECRET_FIELDS = frozenset({"token", "access_key"})
-_V = TypeVar("_V")
 
 
 def _private_address(url: str) -> bool:
@@ -162,81 +150,235 @@ def configured_tenant(value: str, tenants: Sequence[str], names: Mapping[str, st
 
 
 class SyncSettings(BaseSettings):
-    """Every setting of authority-sync, from ``ADM_*`` environment variables (see the README's table)."""
+    """Every setting of authority-sync, from ``ADM_*`` environment variables: the one declaration of each,
+    its default, validation, what it accepts (`Accepts`) and what it means (its description, from which the
+    README's table is rendered: `pipelines.settings_doc`). The CLI reads it with `load_settings`; Dagster
+    gets it bound as the resources of `pipelines.bindings`, which have nothing a launchpad could set."""
 
     # Empty variables count as unset, as a shell's `export ADM_TOKEN=` means.
     model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", frozen=True, env_ignore_empty=True)
 
-    environment: Environment | None = None
-    base_url: str | None = None
-    token: SecretStr | None = None
-    access_key: SecretStr | None = None
-    tenant_id: Annotated[str, Field(pattern=UUID_PATTERN)] | None = None
-    tenants: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    environment: Annotated[Environment | None, Accepts("one of staging-us, staging-eu, prod-us, prod-eu")] = (
+        Field(None, description="the service's deployment (give this or `ADM_BASE_URL`)")
+    )
+    base_url: Annotated[str | None, Accepts("an address starting with http:// or https://")] = Field(
+        None,
+        description="any base address (an emulator, a proxy). With neither set, a sync or an HR apply "
+        "refuses in one line (never a fallback to an emulator: demo data would land where production data "
+        "lives); `authority-sync demo` runs on its embedded emulator with files of its own under "
+        "`data/demo/`, and `make dagster` without an address drives `make emulator` into `data/demo/`",
+    )
+    token: Annotated[SecretStr | None, Accepts("a bearer token")] = Field(
+        None, description="a ready bearer token, for every tenant without one of its own"
+    )
+    access_key: Annotated[SecretStr | None, Accepts("an access key")] = Field(
+        None,
+        description="a machine access key, exchanged for a token at first use and again once after a 401",
+    )
+    tenant_id: Annotated[str | None, Field(pattern=UUID_PATTERN), Accepts("a tenant id (UUID)")] = Field(
+        None, description="the tenant to sync when `ADM_TENANTS` is unset"
+    )
+    tenants: Annotated[
+        list[str],
+        NoDecode,
+        Accepts("comma-separated tenant ids (UUIDs), each optionally named: acme=<uuid>", "`ADM_TENANT_ID`"),
+    ] = Field(
+        default_factory=list,
+        description="comma-separated tenants to sync, one Dagster partition each; each may be named, "
+        "`acme=<uuid>`: the CLI accepts (`--tenant acme`) and shows the name, labels the tenant with it in "
+        "the warehouse (`v_sync_status.tenant_label`), and every sync run of the tenant carries it in the "
+        "tag `adm/tenant_name` (the runs list shows it)",
+    )
     tenant_names: dict[str, str] = Field(default_factory=dict)
     """Tenant id -> the name ``ADM_TENANTS`` gives it (``acme=<uuid>``), for people: the CLI accepts and
     shows it, and each sync labels the tenant with it in the warehouse (``v_sync_status``)."""
-    rate_plan: RatePlan = RatePlan.ESSENTIAL
-    rate_per_minute: Annotated[float | None, Field(gt=0)] = None
-    burst: Annotated[int | None, Field(ge=1)] = None
-    concurrency: Annotated[int, Field(ge=1, le=64)] = 8
-    request_deadline_s: Annotated[float, Field(gt=0)] = REQUEST_DEADLINE_S
-    """The whole of one request, connecting and every read of its answer (`resources.transfer`)."""
-    warehouse: Path = Path("data/warehouse.duckdb")
-    staging_dir: Path | None = None
-    publish_path: Path | None = None
-    """The copy readers open (after ``warehouse``: its check compares the two)."""
-    publish_storage_version: str = DEFAULT_STORAGE_VERSION
-    publish_parquet: bool = False
-    readers_group: str | None = None
-    """The group that may read the copy for readers (else every file written is private to its owner)."""
-    allow_insecure_http: bool = False
-    """Allow plain http:// to an address other than this machine's (tokens would cross the network open)."""
-    ca_bundle: CaBundle | None = None
-    """A PEM file of CAs trusted besides the OS trust store and the public CAs (a re-signing proxy's CA)."""
-    overlap_minutes: Annotated[int, Field(ge=0)] = 10
-    freshness_hours: Annotated[float, Field(gt=0)] = 26.0
-    monthly_quota: Annotated[int | None, Field(ge=1)] = None
-    quota_max_share: Annotated[float, Field(gt=0, le=1)] = 0.9
-    allow_over_quota: bool = False
-    lock_wait_s: Annotated[float, Field(ge=0)] = DEFAULT_LOCK_WAIT_S
-    schema_contract: str = ContractMode.TOLERANT.value
-    """``tolerant`` or ``strict``, optionally per list: ``tolerant,users=strict``."""
-    reject_max_count: Annotated[int, Field(ge=0)] = 10
-    reject_max_share: Annotated[float, Field(ge=0, le=1)] = 0.01
-    resume_hours: Annotated[float, Field(ge=0)] = 12.0
-    """A run reuses the revision lists a failed or killed run fetched within this many hours (0: never)."""
-    run_budget_s: Annotated[float | None, Field(gt=0)] = None
-    """Seconds a run may take before it is stopped like a SIGTERM would (its journal kept for the next run);
-    unset: three times what its expected calls take at the plan's rate, plus ten minutes."""
-    max_retries: Annotated[int, Field(ge=0)] = 2
-    """A Dagster step that failed for a passing reason (5xx, connection, 429s) runs again this often."""
-    retry_wait_s: Annotated[float, Field(ge=0)] = 30.0
-    """Seconds before the first of those retries, doubled for each next one."""
-    revision_recheck_days: Annotated[int, Field(ge=1)] = RECHECK_DAYS
-    """Each run (nightly or full) re-verifies about 1/N of the revision lists (E11, E12) whose delegation or
-    decision did not change, the longest unverified first: a revision the service adds without touching its
-    owner is found within N runs (N days on the nightly schedule), at a flat cost per run. A full re-pull of
-    every list each week would cost what N = 7 costs; docs/sync.md weighs the choice."""
-    warn_only_checks: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    """Blocking checks (`pipelines.checks`) that only warn: an operator's override for a known case."""
-    nightly_cron: str = NIGHTLY_CRON
-    full_refresh_cron: str = FULL_REFRESH_CRON
-    hr_drop_dir: Path = Path(DEFAULT_DROP_DIR)
-    hr_plan_max_age_hours: Annotated[float, Field(gt=0)] = DEFAULT_PLAN_MAX_AGE_HOURS
-    """An HR plan older than this is not applied (plan the files again)."""
-    hr_max_invalid_share: Annotated[float, Field(ge=0, le=1)] = DEFAULT_MAX_INVALID_SHARE
-    """An HR upload with a larger share of invalid rows is refused (nothing planned): a wrong file."""
-    hr_four_eyes: bool = False
-    """Refuse a threshold lift by the person who made the plan (approver and planner must differ)."""
-    tenant_tokens: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
-    """Per-tenant tokens (tenant id -> token) from ``ADM_TOKEN__<TENANT>``."""
-    tenant_access_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
-    """Per-tenant access keys from ``ADM_ACCESS_KEY__<TENANT>``."""
-    tenant_rate_plans: dict[str, RatePlan] = Field(default_factory=dict)
-    """Per-tenant rate plans (variable suffix -> plan) from ``ADM_RATE_PLAN__<TENANT>``."""
-    tenant_quotas: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
-    """Per-tenant monthly quotas (variable suffix -> calls) from ``ADM_MONTHLY_QUOTA__<TENANT>``."""
+    rate_plan: Annotated[RatePlan, Accepts("one of essential, premium, enterprise")] = Field(
+        RatePlan.ESSENTIAL,
+        description="`essential` (60/min, 25,000 calls a month), `premium` (300/min, 100,000) or "
+        "`enterprise` (600/min, 250,000); bursts of twice the rate",
+    )
+    rate_per_minute: Annotated[
+        RatePerMinute | None, Accepts("a number of requests per minute above 0", "plan rate")
+    ] = Field(None, description="overrides the plan's rate")
+    burst: Annotated[Burst | None, Accepts("a whole number of requests of at least 1", "twice the rate")] = (
+        Field(None, description="overrides the burst (token bucket size)")
+    )
+    concurrency: Annotated[Concurrency, Accepts("a whole number from 1 to 64")] = Field(
+        DEFAULT_CONCURRENCY, description="requests in flight at most, per tenant sync"
+    )
+    request_deadline_s: Annotated[Deadline, Accepts("a number of seconds above 0")] = Field(
+        REQUEST_DEADLINE_S,
+        description="seconds one request may take in all, connecting and every read of its answer (each read "
+        "also has a 30 s timeout): a body trickled slower fails as a timeout naming the endpoint, and is "
+        "retried as one",
+    )
+    monthly_quota: Annotated[
+        int | None, Field(ge=1), Accepts("a whole number of API calls of at least 1", "plan quota")
+    ] = Field(None, description="API calls a month, when the contract differs from the plan")
+    quota_max_share: Annotated[
+        float, Field(gt=0, le=1), Accepts("a share above 0 and at most 1 (e.g. 0.9)")
+    ] = Field(0.9, description="a run projected to take the month past this share of the quota is refused")
+    allow_over_quota: Annotated[bool, Accepts("true or false")] = Field(
+        False,
+        description="run anyway (also the run tag `adm/allow_over_quota=true` or "
+        "`extract --allow-over-quota`)",
+    )
+    warehouse: Annotated[Path, Accepts("the path of a DuckDB file, existing or to create")] = Field(
+        Path("data/warehouse.duckdb"), description="the DuckDB file"
+    )
+    staging_dir: Annotated[Path | None, Accepts("a folder path", "`staging` beside the warehouse")] = Field(
+        None, description="where runs stage Parquet files (personal data: removed after every run)"
+    )
+    publish_path: Annotated[
+        Path | None,
+        Accepts(
+            "the path of a DuckDB file other than the warehouse (ADM_WAREHOUSE)",
+            "`<warehouse stem>.analytics.duckdb` beside the warehouse",
+        ),
+    ] = Field(
+        None,
+        description="the copy analysts open, published after every commit (see Publishing for readers); the "
+        "warehouse itself is refused",
+    )
+    publish_storage_version: Annotated[
+        str, Accepts("a DuckDB storage version such as v1.4.0 (readers need that DuckDB or newer)")
+    ] = Field(
+        DEFAULT_STORAGE_VERSION,
+        description="the DuckDB storage format of that copy (`v1.4.0`, `v1.5.0`, …, `latest`): readers need "
+        "that DuckDB release or a newer one",
+    )
+    publish_parquet: Annotated[bool, Accepts("true or false")] = Field(
+        False, description="also publish one Parquet file per table and view, for readers without DuckDB"
+    )
+    overlap_minutes: Annotated[int, Field(ge=0), Accepts("a whole number of minutes, 0 or more")] = Field(
+        10, description="an incremental read starts this long before the committed cursor"
+    )
+    freshness_hours: Annotated[float, Field(gt=0), Accepts("a number of hours above 0")] = Field(
+        26.0, description="a tenant whose last committed sync is older is stale (its freshness check fails)"
+    )
+    schema_contract: Annotated[
+        str, Accepts("strict or tolerant, optionally per list (e.g. tolerant,users=strict)")
+    ] = Field(
+        ContractMode.TOLERANT.value,
+        description="`tolerant`: records off the spec are loaded with the deviation recorded; `strict`: any "
+        "deviation fails the run (see the schema contract). Per list, by its name in the list catalog "
+        "(`resources/catalog.py`): `tolerant,users=strict`; a name of no list is refused naming the lists",
+    )
+    reject_max_count: Annotated[int, Field(ge=0), Accepts("a whole number of records, 0 or more")] = Field(
+        10, description="a list with more rejected records than this fails the run"
+    )
+    reject_max_share: Annotated[float, Field(ge=0, le=1), Accepts("a share from 0 to 1 (e.g. 0.01)")] = Field(
+        0.01, description="a list whose rejected records exceed this share of its records fails the run"
+    )
+    revision_recheck_days: Annotated[int, Field(ge=1), Accepts("a whole number of days of at least 1")] = (
+        Field(
+            RECHECK_DAYS,
+            description="every run (nightly or full) re-verifies about 1/N of the revision lists (E11, E12) "
+            "whose delegation or decision did not change, the longest unverified first: a revision added "
+            "without touching its owner is seen within N runs; see [docs/sync.md](docs/sync.md)",
+        )
+    )
+    resume_hours: Annotated[float, Field(ge=0), Accepts("a number of hours, 0 or more")] = Field(
+        12.0,
+        description="a run reuses the revision lists that a failed, killed or interrupted run of the tenant "
+        "fetched this recently (0: never); see [docs/operations.md](docs/operations.md)",
+    )
+    run_budget_s: Annotated[
+        float | None, Field(gt=0), Accepts("a number of seconds above 0", "from the run's expected calls")
+    ] = Field(
+        None,
+        description="a run still going after this many seconds stops as on SIGTERM and fails in one line "
+        "naming its slowest endpoint; default three times what its expected calls take at the plan's rate, "
+        "plus ten minutes ([stopping a run](docs/operations.md#stopping-a-run))",
+    )
+    max_retries: Annotated[int, Field(ge=0), Accepts("a whole number of retries, 0 or more")] = Field(
+        2,
+        description="a Dagster step that failed for a passing reason (5xx, a lost connection, 429s) runs "
+        "again this often (run tag `adm/max_retries`)",
+    )
+    retry_wait_s: Annotated[float, Field(ge=0), Accepts("a number of seconds, 0 or more")] = Field(
+        30.0,
+        description="seconds before the first of those retries, doubled for each next one (run tag "
+        "`adm/retry_wait_s`)",
+    )
+    readers_group: Annotated[str | None, Accepts("the name of a group of this machine")] = Field(
+        None,
+        description="a group that may read the copy for readers (0640); everything else written stays its "
+        "owner's (0600 files, 0700 folders)",
+    )
+    allow_insecure_http: Annotated[bool, Accepts("true or false")] = Field(
+        False,
+        description="allow plain `http://` to another machine (the token would cross the network "
+        "unencrypted); plain http never goes through a proxy",
+    )
+    ca_bundle: Annotated[CaBundle | None, Accepts("a PEM file of certificate authorities")] = Field(
+        None,
+        description="a PEM file of CAs trusted besides the OS trust store and the public CAs (a corporate "
+        "proxy's CA); see [corporate network](docs/operations.md#corporate-network)",
+    )
+    warn_only_checks: Annotated[
+        list[str], NoDecode, Accepts("comma-separated names of blocking checks that only warn this time")
+    ] = Field(
+        default_factory=list,
+        description="comma-separated blocking checks that only warn (an operator's override; also the run "
+        "tag `adm/warn_only_checks`): see [docs/sync.md](docs/sync.md)",
+    )
+    lock_wait_s: Annotated[float, Field(ge=0), Accepts("a number of seconds, 0 or more")] = Field(
+        DEFAULT_LOCK_WAIT_S,
+        description="how long any open of the warehouse (a commit, an HR step, a read) waits for its writer "
+        "(another tenant's commit, one statement of an HR apply) before failing in one line with the "
+        "holder's name (docs/operations.md)",
+    )
+    nightly_cron: Annotated[str, Accepts("a cron expression of five fields (UTC), e.g. 0 2 * * *")] = Field(
+        "0 2 * * *", description="when the nightly incremental sync runs (UTC)"
+    )
+    full_refresh_cron: Annotated[str, Accepts("a cron expression of five fields (UTC), e.g. 0 3 * * 0")] = (
+        Field("0 3 * * 0", description="when the weekly full refresh runs (UTC)")
+    )
+    hr_drop_dir: Annotated[Path, Accepts("a folder path")] = Field(
+        Path("data/hr/inbox"),
+        description="the folder the HR drop-folder sensor watches (and its folders holding an "
+        "`hr-folder.toml`)",
+    )
+    hr_plan_max_age_hours: Annotated[float, Field(gt=0), Accepts("a number of hours above 0")] = Field(
+        72.0, description="an HR plan older than this is not applied (plan the files again)"
+    )
+    hr_max_invalid_share: Annotated[float, Field(ge=0, le=1), Accepts("a share from 0 to 1 (e.g. 0.1)")] = (
+        Field(
+            0.1,
+            description="an HR upload with a larger share of invalid rows is refused (`hr plan` exits 1; a "
+            "Dagster run is red)",
+        )
+    )
+    hr_four_eyes: Annotated[bool, Accepts("true or false")] = Field(
+        False, description="a threshold lift of an HR plan must come from someone other than its planner"
+    )
+    tenant_tokens: Annotated[dict[str, SecretStr], Accepts("a bearer token")] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="one tenant's own token: `<TENANT>` is its id upper-cased with `_` for `-` (e.g. "
+        "`ADM_TOKEN__0B5E5C1E_7D4A_4C53_9A51_6F1E2D3C4B5A`). With an address configured, every tenant needs "
+        "a credential, its own or the shared one",
+    )
+    tenant_access_keys: Annotated[dict[str, SecretStr], Accepts("an access key")] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="one tenant's own access key (`<TENANT>` as for tokens)",
+    )
+    tenant_rate_plans: Annotated[
+        dict[str, RatePlan], Accepts("one of essential, premium, enterprise", "`ADM_RATE_PLAN`")
+    ] = Field(
+        default_factory=dict,
+        description="one tenant's own rate plan (a tenant with a plan of its own and no quota of its own "
+        "gets its plan's quota); `<TENANT>` as for tokens; a variable naming no configured tenant is refused",
+    )
+    tenant_quotas: Annotated[
+        dict[str, Annotated[int, Field(ge=1)]],
+        Accepts("a whole number of API calls of at least 1", "`ADM_MONTHLY_QUOTA`"),
+    ] = Field(
+        default_factory=dict,
+        description="one tenant's own monthly quota; a variable naming no configured tenant is refused",
+    )
 
     @field_validator("nightly_cron", "full_refresh_cron")
     @classmethod
@@ -252,25 +394,15 @@ class SyncSettings(BaseSettings):
         parse_modes(value)
         return value.strip().lower()
 
-    @field_validator("environment", "rate_plan", mode="before")
-    @classmethod
-    def _lower_case(cls, value: object) -> object:
-        # Operators write PROD-US or Premium.
-        return value.strip().lower() if isinstance(value, str) else value
+    _lower_case = field_validator("environment", "rate_plan", mode="before")(lower_case)
+    _http_address = field_validator("base_url")(http_address)
 
     @field_validator("tenant_rate_plans", mode="before")
     @classmethod
     def _lower_case_plans(cls, value: object) -> object:
         if isinstance(value, dict):
-            return {key: cls._lower_case(plan) for key, plan in value.items()}
+            return {key: lower_case(plan) for key, plan in value.items()}
         return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_address(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("not an http(s) address")
-        return value.rstrip("/") if value else None
 
     @field_validator("readers_group")
     @classmethod
@@ -302,7 +434,9 @@ class SyncSettings(BaseSettings):
     @field_validator("publish_storage_version")
     @classmethod
     def _known_storage_version(cls, value: str) -> str:
-        problem = storage_version_problem(value)
+        # Only DuckDB knows its storage versions (it takes an in-memory database to ask): the default is
+        # known (tests/test_settings.py), so loading the settings opens no database unless a version is set.
+        problem = None if value == DEFAULT_STORAGE_VERSION else storage_version_problem(value)
         if problem:
             raise ValueError(problem)
         return value
@@ -457,6 +591,34 @@ class SyncSettings(BaseSettings):
         plan = _of_tenant(self.tenant_rate_plans, tenant_id)
         return MONTHLY_QUOTAS[plan] if plan is not None else self.quota
 
+    def client_settings(self, tenant_id: str) -> ClientSettings:
+        """How the client of ``tenant_id`` reaches the service: the address, the tenant's own credential
+        (else the shared one), its rate plan and the client limits of these settings."""
+        token = credential_for(self.tenant_tokens, tenant_id)
+        access_key = credential_for(self.tenant_access_keys, tenant_id)
+        if token is None and access_key is None:
+            token, access_key = self.token, self.access_key
+        values: dict[str, Any] = {
+            "environment": self.environment,
+            "base_url": self.base_url,
+            "token": token,
+            "access_key": access_key,
+            "tenant_id": tenant_id,
+            "rate_plan": self.rate_plan_of(tenant_id),
+            "rate_per_minute": self.rate_per_minute,
+            "burst": self.burst,
+            "concurrency": self.concurrency,
+            "request_deadline_s": self.request_deadline_s,
+            "limiter_state_dir": self.limiter_state_dir,
+            "ca_bundle": self.ca_bundle,
+        }
+        return ClientSettings.model_validate(values)
+
+    @property
+    def plan_max_age(self) -> timedelta:
+        """How old an HR plan may be applied."""
+        return timedelta(hours=self.hr_plan_max_age_hours)
+
     def has_credential(self, tenant_id: str) -> bool:
         """Whether ``tenant_id`` has a token or an access key, its own or the shared one."""
         own = credential_for(self.tenant_tokens, tenant_id) or credential_for(
@@ -522,8 +684,10 @@ def describe(error: ValidationError, env: Mapping[str, str]) -> str:
         variable = f"{per_tenant}{problem['loc'][1]}" if per_tenant else f"{PREFIX}{field.upper()}"
         shown = "(hidden)" if field in SECRET_FIELDS else repr(env.get(variable, ""))
         reason = str(problem["msg"]).removeprefix("Value error, ") if problem["type"] == "value_error" else ""
+        info = SyncSettings.model_fields.get(field)
+        accepted = accepts(info) if info is not None else None
         parts.append(
-            f"{variable}={shown} is not accepted: expected {ACCEPTS.get(field, problem['msg'])}"
+            f"{variable}={shown} is not accepted: expected {accepted.text if accepted else problem['msg']}"
             + (f" ({reason})" if reason else "")
         )
     return "; ".join(parts)

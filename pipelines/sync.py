@@ -33,7 +33,8 @@ from pathlib import Path
 
 from models.errors import AuthoritySyncError
 from pipelines.budget import BudgetTerms, MonthProjection, project_month
-from pipelines.checks import CheckOutcome, conformity, limits_parse, parse_check_names, run_checks
+from pipelines.checks import CheckOutcome, conformity, limits_parse, run_checks
+from pipelines.clients import AdmClientResource
 from pipelines.extract import (
     FULL,
     INCREMENTAL,
@@ -42,11 +43,11 @@ from pipelines.extract import (
     extract_tenant,
     whole_reads,
 )
+from pipelines.settings import SyncSettings
 from pipelines.stopping import RunInterruptedError, RunStop, budget_timer, run_budget_s, stopping_on_signals
-from pipelines.warehouse_resource import SyncPolicyResource, WarehouseResource
+from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.contract import RecordContract, parse_modes
-from resources.dagster_resource import AdmClientResource
 from resources.errors import StoppedError
 from resources.metrics import MetricsSnapshot
 from warehouse import reads
@@ -123,7 +124,7 @@ class SyncServices:
 
     adm: AdmClientResource
     warehouse: WarehouseResource
-    policy: SyncPolicyResource
+    policy: SyncSettings
 
 
 def sync_tenant(
@@ -151,9 +152,10 @@ def sync_tenant(
                 outcome.record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
                 outcome.record.error = str(stopped)
             outcome.record.error = outcome.record.error or one_line(error)
-            record_unfinished(
-                warehouse, outcome.record, services.warehouse.lock_wait_s, services.warehouse.publish_target
-            )
+            # A signalled run does not publish its row for readers (a copy of the whole warehouse: seconds
+            # at least, which a supervisor's grace period cannot spare); the next publish carries it.
+            publish = None if stop.signal_number is not None else services.warehouse.publish_target
+            record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s, publish)
             if stopped is not None:
                 raise stopped from None
             raise
@@ -166,7 +168,7 @@ def owned_files(warehouse: WarehouseResource, limiter_state_dir: str | None) -> 
     target = warehouse.publish_target
     shared = [] if target.readers_group else [target.path, target.parquet_root]
     limiter = [Path(limiter_state_dir)] if limiter_state_dir else []
-    return [*warehouse_files(warehouse.file), Path(warehouse.staging_root), *limiter, *shared]
+    return [*warehouse_files(warehouse.file), warehouse.staging_root, *limiter, *shared]
 
 
 def _left_for_resume(services: SyncServices, record: RunRecord) -> str:
@@ -286,7 +288,7 @@ def _extract_check_commit(
     record.mode, record.warnings = extract.mode, extract.warnings
     with _phase(record, "checks"):
         warnings = [*conformity(extract), limits_parse(extract)]
-        warn_only = parse_check_names(policy.warn_only_checks) | request.warn_only_checks
+        warn_only = frozenset(policy.warn_only_checks) | request.warn_only_checks
         committed = reads.Committed(warehouse, wait)
         outcome.checks = run_checks(extract, committed, request.tenant_id, warn_only) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
@@ -364,7 +366,7 @@ def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
 
 @contextmanager
 def _budget(
-    stop: RunStop, client: AdmClient, policy: SyncPolicyResource, projection: QuotaProjection | None
+    stop: RunStop, client: AdmClient, policy: SyncSettings, projection: QuotaProjection | None
 ) -> Iterator[None]:
     """The run's wall-clock budget: ``ADM_RUN_BUDGET_S``, else derived from its expected calls and rate."""
     rate = client.settings.plan_rate_per_minute

@@ -9,7 +9,7 @@
     ├── ValidationError            400 / 422: the request was refused as invalid
     ├── RateLimitError             429 (retried first; raised when attempts run out)
     ├── ServerError                5xx on a read, after retries
-    ├── ConnectionError            no usable answer: refused, timed out, cut off
+    ├── APIConnectionError         no usable answer: refused, timed out, cut off
     ├── TLSError                   the TLS handshake failed: an untrusted certificate (never retried)
     ├── StoppedError               the client was stopped (`AdmClient.stop`): the request was not sent
     ├── ResponseFormatError        the answer does not match the spec's shape
@@ -21,8 +21,8 @@ Every error carries ``method``, ``path`` (the path only: never the query string 
 ``status`` (None without an answer), the service's ``message`` and the error ``body`` (parsed JSON or
 text). Neither the token nor the access key is ever part of an error.
 
-``ConnectionError`` shadows the builtin of the same name inside this module on purpose (it is this
-client's connection error); `resources` also exports it as ``APIConnectionError``.
+Every error survives a pickle round trip with its message and attributes (see `AuthoritySyncError`), so
+it can cross a process boundary (Dagster's multiprocess executor, a worker pool).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from models.errors import AuthoritySyncError
 MAX_BODY_TEXT = 2_000
 """Characters of a non-JSON error body kept on the error (an HTML error page can be long)."""
 MAX_DETAIL = 200
-"""Characters of a transport error's own message kept on a `ConnectionError`."""
+"""Characters of a transport error's own message kept on an `APIConnectionError`."""
 
 
 class ServiceError(AuthoritySyncError):
@@ -107,7 +107,7 @@ class ServerError(ServiceError):
     """5xx: the service failed."""
 
 
-class ConnectionError(ServiceError):
+class APIConnectionError(ServiceError):
     """No usable answer: the connection was refused, timed out or was cut mid-response.
 
     ``request_sent`` is False when the failure is known to have happened before the request left
@@ -320,14 +320,14 @@ _PASSING_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
 
 
 def error_for_transport(method: str, path: str, error: httpx.RequestError) -> ServiceError:
-    """The `TLSError` of a refused handshake, else the `ConnectionError` of a failure without a usable
+    """The `TLSError` of a refused handshake, else the `APIConnectionError` of a failure without a usable
     answer, which says whether the request can have left."""
     refusal = _tls_refusal(error)
     if refusal is not None:
         return TLSError(f"{refusal}; {TLS_ADVICE}", method=method, path=path)
     sent = not isinstance(error, _NOT_SENT)
     detail = str(error)[:MAX_DETAIL] or type(error).__name__
-    return ConnectionError(
+    return APIConnectionError(
         f"{type(error).__name__} {'after' if sent else 'before'} the request was sent: {detail}",
         request_sent=sent,
         method=method,

@@ -25,7 +25,7 @@ from typing import TypeVar
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_random_exponential
 
 from resources.errors import (
-    ConnectionError,
+    APIConnectionError,
     RateLimitError,
     ResponseFormatError,
     ServerError,
@@ -92,7 +92,7 @@ def is_retryable(error: BaseException, retry_safe: bool) -> bool:
     """Whether a failed try may be repeated: see the module docstring."""
     if isinstance(error, RateLimitError):
         return True
-    if isinstance(error, ConnectionError):
+    if isinstance(error, APIConnectionError):
         return retry_safe or not error.request_sent
     if isinstance(error, ResponseFormatError):
         return retry_safe and error.malformed
@@ -103,7 +103,7 @@ def settle_write(error: ServiceError) -> ServiceError:
     """The error a failed write raises: `WriteOutcomeUnknown` when it may have been applied."""
     if isinstance(error, ResponseFormatError):
         return WriteResponseFormatError(error)
-    if isinstance(error, ServerError) or (isinstance(error, ConnectionError) and error.request_sent):
+    if isinstance(error, ServerError) or (isinstance(error, APIConnectionError) and error.request_sent):
         return WriteOutcomeUnknown(error)
     return error
 

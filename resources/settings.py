@@ -53,6 +53,13 @@ PLAN_RATES_PER_MINUTE: dict[RatePlan, float] = {
 }
 """Requests per minute per tenant of each plan (public-reference.md)."""
 
+MONTHLY_QUOTAS: dict[RatePlan, int] = {
+    RatePlan.ESSENTIAL: 25_000,
+    RatePlan.PREMIUM: 100_000,
+    RatePlan.ENTERPRISE: 250_000,
+}
+"""API calls per month of each plan (public-reference.md)."""
+
 BURST_FACTOR = 2.0
 """Bursts reach twice the per-minute rate (public-reference.md; the emulator's bucket does the same)."""
 
@@ -64,6 +71,14 @@ REQUEST_DEADLINE_S = 120.0
 """The whole of one request, from connecting to the last byte of its answer (`resources.transfer`): a
 page of 100 decisions arrives in well under a second; a body trickled slower than this is a failure,
 retried as a timeout, instead of a run held for hours."""
+Concurrency = Annotated[int, Field(ge=1, le=64)]
+"""Requests in flight at most (`DEFAULT_CONCURRENCY` unless set)."""
+RatePerMinute = Annotated[float, Field(gt=0)]
+"""A tenant's requests per minute, overriding its plan's."""
+Burst = Annotated[int, Field(ge=1)]
+"""A tenant's token bucket size, overriding twice its rate."""
+Deadline = Annotated[float, Field(gt=0)]
+"""Seconds one request may take in all (`REQUEST_DEADLINE_S` unless set)."""
 POOL_TIMEOUT_S = 60.0
 """Waiting for a free pooled connection; generous because the client bounds its own concurrency."""
 
@@ -75,6 +90,18 @@ RATE_LIMITED_MAX_ATTEMPTS = 10
 
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 20.0
+
+
+def http_address(value: str | None) -> str | None:
+    """``value`` without its trailing slash when it is an http(s) address; ValueError when it is not."""
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError("not an http(s) address")
+    return value.rstrip("/") if value else value
+
+
+def lower_case(value: object) -> object:
+    """A word as written lower-cased (operators write PROD-US or Premium), anything else as it is."""
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 @cache
@@ -102,14 +129,14 @@ class ClientSettings(BaseModel):
     access_key: SecretStr | None = None
     tenant_id: UuidStr
     rate_plan: RatePlan = RatePlan.ESSENTIAL
-    rate_per_minute: Annotated[float | None, Field(gt=0)] = None
-    burst: Annotated[int | None, Field(ge=1)] = None
-    concurrency: Annotated[int, Field(ge=1, le=64)] = DEFAULT_CONCURRENCY
+    rate_per_minute: RatePerMinute | None = None
+    burst: Burst | None = None
+    concurrency: Concurrency = DEFAULT_CONCURRENCY
     connect_timeout_s: Annotated[float, Field(gt=0)] = CONNECT_TIMEOUT_S
     read_timeout_s: Annotated[float, Field(gt=0)] = READ_TIMEOUT_S
     write_timeout_s: Annotated[float, Field(gt=0)] = WRITE_TIMEOUT_S
     pool_timeout_s: Annotated[float, Field(gt=0)] = POOL_TIMEOUT_S
-    request_deadline_s: Annotated[float, Field(gt=0)] = REQUEST_DEADLINE_S
+    request_deadline_s: Deadline = REQUEST_DEADLINE_S
     max_attempts: Annotated[int, Field(ge=1)] = MAX_ATTEMPTS
     rate_limited_max_attempts: Annotated[int, Field(ge=1)] = RATE_LIMITED_MAX_ATTEMPTS
     backoff_initial_s: Annotated[float, Field(ge=0)] = BACKOFF_INITIAL_S
@@ -122,18 +149,8 @@ class ClientSettings(BaseModel):
     ca_bundle: CaBundle | None = None
     """A PEM file of CAs trusted besides the OS trust store and the public CAs (a corporate CA)."""
 
-    @field_validator("environment", "rate_plan", mode="before")
-    @classmethod
-    def _lower_case(cls, value: object) -> object:
-        # Environment variables are often written PROD-US or Premium.
-        return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_address(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("base_url must start with http:// or https://")
-        return value.rstrip("/") if value else value
+    _lower_case = field_validator("environment", "rate_plan", mode="before")(lower_case)
+    _http_address = field_validator("base_url")(http_address)
 
     @model_validator(mode="after")
     def _one_address_and_a_credential(self) -> Self:

@@ -6,6 +6,10 @@ them a run's log can stay silent for minutes while it waits for another process.
 Several threads may wait for the same thing (the 8 workers of an extract, on the tenant's rate limit): a
 wait lasts while any of them waits, and its seconds are wall-clock seconds, counted once however many
 threads wait together.
+
+The HTTP connection pool is not among them: it holds as many connections as the client's concurrency
+slots let requests be in flight, and a request gives its connection back before its slot, so no request
+waits for a connection (`resources.transport`; tests/test_client_ratelimit.py).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import httpx
 from emulator.faults import FaultConfig
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
+from pipelines.definitions import code_location
 from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.settings import SyncSettings, load_settings
@@ -30,6 +31,13 @@ PLAN = FaultConfig(rate_limit_per_minute=3000, rate_burst=10)
 def nightly_sync_job() -> dg.JobDefinition:
     """The nightly job as the code location builds it from the environment (for `dg.reconstructable`)."""
     return sync_definitions(load_settings()).resolve_job_def(NIGHTLY_JOB)
+
+
+@dg.definitions
+def location_from_environment() -> dg.Definitions:
+    """The code location as ``pipelines.definitions`` builds it, from the environment when it is loaded (a
+    test's), for an in-process code location (``pipelines.definitions`` reads it once, when imported)."""
+    return code_location(load_settings())
 
 
 def events(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:

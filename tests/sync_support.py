@@ -14,13 +14,13 @@ import dagster as dg
 import duckdb
 
 from emulator.server import EmulatorServer
-from pipelines.bindings import client_resource, resources
+from pipelines.bindings import resources
+from pipelines.clients import AdmClientResource
 from pipelines.demo import demo_settings
 from pipelines.location import sync_definitions
 from pipelines.runner import TenantRun, run_tenant
 from pipelines.settings import SyncSettings, tenant_variable_suffix
 from pipelines.sync import SyncOutcome, SyncRequest, SyncServices, sync_tenant
-from resources.dagster_resource import AdmClientResource
 from resources.ratelimit import clear_buckets
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
 from tests.standin import StandIn
@@ -56,7 +56,7 @@ def settings_for(server: EmulatorServer, warehouse: Path, **changes: Any) -> Syn
 def adm_for(server: EmulatorServer, **changes: Any) -> AdmClientResource:
     """The client resource of the demo tenant on ``server``, its rate-limit state in a folder of its own
     (a client of another test must not inherit this one's drained bucket)."""
-    return client_resource(settings_for(server, Path(tempfile.mkdtemp()) / "unused.duckdb", **changes))
+    return AdmClientResource(settings_for(server, Path(tempfile.mkdtemp()) / "unused.duckdb", **changes))
 
 
 def sync(

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
 
-import dagster as dg
 import httpx
 import pytest
 
@@ -15,7 +13,9 @@ from emulator.scale import Scale
 from emulator.server import EmulatorServer
 from emulator.service import EmulatorOptions
 from models import DecisionQuery, UpdateGroup, UpdateUserEntities
-from resources import AdmClient, AdmClientResource, AuthenticationError, ClientSettings, ServiceError
+from pipelines.clients import AdmClientResource
+from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from resources import AdmClient, AuthenticationError, ClientSettings, ServiceError
 from tests.conftest import DEMO_ACCESS_KEY, DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
 from tests.test_client_support import make_client, make_settings
 
@@ -104,7 +104,7 @@ def test_no_secret_reaches_logs_errors_or_reprs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     resource = AdmClientResource(
-        base_url=secret_server.base_url, access_key=SECRET_KEY, tenant_id=DEMO_TENANT_ID
+        SyncSettings(base_url=secret_server.base_url, access_key=SECRET_KEY, tenants=[DEMO_TENANT_ID])
     )
     settings = make_settings(secret_server, token=None, access_key=SECRET_KEY)
     with make_client(secret_server, token=None, access_key=SECRET_KEY) as client:
@@ -151,38 +151,25 @@ def failures(client: AdmClient, server: EmulatorServer) -> list[str]:
     return texts
 
 
-def test_the_resource_builds_a_client_from_its_fields(server: EmulatorServer) -> None:
-    resource = AdmClientResource(
-        base_url=server.base_url, token="adm-demo-token", tenant_id=DEMO_TENANT_ID, concurrency=2
-    )
-    settings = resource.client_settings()
-    assert (settings.concurrency, settings.rate_plan, settings.token is not None) == (2, "essential", True)
-    with resource.get_client() as client:
-        assert client.current_user_positions()
-    with AdmClientResource(base_url=server.base_url, token="adm-demo-token").client_for(
-        DEMO_TENANT_ID
-    ) as client:
-        assert client.settings.tenant_id == DEMO_TENANT_ID
-
-
-def test_the_resource_resolves_environment_variables(
+def test_the_client_resource_builds_each_tenants_client_from_the_settings(
     monkeypatch: pytest.MonkeyPatch, server: EmulatorServer
 ) -> None:
     monkeypatch.setenv("ADM_BASE_URL", server.base_url)
     monkeypatch.setenv("ADM_ACCESS_KEY", SECRET_KEY)
-    monkeypatch.setenv("ADM_TENANT_ID", DEMO_TENANT_ID)
+    monkeypatch.setenv("ADM_TENANTS", f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}")
     monkeypatch.setenv("ADM_RATE_PLAN", "Premium")
-    resource = AdmClientResource(
-        base_url=dg.EnvVar("ADM_BASE_URL"),
-        access_key=dg.EnvVar("ADM_ACCESS_KEY"),
-        tenant_id=dg.EnvVar("ADM_TENANT_ID"),
-        rate_plan=dg.EnvVar("ADM_RATE_PLAN"),
-    )
-    initialized: Any = resource.process_config_and_initialize()
-    settings = initialized.client_settings()
-    assert (settings.base_url, settings.rate_plan, settings.plan_rate_per_minute) == (
+    monkeypatch.setenv("ADM_CONCURRENCY", "2")
+    monkeypatch.setenv(f"ADM_TOKEN__{tenant_variable_suffix(DEMO_TENANT_ID)}", "adm-demo-token")
+    resource = AdmClientResource(load_settings())
+    settings = resource.client_settings()
+    assert (settings.base_url, settings.rate_plan, settings.plan_rate_per_minute, settings.concurrency) == (
         server.base_url,
         "premium",
         300,
+        2,
     )
-    assert SECRET_KEY not in repr(resource) + repr(initialized)
+    with resource.get_client() as client:
+        assert client.current_user_positions()
+    other = resource.client_settings(OTHER_TENANT_ID)
+    assert other.token is None and other.access_key is not None
+    assert SECRET_KEY not in repr(resource) + str(resource) + repr(other)

@@ -86,6 +86,22 @@ def test_the_limiter_wait_is_wall_time_not_a_sum_over_workers(server: EmulatorSe
     assert 1.0 < metrics.limiter_wait_s <= elapsed
 
 
+def test_no_request_waits_for_a_pooled_connection(server: EmulatorServer) -> None:
+    """The pool holds as many connections as the client lets requests be in flight (``concurrency``), and
+    a request gives its connection back before its slot: twelve callers of a client of two, each request
+    100 ms at the service, never wait for a connection. A pool wait cannot happen, so it is no run event;
+    had one lasted over the pool timeout (1 ms here), the request would have failed and been retried."""
+    set_faults(server, FaultConfig(latency_ms=100))
+    with make_client(server, concurrency=2, pool_timeout_s=0.001) as client:
+        started = time.monotonic()
+        with ThreadPoolExecutor(12) as callers:
+            list(callers.map(lambda _: client.current_user_positions(), range(12)))
+        elapsed = time.monotonic() - started
+        metrics = client.metrics
+    assert metrics.calls == {"E9": 12} and metrics.retries == 0
+    assert elapsed >= 0.6  # two at a time: the concurrency slots, not the pool, made the callers wait
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 100.0

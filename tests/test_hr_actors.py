@@ -12,11 +12,12 @@ from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.scheduler.instigation import TickData, TickStatus
 
 from emulator.server import EmulatorServer
+from pipelines.clients import AdmClientResource
 from pipelines.hr.dagster import HrSyncConfig
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import os_user, stored_plan
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import hr_sync, row_of, step_failure, user_rows, write_users, writes
 
 pytest_plugins = ["tests.test_hr_support"]
@@ -44,7 +45,11 @@ def run(
     config = HrSyncConfig(files=[str(rename_file(folder))], errors_dir=str(folder))
     return hr_sync.execute_in_process(
         run_config=dg.RunConfig(ops={"hr_plan": config}),
-        resources={"adm": adm, "warehouse": store, "hr_policy": HrPolicyResource(four_eyes=four_eyes)},
+        resources={
+            "adm": adm,
+            "warehouse": store,
+            "hr_policy": HrPolicyResource(SyncSettings(hr_four_eyes=four_eyes)),
+        },
         instance=instance,
         tags=tags,
         raise_on_error=False,

@@ -26,13 +26,14 @@ from models.hr.kinds import ChangeKind
 from models.hr.plan import Change, EntityPlan, Plan
 from models.hr.status import PlanStatus
 from models.users import UpdateUserEntities, User
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import PlanNotApplicableError, group_body, settle_window, user_body
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import apply_stored, refresh, stored_plan
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.dagster_resource import AdmClientResource
 from resources.errors import AuthenticationError
 from tests.conftest import stored
 from tests.sync_support import adm_for, query, settings_for, sync, sync_env
@@ -376,7 +377,9 @@ def test_an_expired_plan_is_refused(
 ) -> None:
     made = renames(hr_store, tmp_path, 1)
     with client_of(adm) as client, pytest.raises(PlanNotApplicableError, match="expired"):
-        policy = HrPolicyResource(plan_max_age_hours=timedelta(seconds=0.001) / timedelta(hours=1))
+        policy = HrPolicyResource(
+            SyncSettings(hr_plan_max_age_hours=timedelta(seconds=0.001) / timedelta(hours=1))
+        )
         apply_stored(hr_store, made.plan_id, client, str(uuid.uuid4()), policy)
     assert stored_plan(hr_store, made.plan_id).status == PlanStatus.READY
 
@@ -399,7 +402,7 @@ def test_a_sync_commits_while_an_hr_apply_of_the_same_warehouse_waits_on_the_ser
             "apply",
             made.plan_id,
             "--warehouse",
-            hr_store.path,
+            hr_store.file,
             "--no-refresh",
         ],
         env={**os.environ, **sync_env(server, hr_store.file)},

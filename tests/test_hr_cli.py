@@ -21,12 +21,13 @@ from typer.testing import CliRunner
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN, Scale
 from emulator.server import EmulatorServer
 from pipelines.cli import app
+from pipelines.clients import AdmClientResource
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, benchmark_users_csv, write_demo_export
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import allow, apply_stored, os_user
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import (
     MAPPING,
     client_of,
@@ -73,18 +74,18 @@ def test_plan_apply_status_from_the_command_line_never_show_the_token(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     code, planned = hr(
-        "plan", *DEMO, "--warehouse", hr_store.path, "--csv", "plan.csv", "--json", "plan.json"
+        "plan", *DEMO, "--warehouse", str(hr_store.file), "--csv", "plan.csv", "--json", "plan.json"
     )
     assert code == 0, planned
     document = json.loads(Path("plan.json").read_text(encoding="utf-8"))
     assert document["status"] == "ready" and document["plan_id"] in planned
-    code, applied = hr("apply", document["plan_id"], "--warehouse", hr_store.path)
+    code, applied = hr("apply", document["plan_id"], "--warehouse", str(hr_store.file))
     assert code == 0, applied
     assert "applied 19" in applied and "Warehouse refreshed" in applied
     assert len(writes(server)) == 19
     listed = (
-        hr("status", "--warehouse", hr_store.path)[1]
-        + hr("status", document["plan_id"], "--warehouse", hr_store.path)[1]
+        hr("status", "--warehouse", str(hr_store.file))[1]
+        + hr("status", document["plan_id"], "--warehouse", str(hr_store.file))[1]
     )
     assert document["plan_id"] in listed
     files = [Path("plan.csv"), Path("plan.json"), *Path("data/hr/reports").glob("*.csv")]
@@ -95,16 +96,16 @@ def test_plan_apply_status_from_the_command_line_never_show_the_token(
 def test_a_refused_token_is_reported_without_being_shown(
     service_env: Path, hr_store: WarehouseResource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert hr("plan", *DEMO, "--warehouse", hr_store.path, "--json", "plan.json")[0] == 0
+    assert hr("plan", *DEMO, "--warehouse", str(hr_store.file), "--json", "plan.json")[0] == 0
     plan_id = json.loads(Path("plan.json").read_text(encoding="utf-8"))["plan_id"]
     monkeypatch.setenv("ADM_TOKEN", "adm-very-secret-token")
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 1 and "401" in output
     assert "adm-very-secret-token" not in output
 
 
 def test_plan_csv_holds_every_change_made_safe(service_env: Path, hr_store: WarehouseResource) -> None:
-    code, _ = hr("plan", *DEMO, "--warehouse", hr_store.path, "--csv", "plan.csv")
+    code, _ = hr("plan", *DEMO, "--warehouse", str(hr_store.file), "--csv", "plan.csv")
     assert code == 0
     with Path("plan.csv").open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -122,7 +123,7 @@ def test_plan_csv_holds_every_change_made_safe(service_env: Path, hr_store: Ware
 
 
 def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: WarehouseResource) -> None:
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--strict")
+    code, output = hr("plan", *DEMO, "--warehouse", str(hr_store.file), "--strict")
     assert code == 1 and "--strict" in output
     strict = Path("strict.toml")
     mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
@@ -130,17 +131,17 @@ def test_strict_and_blocked_plans_exit_non_zero(service_env: Path, hr_store: War
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
     code, output = hr(
-        "plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "b.json"
+        "plan", *DEMO, "--warehouse", str(hr_store.file), "--mapping", str(strict), "--json", "b.json"
     )
     assert code == 3 and "Blocked by safety thresholds: manager" in output
     # Applying it is blocked the same way, with the same exit code the docs give.
     blocked = json.loads(Path("b.json").read_text(encoding="utf-8"))["plan_id"]
-    code, output = hr("apply", blocked, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", blocked, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 3 and "blocked by safety thresholds (manager)" in output
     allowed = ("--allow", "manager", "--reason", "reorg")
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), *allowed)
+    code, output = hr("plan", *DEMO, "--warehouse", str(hr_store.file), "--mapping", str(strict), *allowed)
     assert code == 0 and "allowed: reorg" in output
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, "--allow", "manager")
+    code, output = hr("plan", *DEMO, "--warehouse", str(hr_store.file), "--allow", "manager")
     assert code == 2 and "--reason" in output
 
 
@@ -153,11 +154,11 @@ def test_a_refused_apply_never_replaces_the_stored_lift(
         mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"), encoding="utf-8"
     )
     lift = ("--mapping", str(strict), "--allow", "manager", "--reason", "reorg", "--json", "plan.json")
-    assert hr("plan", *DEMO, "--warehouse", hr_store.path, *lift)[0] == 0
+    assert hr("plan", *DEMO, "--warehouse", str(hr_store.file), *lift)[0] == 0
     plan_id = json.loads(Path("plan.json").read_text(encoding="utf-8"))["plan_id"]
-    assert hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")[0] == 0
+    assert hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")[0] == 0
     again = ("--allow", "manager", "--reason", "something else", "--approved-by", "mallory", "--no-refresh")
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, *again)
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), *again)
     assert code == 1 and "final" in output
     con = connect(hr_store.file)
     try:
@@ -165,7 +166,7 @@ def test_a_refused_apply_never_replaces_the_stored_lift(
     finally:
         con.close()
     assert [(a.kind, a.reason, a.approved_by) for a in lifted] == [("manager", "reorg", os_user())]
-    status = hr("status", plan_id, "--warehouse", hr_store.path)[1]
+    status = hr("status", plan_id, "--warehouse", str(hr_store.file))[1]
     assert f"Threshold manager lifted by {os_user()}" in status and "reorg" in status
 
 
@@ -193,7 +194,7 @@ def test_an_upload_whose_every_row_is_invalid_exits_non_zero(
     rows = user_rows()
     for row in rows[:3]:
         row["email"] = "not-an-email"
-    code, output = hr("plan", str(write_users(Path("bad.csv"), rows[:3])), "--warehouse", hr_store.path)
+    code, output = hr("plan", str(write_users(Path("bad.csv"), rows[:3])), "--warehouse", str(hr_store.file))
     assert code == 1 and "every row of the upload is invalid (3)" in output
     assert "Nothing to change" not in output
 
@@ -205,7 +206,7 @@ def test_the_needs_creation_table_honours_the_limit(service_env: Path, hr_store:
         for number in range(5)
     ]
     code, output = hr(
-        "plan", str(write_users(Path("hires.csv"), hires)), "--warehouse", hr_store.path, "--limit", "2"
+        "plan", str(write_users(Path("hires.csv"), hires)), "--warehouse", str(hr_store.file), "--limit", "2"
     )
     assert code == 0, output
     assert "Needs creation: 5" in output and "E900001" in output and "E900004" not in output
@@ -217,7 +218,7 @@ def test_cp1252_semicolon_export_with_file_options(service_env: Path, hr_store: 
     row_of(rows, "E100010")["first_name"] = "Zoë"
     text = write_users(Path("utf8.csv"), [row_of(rows, "E100010")]).read_text(encoding="utf-8-sig")
     Path("cp1252.csv").write_bytes(text.replace('","', '";"').encode("cp1252"))
-    args = ("plan", "cp1252.csv", "--warehouse", hr_store.path, "--json", "plan.json")
+    args = ("plan", "cp1252.csv", "--warehouse", str(hr_store.file), "--json", "plan.json")
     code, output = hr(*args, "--encoding", "cp1252", "--delimiter", ";")
     assert code == 0, output
     changes = json.loads(Path("plan.json").read_text(encoding="utf-8"))["changes"]
@@ -239,7 +240,7 @@ def test_cp1252_semicolon_export_with_file_options(service_env: Path, hr_store: 
 def test_a_mistyped_allow_is_a_usage_error(
     service_env: Path, hr_store: WarehouseResource, arguments: tuple[str, ...], message: str
 ) -> None:
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path, *arguments)
+    code, output = hr("plan", *DEMO, "--warehouse", str(hr_store.file), *arguments)
     assert code == 2 and message in output and "Traceback" not in output
 
 
@@ -247,7 +248,7 @@ def test_a_mistyped_allow_is_a_usage_error(
 def test_a_directory_or_a_missing_file_is_a_usage_error(
     service_env: Path, hr_store: WarehouseResource, name: str, message: str
 ) -> None:
-    code, output = hr("plan", name, "--warehouse", hr_store.path)
+    code, output = hr("plan", name, "--warehouse", str(hr_store.file))
     assert code == 2 and message in output and "Traceback" not in output
 
 
@@ -266,8 +267,10 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def test_show_prints_and_exports_a_stored_plan_later(service_env: Path, hr_store: WarehouseResource) -> None:
-    plan_id = planned_demo(hr_store.path)
-    code, output = hr("show", plan_id, "--warehouse", hr_store.path, "--csv", "later.csv", "--limit", "5")
+    plan_id = planned_demo(str(hr_store.file))
+    code, output = hr(
+        "show", plan_id, "--warehouse", str(hr_store.file), "--csv", "later.csv", "--limit", "5"
+    )
     assert code == 0, output
     assert plan_id in output and "demo_users.csv" in output and "... and" in output
     later, planned = csv_rows(Path("later.csv")), csv_rows(Path("plan.csv"))
@@ -277,38 +280,38 @@ def test_show_prints_and_exports_a_stored_plan_later(service_env: Path, hr_store
         return {(row["hr_key"], row["field"], row["change_kind"], row["before"]) for row in rows}
 
     assert changes(later) == changes(planned)
-    assert hr("show", "no-such-plan", "--warehouse", hr_store.path)[0] == 2
+    assert hr("show", "no-such-plan", "--warehouse", str(hr_store.file))[0] == 2
 
 
 def test_an_incomplete_apply_exits_non_zero_and_status_shows_its_problems(
     service_env: Path, hr_store: WarehouseResource, server: EmulatorServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")  # plan ids unwrapped
-    plan_id = planned_demo(hr_store.path)
+    plan_id = planned_demo(str(hr_store.file))
     faults(server, error_rate=1.0, methods=["PATCH"])
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 1 and "incomplete" in output
-    code, listed = hr("status", "--warehouse", hr_store.path, "--problems")
+    code, listed = hr("status", "--warehouse", str(hr_store.file), "--problems")
     assert code == 0 and plan_id in listed and "incomplete" in listed
-    code, entities = hr("status", plan_id, "--warehouse", hr_store.path, "--problems")
+    code, entities = hr("status", plan_id, "--warehouse", str(hr_store.file), "--problems")
     assert code == 0 and entities.count("not applied") >= 19
     faults(server)
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 0 and "applied 19" in output
-    assert plan_id not in hr("status", "--warehouse", hr_store.path, "--problems")[1]
-    assert "not applied" not in hr("status", plan_id, "--warehouse", hr_store.path, "--problems")[1]
+    assert plan_id not in hr("status", "--warehouse", str(hr_store.file), "--problems")[1]
+    assert "not applied" not in hr("status", plan_id, "--warehouse", str(hr_store.file), "--problems")[1]
 
 
 def test_an_expired_plan_is_refused_in_one_line(
     service_env: Path, hr_store: WarehouseResource, server: EmulatorServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")
-    plan_id = planned_demo(hr_store.path)
+    plan_id = planned_demo(str(hr_store.file))
     monkeypatch.setenv("ADM_HR_PLAN_MAX_AGE_HOURS", "0.000001")
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 1 and "expired" in output and len(output.strip().splitlines()) == 1
     assert writes(server) == {}
-    assert "ready (expired)" in hr("status", "--warehouse", hr_store.path)[1]
+    assert "ready (expired)" in hr("status", "--warehouse", str(hr_store.file))[1]
 
 
 def test_status_while_the_warehouse_is_written_says_so_in_one_line(
@@ -318,11 +321,11 @@ def test_status_while_the_warehouse_is_written_says_so_in_one_line(
     hold = (
         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
     )
-    writer = subprocess.Popen([sys.executable, "-c", hold, hr_store.path], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen([sys.executable, "-c", hold, hr_store.file], stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "held"
-        code, output = hr("status", "--warehouse", hr_store.path)
-        applied = hr("apply", "any-plan", "--warehouse", hr_store.path, "--no-refresh")
+        code, output = hr("status", "--warehouse", str(hr_store.file))
+        applied = hr("apply", "any-plan", "--warehouse", str(hr_store.file), "--no-refresh")
     finally:
         writer.kill()
         writer.wait()
@@ -343,9 +346,11 @@ def test_who_plans_lifts_and_applies_is_the_os_account_and_four_eyes_refuses_the
     strict = Path("strict.toml")
     mapping = (SAMPLES / "mapping.toml").read_text(encoding="utf-8")
     strict.write_text(mapping.replace("manager = { max_count = 50", "manager = { max_count = 1"))
-    code, _ = hr("plan", *DEMO, "--warehouse", hr_store.path, "--mapping", str(strict), "--json", "p.json")
+    code, _ = hr(
+        "plan", *DEMO, "--warehouse", str(hr_store.file), "--mapping", str(strict), "--json", "p.json"
+    )
     plan_id = json.loads(Path("p.json").read_text(encoding="utf-8"))["plan_id"]
-    lift = ("--allow", "manager", "--reason", "reorg", "--warehouse", hr_store.path, "--no-refresh")
+    lift = ("--allow", "manager", "--reason", "reorg", "--warehouse", str(hr_store.file), "--no-refresh")
     code, output = hr("apply", plan_id[:8], *lift)  # a prefix of the id names the plan
     assert code == 1 and f"ADM_HR_FOUR_EYES: {me} made this plan" in output
     code, output = hr("apply", plan_id[:8], *lift, "--approved-by", "hr.lead")
@@ -355,24 +360,24 @@ def test_who_plans_lifts_and_applies_is_the_os_account_and_four_eyes_refuses_the
     code, output = hr("apply", plan_id[:8], *lift)
     assert code == 1 and f"ADM_HR_FOUR_EYES: {me} made this plan" in output
     # Another person (an account of their own) lifts; the planner still cannot apply what they planned.
-    policy = HrPolicyResource(four_eyes=True)
+    policy = HrPolicyResource(SyncSettings(hr_four_eyes=True))
     allow(hr_store, plan_id, {"manager": "reorg"}, "hr.lead", policy)
-    code, output = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 1 and f"{me} made this plan, so another person must apply it" in " ".join(output.split())
     with client_of(adm) as client:
         assert apply_stored(hr_store, plan_id, client, "run", policy, actor="hr.lead").status == "applied"
-    code, listed = hr("status", plan_id[:8], "--json", "--warehouse", hr_store.path)
+    code, listed = hr("status", plan_id[:8], "--json", "--warehouse", str(hr_store.file))
     shown = json.loads(listed)
     assert (shown["plan_id"], shown["planned_by"], shown["applied_by"]) == (plan_id, me, "hr.lead")
     assert [(lift["kind"], lift["approved_by"]) for lift in shown["lifts"]] == [("manager", "hr.lead")]
-    code, listed = hr("status", "--json", "--warehouse", hr_store.path)
+    code, listed = hr("status", "--json", "--warehouse", str(hr_store.file))
     assert [plan["plan_id"] for plan in json.loads(listed)["plans"]] == [plan_id]
 
 
 def test_plan_tells_a_person_waiting_each_step_it_finished(
     service_env: Path, hr_store: WarehouseResource
 ) -> None:
-    code, output = hr("plan", *DEMO, "--warehouse", hr_store.path)
+    code, output = hr("plan", *DEMO, "--warehouse", str(hr_store.file))
     assert code == 0, output
     steps = [
         "row(s) from 2 file(s)",
@@ -393,11 +398,11 @@ def test_sigterm_stops_an_apply_in_one_line_and_the_same_apply_finishes_it_exact
 ) -> None:
     # Before: the process died at once, printing nothing. (SIGINT takes the same path: test_stopping.)
     stop = signal.SIGTERM
-    plan_id = planned_demo(hr_store.path)
+    plan_id = planned_demo(str(hr_store.file))
     faults(server, latency_ms=150)  # with one request at a time, long enough to signal mid-apply
     env = os.environ | {"ADM_CONCURRENCY": "1", "DAGSTER_HOME": str(service_env), "COLUMNS": "1000"}
     running = subprocess.Popen(
-        [str(CLI), "hr", "apply", plan_id, "--warehouse", hr_store.path, "--no-refresh"],
+        [str(CLI), "hr", "apply", plan_id, "--warehouse", hr_store.file, "--no-refresh"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -413,7 +418,7 @@ def test_sigterm_stops_an_apply_in_one_line_and_the_same_apply_finishes_it_exact
     exited_after = time.monotonic() - signalled_at
     first = writes(server)
     faults(server)
-    code, again = hr("apply", plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, again = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
 
     assert running.returncode == 128 + stop, out + err
     assert exited_after < 5.0

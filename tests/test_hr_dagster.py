@@ -16,18 +16,17 @@ from pydantic import ValidationError
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
+from pipelines.clients import AdmClientResource
 from pipelines.hr.dagster import (
     SHOWN_PROBLEMS,
     HrSyncConfig,
     hr_drop_folder,
     hr_refresh_after_apply,
-    hr_sync_job,
 )
 from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
-from pipelines.jobs import TENANT_TAG
+from pipelines.tenant_tags import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import (
     demo_files,
     drop_sensor_context,
@@ -271,26 +270,3 @@ def test_a_refused_upload_shows_its_rejected_rows_and_error_report_on_the_run(
     assert any("[email_format] 'not an email'" in line for line in shown[1:-1])
     assert shown[-1] == f"{count} problem(s) in all; the full report: {report}"
     assert metadata["first_problems"].value == "\n".join(shown[1:])
-
-
-def test_an_hr_run_whose_config_overrides_the_warehouse_setting_is_refused(
-    adm: AdmClientResource, hr_store: WarehouseResource, tmp_path: Path
-) -> None:
-    # A launchpad copy made when ADM_WAREHOUSE named another file would plan into that old file.
-    old = {"path": str(tmp_path / "old.duckdb"), "staging_root": hr_store.staging_root}
-    stale = {"resources": {"warehouse": {"config": old}}}
-    guarded = hr_sync_job({"warehouse": hr_store})
-    with dg.DagsterInstance.ephemeral() as instance:
-        result = guarded.execute_in_process(
-            run_config={**stale, "ops": {"hr_plan": {"config": {"files": DEMO}}}},
-            instance=instance,
-            resources={
-                "adm": adm,
-                "warehouse": hr_store.model_copy(update={"path": str(tmp_path / "old.duckdb")}),
-                "hr_policy": HrPolicyResource(),
-            },
-            raise_on_error=False,
-        )
-    failure = next(event for event in result.all_events if event.is_step_failure)
-    assert "this run's config overrides settings (warehouse.path: " in str(failure.event_specific_data)
-    assert plans(hr_store) == 0 and not (tmp_path / "old.duckdb").exists()

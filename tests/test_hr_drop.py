@@ -15,6 +15,7 @@ import xlsxwriter
 
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
+from pipelines.clients import AdmClientResource
 from pipelines.hr.dagster import FOLDER_TAG, hr_drop_folder
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER
 from pipelines.hr.mapping import SAMPLES
@@ -22,8 +23,8 @@ from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import PlanRequest, plan_upload
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_safety import rows_before_leaving
 from tests.test_hr_support import (
     MAPPING,
@@ -225,12 +226,10 @@ def test_a_folder_naming_an_unconfigured_tenant_says_so_and_takes_nothing(
     )
     write_users(tmp_path / "globex" / "users.csv", promotion())
     drops = Folder(tmp_path, adm, hr_store)
-    policy = HrPolicyResource(
-        drop_dir=str(tmp_path), tenants=[DEMO_TENANT_ID], tenant_names={DEMO_TENANT_ID: "acme"}
-    )
+    policy = HrPolicyResource(SyncSettings(hr_drop_dir=tmp_path, tenants=f"acme={DEMO_TENANT_ID}"))
     context = dg.build_sensor_context(
         instance=drops.instance,
-        resources={"hr_policy": policy, "adm": AdmClientResource(tenant_id=DEMO_TENANT_ID)},
+        resources={"hr_policy": policy, "adm": AdmClientResource(policy.settings)},
     )
     kept = Kept(drops.logs)
     context.log.addHandler(kept)

@@ -19,14 +19,14 @@ from emulator.server import EmulatorServer
 from models.hr.plan import Plan
 from models.hr.status import PlanStatus
 from models.users import UpdateUserEntities
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import ApplyReport, PlanNotApplicableError
 from pipelines.hr.dagster import hr_apply_due, hr_dated_changes_on_time
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row, write_export
 from pipelines.hr.exports import plan_rows
 from pipelines.hr.workflow import apply_stored, plans_due, refresh, stored_plan
-from pipelines.jobs import TENANT_TAG
+from pipelines.tenant_tags import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import current, journal
 from tests.test_hr_cli import hr, service_env  # noqa: F401 - a fixture of the CLI test
 from tests.test_hr_revert import leaver
@@ -176,17 +176,17 @@ def test_hr_status_lists_pending_changes(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")  # one table row per line
     made = termination_plan(hr_store, tmp_path)
-    code, output = hr("apply", made.plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", made.plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 0 and "scheduled 1" in output, output
 
-    code, output = hr("status", "--warehouse", hr_store.path)
+    code, output = hr("status", "--warehouse", str(hr_store.file))
 
     assert code == 0, output
     assert "Pending changes" in output and "scheduled" in output
     line = next(line for line in output.splitlines() if leaver() in line and str(LEAVING) in line)
     assert "status" in line and "INACTIVE" in line
 
-    code, shown = hr("show", made.plan_id, "--warehouse", hr_store.path)
+    code, shown = hr("show", made.plan_id, "--warehouse", str(hr_store.file))
     assert code == 0 and f"INACTIVE (on {LEAVING})" in shown, shown
 
 
@@ -237,21 +237,21 @@ def test_a_dated_change_past_its_day_is_flagged_overdue(
     tmp_path: Path,
 ) -> None:
     made = termination_plan(hr_store, tmp_path)
-    code, output = hr("apply", made.plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", made.plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 0 and "scheduled 1" in output, output
-    code, output = hr("status", "--problems", "--json", "--warehouse", hr_store.path)
+    code, output = hr("status", "--problems", "--json", "--warehouse", str(hr_store.file))
     assert code == 0 and json.loads(output)["pending"] == []  # waiting for its day is no problem
     # As if applied three days ago for a day two days ago, with no apply since (the schedule stopped).
     past = NOW.date() - timedelta(days=2)
-    with duckdb.connect(hr_store.path) as con:
+    with duckdb.connect(hr_store.file) as con:
         dated = "UPDATE hr_plan_items SET effective_on = ? WHERE plan_id = ? AND field = 'status'"
         con.execute(dated, [past, made.plan_id])
         earlier = [past - timedelta(days=1), made.plan_id]
         con.execute("UPDATE hr_plan_entities SET written_through = ? WHERE plan_id = ?", earlier)
-    code, output = hr("status", "--problems", "--json", "--warehouse", hr_store.path)
+    code, output = hr("status", "--problems", "--json", "--warehouse", str(hr_store.file))
     [late] = json.loads(output)["pending"]
     assert (late["hr_key"], late["field"], late["overdue"]) == (leaver(), "status", True)
-    assert "OVERDUE" in hr("status", "--problems", "--warehouse", hr_store.path)[1]
+    assert "OVERDUE" in hr("status", "--problems", "--warehouse", str(hr_store.file))[1]
     check = hr_dated_changes_on_time(warehouse=hr_store)  # the Dagster check says so too
     assert isinstance(check, dg.AssetCheckResult) and not check.passed
     assert check.description and check.description.startswith("1 dated HR change(s) overdue")

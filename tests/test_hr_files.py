@@ -16,6 +16,7 @@ import pytest
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.hr.plan import Plan
+from pipelines.clients import AdmClientResource
 from pipelines.hr.demo_export import USER_FIELDS_ORDER, Row
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import SAMPLES, CsvOptions, Mapping, MappingError, load_mapping, with_file_options
@@ -24,7 +25,6 @@ from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import adm_headers
 from tests.test_hr_support import MAPPING, SETTINGS, plan, row_of, seeded_snapshot, user_id, user_rows
 

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from emulator.scale import DEMO_TENANT_ID
 from models.hr.plan import Plan
 from models.users import UpdateUserEntities
+from pipelines.clients import AdmClientResource
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row
 from pipelines.hr.mapping import CsvOptions, Mapping
 from pipelines.hr.workflow import PlanOutcome, refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import MAPPING, SETTINGS, client_of, group_id, plan, user_id, user_rows
 
 pytest_plugins = ["tests.test_hr_support"]

@@ -43,6 +43,7 @@ from pipelines.hr.demo_export import Row
 from pipelines.hr.identity import FOREIGN_SHARE
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import os_user
+from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from tests.conftest import fresh, stored
 from tests.sync_support import adm_for
@@ -193,7 +194,7 @@ def by_command_line(server: EmulatorServer, warehouse: Path, export: Path, login
 
 def by_dagster(server: EmulatorServer, warehouse: Path, export: Path, tags: dict[str, str]) -> None:
     """An ``hr_sync`` run of the export launched with ``tags``."""
-    store = WarehouseResource(path=str(warehouse), staging_root=str(warehouse.parent / "staging"))
+    store = WarehouseResource(SyncSettings(warehouse=warehouse))
     config = HrSyncConfig(files=[str(export)], errors_dir=str(export.parent / "reports"))
     with dg.instance_for_test() as instance:
         hr_sync.execute_in_process(
@@ -201,7 +202,7 @@ def by_dagster(server: EmulatorServer, warehouse: Path, export: Path, tags: dict
             resources={
                 "adm": adm_for(server),
                 "warehouse": store,
-                "hr_policy": HrPolicyResource(max_invalid_share=1),
+                "hr_policy": HrPolicyResource(SyncSettings(hr_max_invalid_share=1)),
             },
             instance=instance,
             tags=tags,

@@ -18,6 +18,7 @@ from emulator.server import EmulatorServer
 from models.groups import Group
 from models.hr.fields import Values, group_values, user_values
 from models.users import User
+from pipelines.clients import AdmClientResource
 from pipelines.hr.dagster import HrSyncConfig
 from pipelines.hr.demo_export import (
     GROUP_EXTRA,
@@ -32,7 +33,6 @@ from pipelines.hr.demo_export import (
 )
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.conftest import stored
 from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
@@ -187,12 +187,12 @@ def test_the_command_line_names_the_tenant_as_extract_does_and_refuses_another_t
     with writing(hr_store.file, "test", 5.0) as con:
         set_label(con, DEMO_TENANT_ID, "acme")  # as the extract labels it
     theirs = write_untenanted(service_env / "globex.csv", globex_rows())
-    code, output = hr("plan", str(theirs), "--tenant", "ACME", "--warehouse", hr_store.path)
+    code, output = hr("plan", str(theirs), "--tenant", "ACME", "--warehouse", str(hr_store.file))
     assert code == 1, output
     assert f"this file is not about this tenant acme ({DEMO_TENANT_ID})" in " ".join(output.split())
-    code, output = hr("plan", *DEMO_FILES, "--tenant", "acme", "--warehouse", hr_store.path)
+    code, output = hr("plan", *DEMO_FILES, "--tenant", "acme", "--warehouse", str(hr_store.file))
     assert code == 0, output
-    code, output = hr("plan", *DEMO_FILES, "--tenant", "globex", "--warehouse", hr_store.path)
+    code, output = hr("plan", *DEMO_FILES, "--tenant", "globex", "--warehouse", str(hr_store.file))
     assert code == 1 and f"holds no extract of tenant {OTHER_TENANT_ID}" in " ".join(output.split()), output
     assert writes(server) == {}
 

@@ -14,6 +14,7 @@ import pytest
 from emulator.scale import DEMO_TENANT_ID
 from models.hr.kinds import Watched
 from models.hr.thresholds import ThresholdLimit
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.exports import write_error_reports
 from pipelines.hr.mapping import Mapping
@@ -21,7 +22,6 @@ from pipelines.hr.snapshot import StaleWarehouseError, latest_run, load_snapshot
 from pipelines.hr.upload import read_upload
 from pipelines.hr.workflow import PLAN_MEMORY_LIMIT, PlanRequest, allow, plan_upload, refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.sync_support import query
 from tests.test_hr_support import (
     MAPPING,
@@ -183,7 +183,7 @@ def test_loading_the_snapshot_leaves_no_pages_cached_and_the_limit_as_it_was(
 ) -> None:
     """The users' pages, read once, are not held in DuckDB's buffer while the upload is planned (the
     50,000-user peak of scenario 6), and the connection keeps the memory limit it was opened with."""
-    con = duckdb.connect(hr_store.path, read_only=True, config={"memory_limit": PLAN_MEMORY_LIMIT})
+    con = duckdb.connect(hr_store.file, read_only=True, config={"memory_limit": PLAN_MEMORY_LIMIT})
     try:
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()
         run = latest_run(con, DEMO_TENANT_ID)

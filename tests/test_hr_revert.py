@@ -13,10 +13,10 @@ import pytest
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.hr.kinds import ChangeKind
+from pipelines.clients import AdmClientResource
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_apply import adm_headers, current
 from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
@@ -141,20 +141,20 @@ def test_reverting_an_incomplete_plan_closes_it(
     assert (report.status, report.outcomes) == ("incomplete", {"applied": 1, "planned": 1})
     faults(server)
     # The entity not applied says what the service answered its writes.
-    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", hr_store.path)[1])
+    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", str(hr_store.file))[1])
     (unapplied,) = [entity for entity in detail["entities"] if entity["status"] == "planned"]
     assert unapplied["message"].startswith("read back: not applied (the service answered 503: ")
     refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)
 
     revert = revert_stored(hr_store, made.plan_id, MAPPING)
 
-    code, output = hr("apply", made.plan_id, "--warehouse", hr_store.path, "--no-refresh")
+    code, output = hr("apply", made.plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     assert code == 1 and f"closed by its revert, plan {revert.plan.plan_id}" in output
     assert sum(writes(server).values()) == 1  # the other half was never written
-    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", hr_store.path)[1])
+    detail = json.loads(hr("status", made.plan_id, "--json", "--warehouse", str(hr_store.file))[1])
     assert (detail["status"], detail["superseded_by"]) == ("superseded", revert.plan.plan_id)
     assert unapplied["hr_key"] in {e["hr_key"] for e in detail["entities"] if e["status"] == "superseded"}
-    shown = hr("status", made.plan_id, "--warehouse", hr_store.path)[1]
+    shown = hr("status", made.plan_id, "--warehouse", str(hr_store.file))[1]
     assert f"Closed by its revert, plan {revert.plan.plan_id}" in shown
     assert apply(hr_store, adm, revert.plan.plan_id).outcomes == {"applied": 1}
     for key in ("E100010", "E100012"):

@@ -15,6 +15,7 @@ from emulator.server import EmulatorServer
 from models.hr.kinds import Watched
 from models.hr.plan import Plan
 from models.hr.thresholds import DEFAULT_THRESHOLDS, ThresholdCheck, ThresholdLimit, Thresholds
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import PlanNotApplicableError
 from pipelines.hr.dagster import HrSyncConfig, hr_drop_folder
 from pipelines.hr.demo_export import Row
@@ -22,7 +23,6 @@ from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.report import kind_rows
 from pipelines.hr.workflow import allow, refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import (
     MAPPING,
     SETTINGS,

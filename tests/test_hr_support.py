@@ -28,6 +28,7 @@ from emulator.server import EmulatorServer
 from emulator.state import TenantState
 from models.groups import Group
 from models.users import User
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import ApplyReport
 from pipelines.hr.dagster import hr_sync_job
 from pipelines.hr.demo_export import (
@@ -49,7 +50,6 @@ from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_u
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.dagster_resource import AdmClientResource
 from tests.conftest import made_once, set_faults
 from tests.sync_support import adm_for, settings_for, sync
 
@@ -58,8 +58,7 @@ MAPPING = load_mapping()
 
 SETTINGS = SyncSettings(tenants=[DEMO_TENANT_ID])
 """The settings of the tests' refreshes: the demo tenant (the tests give the resources themselves)."""
-hr_sync = hr_sync_job({})
-"""The ``hr_sync`` job without settings to guard (the guard has a test of its own)."""
+hr_sync = hr_sync_job()
 
 
 def drop_sensor_context(
@@ -70,8 +69,8 @@ def drop_sensor_context(
         instance=instance,
         cursor=cursor,
         resources={
-            "hr_policy": HrPolicyResource(drop_dir=str(root)),
-            "adm": AdmClientResource(tenant_id=DEMO_TENANT_ID),
+            "hr_policy": HrPolicyResource(SyncSettings.model_construct(hr_drop_dir=root)),
+            "adm": AdmClientResource(SETTINGS),
         },
     )
 
@@ -157,7 +156,7 @@ def hr_template(emulator_server: EmulatorServer, tmp_path_factory: pytest.TempPa
 def hr_store(server: EmulatorServer, hr_template: Path, tmp_path: Path) -> WarehouseResource:
     """This test's copy of the template warehouse, next to a freshly seeded emulator."""
     shutil.copy(hr_template, tmp_path / "wh.duckdb")
-    return WarehouseResource(path=str(tmp_path / "wh.duckdb"), staging_root=str(tmp_path / "staging"))
+    return WarehouseResource(SyncSettings(warehouse=tmp_path / "wh.duckdb", staging_dir=tmp_path / "staging"))
 
 
 @pytest.fixture

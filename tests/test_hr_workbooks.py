@@ -19,6 +19,7 @@ from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from models.hr.plan import Plan
 from models.users import UpdateUserEntities
+from pipelines.clients import AdmClientResource
 from pipelines.hr.demo_export import USER_EXTRA, USER_FIELDS_ORDER, Row
 from pipelines.hr.mapping import CsvOptions, Mapping
 from pipelines.hr.problems import Problem
@@ -26,7 +27,6 @@ from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import validate
 from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from tests.test_hr_support import (
     MAPPING,
     SETTINGS,

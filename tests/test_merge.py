@@ -150,6 +150,31 @@ def first_run_of(warehouse: Path, record_id: str) -> str:
     return str(found[0][0])
 
 
+def test_rows_equal_to_the_staged_ones_are_stamped_not_written_again(warehouse: Path) -> None:
+    roots = "SELECT id, rowid FROM decisions"
+    items = "SELECT decision_id, rowid FROM decision_authorities"
+    first = [authority("x1", "a", "10"), authority("x2", "b", "20")]
+    commit(warehouse, {"decisions": [decision("a", "A"), decision("b", "B")], "decision_authorities": first})
+    before, items_before = dict(read(warehouse, roots)), dict(read(warehouse, items))
+    # b's hash is the same, its raw is not: a row differing in any staged column is written again.
+    b_again = decision("b", "B") | {"raw": '{"id": "b", "name": "B", "delegations": 2}'}
+    changed = [authority("x1", "a", "10"), authority("x2", "b", "25")]
+
+    run_id, result = commit(
+        warehouse, {"decisions": [decision("a", "A"), b_again], "decision_authorities": changed}, full=True
+    )
+
+    assert result.row_counts["decisions"] == {"inserted": 0, "updated": 0, "unchanged": 2, "deleted": 0}
+    after, items_after = dict(read(warehouse, roots)), dict(read(warehouse, items))
+    assert after["a"] == before["a"] and after["b"] != before["b"]
+    assert items_after["a"] == items_before["a"] and items_after["b"] != items_before["b"]
+    assert read(warehouse, "SELECT DISTINCT run_id FROM decisions") == [(run_id,)]
+    assert read(warehouse, "SELECT DISTINCT run_id FROM decision_authorities") == [(run_id,)]
+    assert read(warehouse, "SELECT raw FROM decisions WHERE id = 'b'") == [(b_again["raw"],)]
+    limits = "SELECT limit_value FROM decision_authorities WHERE decision_id = 'b'"
+    assert read(warehouse, limits) == [("25",)]
+
+
 def test_a_record_the_service_says_is_deleted_keeps_when_it_was_first_seen_deleted(warehouse: Path) -> None:
     commit(warehouse, {"decisions": [decision("a", "A")]})
     commit(warehouse, {"decisions": [decision("a", "A", status="DELETED")]})

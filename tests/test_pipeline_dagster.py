@@ -25,11 +25,12 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
-from pipelines.freshness import FRESHNESS_JOB, check_names
-from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB, TENANT_TAG
+from pipelines.freshness import FRESHNESS_JOB, FRESHNESS_KEY, check_names
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from pipelines.tenant_tags import TENANT_TAG
 from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
@@ -221,7 +222,7 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     assert after[demo][1].startswith("last committed sync 0.0 h ago (limit 26 h)")
     assert after[other] == (False, "the tenant has no committed sync")
     graph = defs.get_repository_def().asset_graph
-    spec = graph.get(dg.AssetCheckKey(dg.AssetKey(["adm", "sync_runs"]), demo))
+    spec = graph.get(dg.AssetCheckKey(FRESHNESS_KEY, demo))
     assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")
@@ -296,29 +297,6 @@ def test_a_bad_setting_is_one_line_naming_the_variable(monkeypatch: pytest.Monke
     assert result.output.strip().splitlines() == [
         "error: ADM_RATE_PER_MINUTE='fast' is not accepted: expected a number of requests per minute above 0"
     ]
-
-
-def test_a_launchpad_copy_of_old_settings_cannot_override_a_changed_setting(
-    server: EmulatorServer, tmp_path: Path, instance: dg.DagsterInstance
-) -> None:
-    # Before: after the quota was lowered to 100, a run launched from the launchpad's kept copy of the
-    # old config went green against "a 100,000 monthly quota" while a GraphQL run was refused.
-    lowered = settings_for(server, tmp_path / "none_yet.duckdb", monthly_quota=100)
-    job = sync_definitions(lowered).resolve_job_def(FULL_REFRESH_JOB)
-
-    def launch(quota: int) -> dg.ExecuteInProcessResult:
-        config = {"resources": {"sync_policy": {"config": {"monthly_quota": quota}}}}
-        return job.execute_in_process(
-            partition_key=DEMO_TENANT_ID, instance=instance, run_config=config, raise_on_error=False
-        )
-
-    stale = launch(100_000)
-    assert not stale.success
-    error = first_error(stale)
-    assert "this run's config overrides settings (sync_policy.monthly_quota: 100000 (settings: 100))" in error
-    assert "\n" not in error
-    assert not lowered.warehouse.exists()  # refused before anything was read or written
-    # (A copy of today's values passes the guard: test_the_launchpads_prefilled_config_passes_the_...)
 
 
 def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when_it_ends(

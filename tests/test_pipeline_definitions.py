@@ -16,8 +16,7 @@ from emulator.scale import DEMO_TENANT_ID
 from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
-from pipelines.freshness import check_names
-from pipelines.launch import stale_values
+from pipelines.freshness import FRESHNESS_KEY, check_names
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, load_settings
@@ -57,9 +56,10 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
         "adm/v_user_authorities",
         "adm/v_sync_status",
     } <= derived
-    assert "adm/analytics_copy" in derived
+    assert {"adm/analytics_copy", "adm/tenant_freshness"} <= derived
     assert all(
-        key.endswith("_history") or key.startswith("adm/v_") for key in derived - {"adm/analytics_copy"}
+        key.endswith("_history") or key.startswith("adm/v_")
+        for key in derived - {"adm/analytics_copy", "adm/tenant_freshness"}
     )
 
 
@@ -74,7 +74,7 @@ def test_every_check_of_the_sync_keeps_a_result_per_tenant() -> None:
     # The freshness checks are one per tenant by name; the HR check judges every tenant's dated changes.
     hr = "adm/users:hr_dated_changes_on_time"
     assert hr in unpartitioned
-    assert all(key.startswith("adm/sync_runs:fresh_") for key in set(unpartitioned) - {hr})
+    assert all(key.startswith("adm/tenant_freshness:fresh_") for key in set(unpartitioned) - {hr})
 
 
 def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
@@ -86,6 +86,12 @@ def test_freshness_has_one_truth_the_checks_of_each_tenant() -> None:
     fresh = {key.name for key in graph.asset_check_keys if key.name.startswith("fresh_")}
     settings = load_settings()
     assert fresh == set(check_names(settings.sync_tenants, settings.tenant_names))
+    # Their asset is one nothing materializes. Before, on adm/sync_runs: the UI shows a check's result
+    # for its asset's latest materialization, so any tenant's sync turned every tenant's freshness check
+    # back to "Not evaluated" (a stale tenant's failure hidden until the sensor's next run).
+    assert {key.asset_key for key in graph.asset_check_keys if key.name in fresh} == {FRESHNESS_KEY}
+    assert not graph.get(FRESHNESS_KEY).is_materializable
+    assert graph.get(FRESHNESS_KEY).parent_keys == {dg.AssetKey(["adm", "sync_runs"])}
 
 
 def test_the_asset_graph_shows_lineage_from_tables_to_what_analysts_open() -> None:
@@ -155,9 +161,9 @@ def test_the_client_imports_without_dagster() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_path: Path) -> None:
-    # The launchpad pre-fills a run's config with every resource's bound values (its root default YAML);
-    # launched unchanged, that copy must run, and one value changed since must not.
+def test_no_job_has_resource_config_the_launchpad_could_copy(tmp_path: Path) -> None:
+    # Before: the launchpad pre-filled every resource's values (a copy that went stale when the operator
+    # changed a setting) and a guard (pipelines/launch.py) refused runs whose copy differed.
     settings = SyncSettings(
         base_url="http://127.0.0.1:9", tenants=[DEMO_TENANT_ID], token="t", warehouse=tmp_path / "w.duckdb"
     )
@@ -167,14 +173,16 @@ def test_the_launchpads_prefilled_config_passes_the_stale_settings_guard(tmp_pat
     assert root is not None
     # What the launchpad's root default YAML is made of (dagster_graphql's rootDefaultYaml).
     prefilled = default_values_from_type_snap(schema.get_config_snap(root), schema)
+    assert not any(section.get("config") for section in (prefilled.get("resources") or {}).values())
+    # Each resource is the settings or a view of them, not a configurable resource a run could set.
     bound = bound_resources(settings)
-
-    assert prefilled["resources"]["sync_policy"]["config"]["monthly_quota"] == settings.quota
-    assert stale_values(prefilled, bound) == []
-    prefilled["resources"]["warehouse"]["config"]["path"] = "old/warehouse.duckdb"
-    assert stale_values(prefilled, bound) == [
-        f"warehouse.path: 'old/warehouse.duckdb' (settings: '{settings.warehouse}')"
-    ]
+    assert not any(isinstance(resource, dg.ConfigurableResource) for resource in bound.values())
+    assert all(getattr(resource, "settings", resource) is settings for resource in bound.values())
+    # A run config copied before the quota was lowered is refused before anything is read or written.
+    stale = {"resources": {"sync_policy": {"config": {"monthly_quota": 100_000}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match='unexpected config entry "monthly_quota"'):
+        job.execute_in_process(run_config=stale, partition_key=DEMO_TENANT_ID)
+    assert not settings.warehouse.exists()
 
 
 def test_table_assets_carry_the_dictionarys_descriptions_and_the_warehouses_column_types() -> None:

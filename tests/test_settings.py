@@ -16,14 +16,15 @@ from typer.testing import CliRunner
 
 from pipelines.bindings import resources
 from pipelines.cli import app
-from pipelines.jobs import TENANT_NAME_TAG, TENANT_TAG
 from pipelines.location import sync_definitions
-from pipelines.settings import MONTHLY_QUOTAS, SettingsError, credential_for, load_settings
-from resources.settings import RatePlan
+from pipelines.settings import SettingsError, credential_for, load_settings
+from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
+from resources.settings import MONTHLY_QUOTAS, RatePlan
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from warehouse import reads
 from warehouse.db import open_database
 from warehouse.locks import LockBusyError
+from warehouse.publish import DEFAULT_STORAGE_VERSION, storage_version_problem
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +63,19 @@ def test_the_limiter_state_lives_beside_the_warehouse_whatever_the_staging_folde
     monkeypatch.setenv("ADM_WAREHOUSE", str(tmp_path / "wh" / "warehouse.duckdb"))
     monkeypatch.setenv("ADM_STAGING_DIR", "/tmp")
     assert load_settings().limiter_state_dir == tmp_path / "wh" / "ratelimit"
+
+
+def test_the_repository_holds_no_runtime_state() -> None:
+    # Before: a limiter state file (ratelimit/<tenant>.<hash>.json) was committed at the root.
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True)
+    runtime = ("ratelimit/", "data/", "staging/", ".duckdb", ".duckdb.wal", ".parquet")
+    assert [path for path in listed.stdout.splitlines() if any(part in path for part in runtime)] == []
+
+
+def test_the_default_storage_version_is_one_duckdb_knows() -> None:
+    # Loading the settings skips DuckDB's probe for the default (pipelines.settings): it must stay known.
+    assert storage_version_problem(DEFAULT_STORAGE_VERSION) is None
 
 
 def test_an_address_without_a_tenant_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +145,7 @@ def test_each_tenant_may_have_its_own_rate_plan_and_quota_and_name_in_dagster(
         1234,
     )
     # The resources a run gets carry them: the client limits each tenant at its plan's rate.
-    adm = bound["adm"].process_config_and_initialize()
+    adm = bound["adm"]
     assert adm.client_settings(DEMO_TENANT_ID).rate_plan == RatePlan.PREMIUM
     assert adm.client_settings(OTHER_TENANT_ID).rate_plan == RatePlan.ESSENTIAL
     policy = bound["sync_policy"]

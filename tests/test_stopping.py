@@ -9,16 +9,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import duckdb
 import pytest
 
-from pipelines.stopping import RunOverBudgetError
+from pipelines.stopping import RunOverBudgetError, received_signal
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import delegation, tenant
+from warehouse import commit
 
 CLI = Path(sys.executable).with_name("authority-sync")
 DELEGATIONS = 60
@@ -153,3 +156,46 @@ def test_a_killed_run_is_charged_every_call_it_made(tmp_path: Path) -> None:
     (status, calls, _), _ = run_rows(tmp_path / "warehouse.duckdb")
     assert status == "killed"
     assert made <= calls <= made + 1  # counted before each request: at most the one about to leave
+
+
+@contextmanager
+def signalled_on_entering(function: Callable[..., object], number: signal.Signals) -> Iterator[list[float]]:
+    """Raise signal ``number`` in this (the main) thread when ``function`` is first called, through a
+    profile hook (the code under test runs unchanged); yields the moment it was raised, once it was."""
+    raised: list[float] = []
+
+    def hook(frame: FrameType, event: str, _argument: object) -> None:
+        if event == "call" and frame.f_code is function.__code__ and not raised:
+            raised.append(time.monotonic())
+            sys.setprofile(None)  # once is enough, and the rest of the run at full speed
+            signal.raise_signal(number)
+
+    sys.setprofile(hook)
+    try:
+        yield raised
+    finally:
+        sys.setprofile(None)
+
+
+def test_a_signal_during_the_commit_lets_it_finish_and_then_stops(tmp_path: Path) -> None:
+    """SIGTERM inside the commit's transaction (as the cursors move, after the merge): the commit finishes,
+    the row says ``succeeded`` (what happened: the data is there), and the run returns at once, telling
+    its caller that a signal came (the CLI then starts no next tenant and exits with 143)."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    with StandIn(tenant(delegations=[delegation(n) for n in range(5)])) as standin:
+        with signalled_on_entering(commit._move_cursors, signal.SIGTERM) as raised:
+            outcome = sync_standin(standin, warehouse, concurrency=1)
+            returned = time.monotonic()
+        calls = served(standin)
+    assert raised, "the commit never moved the cursors"
+    assert received_signal() == signal.SIGTERM
+    assert outcome.commit is not None
+    ((status, _, error),) = run_rows(warehouse)
+    assert (status, error) == ("succeeded", None)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM delegations").fetchone() == (5,)
+    assert outcome.record.api_calls_total == calls  # no request after the signal
+    # It returns once the commit and its publish end (a loaded test host stretches both: hence their own
+    # timings as the bound, plus a margin for the figures of the month read after them).
+    phases = outcome.record.phase_seconds
+    assert returned - raised[0] < phases["commit"] + phases["publish"] + EXIT_WITHIN_S

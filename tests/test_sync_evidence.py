@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from resources.client import AdmClient
-from resources.errors import ConnectionError, PagingDriftError, ServiceError
+from resources.errors import APIConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
 from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
@@ -449,7 +449,7 @@ def test_a_request_past_its_deadline_fails_as_a_timeout_naming_the_endpoint() ->
             max_attempts=1,
         )
         started = time.monotonic()
-        with AdmClient(settings) as client, pytest.raises(ConnectionError) as late:
+        with AdmClient(settings) as client, pytest.raises(APIConnectionError) as late:
             client.current_user_positions()
         elapsed = time.monotonic() - started
 

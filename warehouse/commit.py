@@ -39,7 +39,6 @@ from warehouse.merge import (
 )
 from warehouse.migrate import OlderWarehouseError, migrate, pending
 from warehouse.publish import Published, PublishTarget, publish_run, try_publish
-from warehouse.reads import table_exists
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     RUNS_TABLE,
@@ -317,7 +316,9 @@ def record_unfinished(
 
 def _counted(con: duckdb.DuckDBPyConnection, staged: Iterable[str]) -> list[str]:
     """The tables whose rows a commit counts for the tenant: the staged ones, their histories and the runs."""
-    histories = [f"{table}_history" for table in staged if table_exists(con, f"{table}_history")]
+    # One look at the catalog, not one per table: each look binds DuckDB's catalog views (milliseconds).
+    existing = {str(row[0]) for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    histories = [f"{table}_history" for table in staged if f"{table}_history" in existing]
     return sorted({*staged, *histories, RUNS_TABLE})
 
 

@@ -74,13 +74,14 @@ def _markdown(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
 
 
-def with_section(page: str, section: str) -> str:
-    """``page`` with the text between the dictionary's markers replaced by ``section``."""
-    before, start, rest = page.partition(START)
-    _, end, after = rest.partition(END)
+def with_section(page: str, section: str, markers: tuple[str, str] = (START, END)) -> str:
+    """``page`` with the text between ``markers`` (the dictionary's, unless given) replaced by ``section``."""
+    first, last = markers
+    before, start, rest = page.partition(first)
+    _, end, after = rest.partition(last)
     if not start or not end:
-        raise DictionaryError(f"{DOCUMENT.name} has no {START} ... {END} section")
-    return f"{before}{START}\n{section}{END}{after}"
+        raise DictionaryError(f"the page has no {first} ... {last} section")
+    return f"{before}{first}\n{section}{last}{after}"
 
 
 def rendered() -> tuple[str, str]:

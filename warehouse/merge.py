@@ -5,6 +5,11 @@ modes replace the staged records and their children; a full merge also marks del
 records it did not find, which stay in the current table with their children as last seen. Every
 statement runs inside the caller's transaction, so nothing is visible until the caller commits.
 
+A commit costs what changed, not what was read: a staged row equal to its current row in every staged
+column is not written again (only its ``synced_at`` and ``run_id`` move to this run, which saw it), so a
+full refresh of an unchanged tenant deletes and inserts nothing, and the checkpoint after it writes two
+narrow columns instead of every row.
+
 Table names come from the fixed catalog (`warehouse.catalog`), never from input, so building SQL with them
 is safe.
 """
@@ -50,13 +55,17 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
     """Merge one family whose root table was staged; returns counts per table."""
     root = family.root
     counts = {root: _diff(ctx, root, _root_scope(ctx, root))}
+    # A root the scope holds but the run did not stage is not replaced (a full refresh marks it deleted).
+    _note_differing(ctx, root, gone=False)
     # Children are replaced only under the staged roots: those of a record that vanished stay as last seen.
     for child in family.children:
         if child.table in staged:
             scope = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
-            counts[child.table] = _diff(ctx, child.table, scope, (child.parent_column, child.order_column))
-            _replace(ctx, child.table, scope)
-            _record_item_history(ctx, root, child)
+            key = (child.parent_column, child.order_column)
+            counts[child.table] = _diff(ctx, child.table, scope, key)
+            _note_differing(ctx, child.table, gone=True)
+            _replace(ctx, child.table, child.parent_column, scope)
+            _record_item_history(ctx, child)
     _replace_roots(ctx, root)
     if ctx.full:
         _soft_delete_vanished(ctx, root)
@@ -160,29 +169,31 @@ def _root_scope(ctx: MergeContext, root: str) -> str:
 
 
 def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)) -> Counts:
-    """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope."""
+    """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope.
+    Keeps the comparison for `_note_differing`: each staged row's parent (``compare[0]``, the root's id)
+    in ``compared_<table>``, whether it is new, the same (`_same`) and equal in every staged column, and
+    the parents of the scope's rows no staged row replaces in ``gone_<table>``."""
     on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
-    same = _SAME.get(table, _SAME_ROW)
-    result = ctx.con.execute(
+    parent = compare[0]
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE compared_{table} AS "
         f"WITH c AS (SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = ? AND {scope}) "
-        f"SELECT count(*) FILTER (WHERE c.tenant_id IS NULL), "
-        f"count(*) FILTER (WHERE c.tenant_id IS NOT NULL AND NOT ({same})), "
-        f"count(*) FILTER (WHERE c.tenant_id IS NOT NULL AND {same}) "
-        f"FROM stg_{table} s LEFT JOIN c ON {on}",
+        f"SELECT s.{parent} AS parent, c.tenant_id IS NULL AS inserted, ({_same(table)}) AS same, "
+        f"({_SAME_ROW}) AS equal FROM stg_{table} s LEFT JOIN c ON {on}",
         [ctx.tenant_id],
-    ).fetchone()
-    gone = ctx.con.execute(
-        f"SELECT count(*) FROM {table} c WHERE c.tenant_id = ? AND {scope} AND NOT EXISTS "
-        f"(SELECT 1 FROM stg_{table} s WHERE {on})",
+    )
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE gone_{table} AS SELECT c.{parent} AS parent FROM {table} c "
+        f"WHERE c.tenant_id = ? AND {scope} AND NOT EXISTS (SELECT 1 FROM stg_{table} s WHERE {on})",
         [ctx.tenant_id],
+    )
+    result = ctx.con.execute(
+        f"SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted AND NOT same), "
+        f"count(*) FILTER (WHERE NOT inserted AND same), (SELECT count(*) FROM gone_{table}) "
+        f"FROM compared_{table}"
     ).fetchone()
-    inserted, updated, unchanged = result if result else (0, 0, 0)
-    return {
-        "inserted": inserted,
-        "updated": updated,
-        "unchanged": unchanged,
-        "deleted": gone[0] if gone else 0,
-    }
+    inserted, updated, unchanged, gone = result if result else (0, 0, 0, 0)
+    return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone}
 
 
 def _staged_columns(table: str) -> str:
@@ -194,44 +205,69 @@ def _staged_columns(table: str) -> str:
 _SAME_ROW = "CAST(s AS VARCHAR) = CAST(c AS VARCHAR)"
 """Whole-row equality (a table alias is a struct in DuckDB) over the staged columns."""
 
-_SAME = {
-    **{
-        family.root: "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
-        for family in FAMILIES.values()
-        if "content_hash" in staging_schema(family.root).names
-    },
-    # Revision rows differ in first_seen_at by design; only their place in the list counts as a change.
-    **dict.fromkeys(REVISIONS, "s.revision_id = c.revision_id"),
-}
-"""How a staged row ``s`` and a current one ``c`` are the same, where not whole-row equality: a record with
-a content hash is the same while its hash and deleted state are."""
+_ROOTS = frozenset(family.root for family in FAMILIES.values())
 
 
-def _replace(ctx: MergeContext, table: str, scope: str) -> None:
-    """Replace the scope's rows with the staged ones, stamped with this run."""
-    ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
+def _same(table: str) -> str:
+    """How a staged row ``s`` and a current one ``c`` are the same, where not whole-row equality: a record
+    with a content hash is the same while its hash and deleted state are."""
+    if table in REVISIONS:  # revision rows differ in first_seen_at by design; their place is no change
+        return "s.revision_id = c.revision_id"
+    if table in _ROOTS and "content_hash" in staging_schema(table).names:
+        return "s.content_hash = c.content_hash AND s.is_deleted IS NOT DISTINCT FROM c.is_deleted"
+    return _SAME_ROW
+
+
+def _note_differing(ctx: MergeContext, table: str, *, gone: bool) -> None:
+    """Keep in ``differing_<table>`` the parents (root ids) whose rows the staged ones change, from the
+    comparison `_diff` kept: a staged row with no current row equal in every staged column, and (``gone``)
+    a row of the scope that no staged row replaces. Only those parents' rows are written again."""
+    gone_parents = f"UNION SELECT parent FROM gone_{table}" if gone else ""
     ctx.con.execute(
-        f"INSERT INTO {table} BY NAME SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table}",
+        f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT parent AS id FROM compared_{table} "
+        f"WHERE inserted OR NOT equal {gone_parents}"
+    )
+
+
+def _stamp_equal(ctx: MergeContext, table: str, parent: str, scope: str) -> None:
+    """Stamp the scope's rows that stay as they are with this run, which saw them: their ``synced_at``
+    and ``run_id`` only (an update of two narrow columns, where replacing rewrote every column)."""
+    ctx.con.execute(
+        f"UPDATE {table} SET synced_at = ?, run_id = ? WHERE tenant_id = ? AND {scope} "
+        f"AND {parent} NOT IN (SELECT id FROM differing_{table})",
+        [ctx.now, ctx.run_id, ctx.tenant_id],
+    )
+
+
+def _replace(ctx: MergeContext, table: str, parent: str, scope: str) -> None:
+    """Replace the rows of the parents whose rows differ (`_note_differing`) with the staged ones, stamped
+    with this run; the scope's other rows are equal to the staged ones and are only stamped."""
+    differing = f"{parent} IN (SELECT id FROM differing_{table})"
+    _stamp_equal(ctx, table, parent, scope)
+    ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
+    ctx.con.execute(
+        f"INSERT INTO {table} BY NAME SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table} "
+        f"WHERE {differing}",
         [ctx.now, ctx.run_id],
     )
 
 
 def _replace_roots(ctx: MergeContext, root: str) -> None:
-    """Replace the staged records, stamped with this run; a record the service says is deleted keeps the
-    time it was first seen deleted."""
+    """Replace the staged records that differ from their current row, stamped with this run (the others
+    are only stamped); a record the service says is deleted keeps the time it was first seen deleted."""
+    differing = f"id IN (SELECT id FROM differing_{root})"
+    _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})")
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE deleted_before_{root} AS SELECT id, deleted_at FROM {root} "
         f"WHERE tenant_id = ? AND is_deleted AND deleted_at IS NOT NULL "
-        f"AND id IN (SELECT id FROM stg_{root} WHERE is_deleted)",
+        f"AND id IN (SELECT id FROM stg_{root} WHERE is_deleted AND {differing})",
         [ctx.tenant_id],
     )
-    ctx.con.execute(
-        f"DELETE FROM {root} WHERE tenant_id = ? AND id IN (SELECT id FROM stg_{root})", [ctx.tenant_id]
-    )
+    ctx.con.execute(f"DELETE FROM {root} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
     # A plain insert, then a small update: a join in the insert made DuckDB buffer the whole staged table.
     ctx.con.execute(
         f"INSERT INTO {root} BY NAME SELECT *, CASE WHEN is_deleted THEN ?::TIMESTAMPTZ END AS deleted_at, "
-        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{root}",
+        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{root} WHERE {differing}",
         [ctx.now, ctx.now, ctx.run_id],
     )
     ctx.con.execute(
@@ -264,7 +300,7 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     """A new version, a copy of the current row, for every record whose own content or deleted state
     changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
-    same = _SAME.get(root, _SAME_ROW)
+    same = _same(root)
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
         f"SELECT s.id FROM stg_{root} s "
@@ -285,11 +321,12 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     )
 
 
-def _record_item_history(ctx: MergeContext, root: str, child: Child) -> None:
-    """Versions of the items of the staged parents (their rows just replaced): an item no longer listed, or
+def _record_item_history(ctx: MergeContext, child: Child) -> None:
+    """Versions of the items of the parents whose rows were just replaced: an item no longer listed, or
     listed with other content, ends its current version; an item listed with no current version of that
-    content starts one, a copy of its row. A parent not staged keeps its items' versions as they were."""
-    parents = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
+    content starts one, a copy of its row. A parent not staged, or staged with every row as it was, keeps
+    its items' versions as they were."""
+    parents = f"{child.parent_column} IN (SELECT id FROM differing_{child.table})"
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE items_{child.table} AS SELECT *, row_number() OVER ("
         f"PARTITION BY {child.parent_column}, {child.reference} ORDER BY {child.order_column}) AS occurrence "

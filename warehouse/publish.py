@@ -214,7 +214,10 @@ def _copy_file(con: duckdb.DuckDBPyConnection, source: str, path: Path) -> None:
     shutil.copyfile(_database_path(con, source), path)
     con.execute(f"ATTACH ? AS {ALIAS} (READ_ONLY)", [str(path)])
     try:
-        _check_copy(con, source)
+        # The bytes of the catalog are the warehouse's own: its views bind as the warehouse's do, so the
+        # check is that the copy opens and every table holds its rows (binding each view in both
+        # databases was a fifth of a nightly commit's CPU).
+        _check_copy(con, source, views=False)
     finally:
         con.execute(f"DETACH {ALIAS}")
 
@@ -231,10 +234,10 @@ def copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, stora
         con.execute(f"DETACH {ALIAS}")
 
 
-def _check_copy(con: duckdb.DuckDBPyConnection, source: str) -> None:
-    """The copy holds every table with its rows and every view, binding to the same columns: whatever
-    ``COPY FROM DATABASE`` may leave behind fails the publish instead of reaching readers."""
-    wanted, copied = _contents(con, source), _contents(con, ALIAS)
+def _check_copy(con: duckdb.DuckDBPyConnection, source: str, *, views: bool = True) -> None:
+    """The copy holds every table with its rows and (``views``) every view, binding to the same columns:
+    whatever ``COPY FROM DATABASE`` may leave behind fails the publish instead of reaching readers."""
+    wanted, copied = _contents(con, source, views), _contents(con, ALIAS, views)
     if wanted != copied:
         differing = sorted(
             name for name in wanted.keys() | copied.keys() if wanted.get(name) != copied.get(name)
@@ -242,10 +245,12 @@ def _check_copy(con: duckdb.DuckDBPyConnection, source: str) -> None:
         raise PublishError(f"the copy differs from the warehouse in {', '.join(differing[:5])}")
 
 
-def _contents(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, object]:
-    """Each table's row count and each view's columns, by qualified name."""
+def _contents(con: duckdb.DuckDBPyConnection, database: str, views: bool) -> dict[str, object]:
+    """Each table's row count and (``views``) each view's columns, by qualified name."""
     contents: dict[str, object] = {}
     for schema, name, is_view in _relations(con, database):
+        if is_view and not views:
+            continue
         relation = _quoted(database, schema, name)
         if is_view:
             con.execute(f"SELECT * FROM {relation} LIMIT 0").fetchall()  # noqa: S608 - names from the catalog

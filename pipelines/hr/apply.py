@@ -52,8 +52,8 @@ from models.users import UpdateUserEntities
 from pipelines.stopping import RunStop, stopping_on_signals
 from resources.client import AdmClient
 from resources.errors import (
+    APIConnectionError,
     AuthenticationError,
-    ConnectionError,
     PermissionDeniedError,
     RateLimitError,
     ServiceError,
@@ -385,7 +385,7 @@ def write_entity(
         # With no answer at all (a timeout, a cut connection) the service may still be working on it.
         running_until = deadline if error.status is None else None
         written = Written(EntityStatus.UNKNOWN, str(error), True, running_until, service_answer(error))
-    except (RateLimitError, ConnectionError) as error:
+    except (RateLimitError, APIConnectionError) as error:
         # Retried by the client and still failing before the request left: certainly not applied.
         written = Written(EntityStatus.PLANNED, f"not sent: {error}", sent=False)
     except (AuthenticationError, PermissionDeniedError, StoppedError) as error:

@@ -25,8 +25,8 @@ from rich.markup import escape
 
 from models.hr.status import EntityStatus, PlanStatus
 from models.hr.thresholds import watched_kind
-from pipelines.bindings import client_resource, hr_policy_resource, warehouse_resource
 from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
 from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
 from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
@@ -175,13 +175,13 @@ def plan_command(
         _allowances(allow_kind, reason),
         approved_by=_approver(approved_by, settings),
         planned_by=os_user(),
-        policy=hr_policy_resource(settings),
+        policy=HrPolicyResource(settings),
         as_of=as_of if as_of is None or as_of.tzinfo else as_of.replace(tzinfo=UTC),
         allow_old_export=allow_old_export,
     )
     if refresh_first:
         _refresh(console, tenant_id, service_or_exit(settings))
-    store = warehouse_resource(settings)
+    store = WarehouseResource(settings)
     outcome = show_plan(console, store, request, errors, limit)
     if outcome.plan is None:
         raise typer.Exit(1)
@@ -206,14 +206,14 @@ def apply_command(
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
     console = hr_console()
     settings = service_or_exit(settings_or_exit(warehouse))
-    store, policy = warehouse_resource(settings), hr_policy_resource(settings)
+    store, policy = WarehouseResource(settings), HrPolicyResource(settings)
     stored = _stored(store, plan_id)
     plan_id = stored.plan_id
     if allow_kind:
         approver = _approver(approved_by, settings)
         stored = _allow(console, store, plan_id, _allowances(allow_kind, reason), approver, policy)
     # Resolved here: outside a Dagster run the resource still holds its EnvVar references.
-    adm = client_resource(settings).process_config_and_initialize()
+    adm = AdmClientResource(settings)
     with adm.client_for(stored.tenant_id) as client:
         try:
             report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy)
@@ -246,14 +246,14 @@ def apply_due_command(
     console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
-    store = warehouse_resource(settings)
+    store = WarehouseResource(settings)
     due = plans_due(store, tenant_id)
     if not due:
         console.print("No scheduled change is due.")
         return
     settings = service_or_exit(settings)
-    adm = client_resource(settings).process_config_and_initialize()
-    policy = hr_policy_resource(settings)
+    adm = AdmClientResource(settings)
+    policy = HrPolicyResource(settings)
     with adm.client_for(tenant_id) as client:
         settled = [_apply_due(console, store, plan_id, client, policy) for plan_id in due]
     if refresh_after:
@@ -362,7 +362,7 @@ def revert_command(
     """Plan the revert of an applied plan: its entities' values from before it, except for an entity
     changed since (listed, left alone). Apply the new plan with `hr apply`."""
     console = hr_console()
-    store = warehouse_resource(settings_or_exit(warehouse))
+    store = WarehouseResource(settings_or_exit(warehouse))
     try:
         revert = revert_stored(
             store, _stored(store, plan_id).plan_id, _mapping(mapping), planned_by=os_user()
@@ -499,9 +499,9 @@ def _stored(store: WarehouseResource, plan_id: str) -> StoredPlan:
 
 def _refresh(console: Console, tenant_id: str, settings: SyncSettings) -> None:
     """The incremental tenant sync, so that the warehouse holds what the service holds now."""
-    adm = client_resource(settings).process_config_and_initialize()
+    adm = AdmClientResource(settings)
     try:
-        run_id = refresh(settings, tenant_id, adm, warehouse_resource(settings))
+        run_id = refresh(settings, tenant_id, adm, WarehouseResource(settings))
     except RefreshFailedError as error:
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1) from None

@@ -35,6 +35,7 @@ from pydantic import Field, model_validator
 from models.hr.plan import Plan
 from models.hr.status import PlanStatus
 from pipelines.assets import table_key
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import UNFINISHED, PlanNotApplicableError
 from pipelines.hr.drop_folder import (
     FAILED,
@@ -65,11 +66,10 @@ from pipelines.hr.workflow import (
     plans_due,
     stored_plan,
 )
-from pipelines.jobs import NIGHTLY_JOB, TENANT_TAG
-from pipelines.launch import StaleRunConfigError, refuse_stale_config
+from pipelines.jobs import NIGHTLY_JOB
 from pipelines.settings import NO_TENANT, SettingsError, configured_tenant
+from pipelines.tenant_tags import TENANT_TAG, tenant_tags
 from pipelines.warehouse_resource import WarehouseResource
-from resources.dagster_resource import AdmClientResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
 from warehouse.locks import LockBusyError
 
@@ -145,9 +145,8 @@ class HrSyncConfig(dg.Config):
         return self
 
 
-def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
-    """The planning op; a run whose config overrides a value of the ``bound`` resources (a launchpad copy
-    of older settings) is refused (`pipelines.launch`)."""
+def hr_plan_op() -> dg.OpDefinition:
+    """The planning op."""
 
     @dg.op(
         name="hr_plan",
@@ -159,20 +158,17 @@ def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
     def hr_plan(
         context: dg.OpExecutionContext,
         config: HrSyncConfig,
-        adm: AdmClientResource,
-        warehouse: WarehouseResource,
-        hr_policy: HrPolicyResource,
+        adm: dg.ResourceParam[AdmClientResource],
+        warehouse: dg.ResourceParam[WarehouseResource],
+        hr_policy: dg.ResourceParam[HrPolicyResource],
     ) -> Iterator[dg.Output[str]]:
         """Plan the configured HR files (or approve a stored plan); emits ``approved`` only if the plan may
-        be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows, a run
-        config overriding the settings)."""
-        try:
-            refuse_stale_config(context.run.run_config, bound)
-        except StaleRunConfigError as error:
-            raise dg.Failure(description=str(error)) from None
+        be applied, else fails the run saying why (a blocked plan, an unattended run's rejected rows)."""
         if config.approve_plan_id:
             stored = _approve(config, warehouse, hr_policy, run_actor(context))
-            context.instance.add_run_tags(context.run_id, {TENANT_TAG: stored.tenant_id})
+            context.instance.add_run_tags(
+                context.run_id, tenant_tags(stored.tenant_id, hr_policy.tenant_names)
+            )
             plan_id, blocked = stored.plan_id, stored.blocked
             yield dg.Output(
                 plan_id, "plan_id", metadata={"status": dg.MetadataValue.text(stored.status.value)}
@@ -180,7 +176,7 @@ def hr_plan_op(bound: Mapping[str, Any]) -> dg.OpDefinition:
             why = _blocked(plan_id, blocked)
         else:
             plan, metadata = _plan(config, adm, warehouse, hr_policy, run_actor(context))
-            context.instance.add_run_tags(context.run_id, {TENANT_TAG: plan.tenant_id})
+            context.instance.add_run_tags(context.run_id, tenant_tags(plan.tenant_id, hr_policy.tenant_names))
             plan_id = plan.plan_id
             yield dg.Output(plan_id, "plan_id", metadata=metadata)
             why = _blocked(plan_id, plan.blocked) or _unattended_refusal(config, plan_id, metadata)
@@ -355,9 +351,9 @@ def _approve(
 def hr_apply(
     context: dg.OpExecutionContext,
     plan_id: str,
-    adm: AdmClientResource,
-    warehouse: WarehouseResource,
-    hr_policy: HrPolicyResource,
+    adm: dg.ResourceParam[AdmClientResource],
+    warehouse: dg.ResourceParam[WarehouseResource],
+    hr_policy: dg.ResourceParam[HrPolicyResource],
 ) -> dg.Output[str]:
     """Apply (or resume) the plan; fails when any entity is left failed, unknown or unsent (plan
     ``incomplete``). Either way the refresh sensor then syncs the tenant, as a run of its own."""
@@ -387,9 +383,9 @@ def hr_apply(
     return dg.Output(report.status.value, metadata=metadata)
 
 
-def hr_sync_job(bound: Mapping[str, Any]) -> dg.JobDefinition:
-    """The ``hr_sync`` job, refusing run configs that override the ``bound`` resources."""
-    plan = hr_plan_op(bound)
+def hr_sync_job() -> dg.JobDefinition:
+    """The ``hr_sync`` job: plan, then apply."""
+    plan = hr_plan_op()
 
     @dg.job(description="HR reverse sync: plan HR files, then apply the plan when within safety thresholds.")
     def hr_sync() -> None:
@@ -408,7 +404,9 @@ def hr_sync_job(bound: Mapping[str, Any]) -> dg.JobDefinition:
     description="New HR files in ADM_HR_DROP_DIR and its configured folders (unattended runs).",
 )
 def hr_drop_folder(
-    context: dg.SensorEvaluationContext, hr_policy: HrPolicyResource, adm: AdmClientResource
+    context: dg.SensorEvaluationContext,
+    hr_policy: dg.ResourceParam[HrPolicyResource],
+    adm: dg.ResourceParam[AdmClientResource],
 ) -> dg.SensorResult | dg.SkipReason:
     """One ``hr_sync`` run per complete, stable file content in each drop folder, once its tenant's
     warehouse shows the tenant's last HR writes; files whose run ended are moved to ``processed/`` or
@@ -435,7 +433,7 @@ def hr_drop_folder(
             if tenant_id in taken:
                 context.log.info(f"{path.name} waits: a file of tenant {tenant_id} was taken at this tick")
                 continue
-            request = _run_request(context, folder, path, tenant_id)
+            request = _run_request(context, folder, path, tenant_tags(tenant_id, hr_policy.tenant_names))
             taken |= {tenant_id} if request else set()
             requests += request
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen))
@@ -484,12 +482,15 @@ def _waiting_for(instance: dg.DagsterInstance, tenant_id: str) -> str | None:
 
 
 def _run_request(
-    context: dg.SensorEvaluationContext, folder: DropFolder, path: Path, tenant_id: str
+    context: dg.SensorEvaluationContext, folder: DropFolder, path: Path, tenant: Mapping[str, str]
 ) -> list[dg.RunRequest]:
     """A run of the file's content: its first, or a new attempt when the last run of that content failed
     and the file was dropped again since; none while the tenant is busy (`_waiting_for`: the file is
-    asked for again at the next tick). A file whose last run ended otherwise is filed away."""
+    asked for again at the next tick). A file whose last run ended otherwise is filed away. The run
+    carries the ``tenant``'s tags (`pipelines.tenant_tags`): it queues with the tenant's syncs
+    (pipelines/dagster.yaml), and the runs list finds it by the tenant's id and name."""
     instance = context.instance
+    tenant_id = tenant[TENANT_TAG]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     earlier = [
         record
@@ -513,8 +514,7 @@ def _run_request(
         dg.RunRequest(
             run_key=f"{key}.{len(earlier) + 1}" if earlier else key,
             run_config=dg.RunConfig(ops={"hr_plan": _folder_config(folder, path, tenant_id)}),
-            # The tenant tag queues the run with the tenant's syncs (pipelines/dagster.yaml).
-            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key, TENANT_TAG: tenant_id},
+            tags={"hr_file": path.name, FILE_TAG: digest, FOLDER_TAG: folder.key, **tenant},
         )
     ]
 
@@ -577,7 +577,7 @@ def hr_refresh_after_apply(context: dg.SensorEvaluationContext) -> dg.SensorResu
     description="Applies the HR plans whose dated changes (effective dates) have come due.",
 )
 def hr_apply_due(
-    context: dg.ScheduleEvaluationContext, warehouse: WarehouseResource
+    context: dg.ScheduleEvaluationContext, warehouse: dg.ResourceParam[WarehouseResource]
 ) -> dg.SkipReason | list[dg.RunRequest]:
     """One ``hr_sync`` run approving (applying) each plan with changes due on the tick's day."""
     moment = context.scheduled_execution_time or datetime.now(UTC)
@@ -607,7 +607,7 @@ def hr_apply_due(
     description="No dated HR change (a termination on its day) waits past its day: hr_apply_due applies "
     "them each morning; a change still waiting after its day means it stopped or failed.",
 )
-def hr_dated_changes_on_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def hr_dated_changes_on_time(warehouse: dg.ResourceParam[WarehouseResource]) -> dg.AssetCheckResult:
     """Fails while any dated change's day has passed and it still waits, naming each."""
     late = overdue_changes(warehouse, datetime.now(UTC).date())
     shown = [
@@ -642,11 +642,11 @@ def hr_dated_changes_check_schedule() -> dg.RunRequest:
     return dg.RunRequest()
 
 
-def hr_definitions(bound: Mapping[str, Any]) -> dg.Definitions:
-    """The HR reverse sync's jobs, sensors, schedules and check; its runs refuse a config overriding the
-    ``bound`` resources (the code location binds every resource once, `pipelines.bindings`)."""
+def hr_definitions() -> dg.Definitions:
+    """The HR reverse sync's jobs, sensors, schedules and check (the resources they ask for are bound
+    once, with the sync's, `pipelines.bindings`)."""
     return dg.Definitions(
-        jobs=[hr_sync_job(bound), hr_dated_changes_check],
+        jobs=[hr_sync_job(), hr_dated_changes_check],
         sensors=[hr_drop_folder, hr_refresh_after_apply],
         schedules=[hr_apply_due, hr_dated_changes_check_schedule],
         asset_checks=[hr_dated_changes_on_time],

@@ -1,57 +1,50 @@
-"""How the HR reverse sync behaves (``ADM_HR_*``), as one Dagster resource that the CLI uses as well.
-
-Its defaults are the settings' defaults (`pipelines.settings` takes them from here); the code location
-binds it from the settings (`pipelines.bindings`), so the ops, the drop-folder sensor and the CLI read
-the same values and none of them reads the environment.
-"""
+"""How the HR reverse sync behaves (``ADM_HR_*``), as the resource its ops, its drop-folder sensor and the
+CLI use: a view of the settings (`pipelines.settings` declares each value once), so none of them reads the
+environment and a Dagster run has nothing to configure here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import dagster as dg
-from pydantic import Field
-
-DEFAULT_DROP_DIR = "data/hr/inbox"
-DEFAULT_PLAN_MAX_AGE_HOURS = 72.0
-DEFAULT_MAX_INVALID_SHARE = 0.10
+from pipelines.settings import SyncSettings
 
 
-class HrPolicyResource(dg.ConfigurableResource["HrPolicyResource"]):
-    """The drop folder, how old a plan may be applied, how much of an upload may be invalid, and whether
-    a plan's thresholds need a second person to be lifted."""
+@dataclass(frozen=True)
+class HrPolicyResource:
+    """The drop folder, how old a plan may be applied, how much of an upload may be invalid, whether a
+    plan's thresholds need a second person to be lifted, and the tenants a drop folder may name."""
 
-    drop_dir: str = Field(
-        default=DEFAULT_DROP_DIR, description="The drop folder the sensor watches (ADM_HR_DROP_DIR)."
-    )
-    plan_max_age_hours: float = Field(
-        default=DEFAULT_PLAN_MAX_AGE_HOURS,
-        description="A plan older than this is not applied (ADM_HR_PLAN_MAX_AGE_HOURS).",
-    )
-    max_invalid_share: float = Field(
-        default=DEFAULT_MAX_INVALID_SHARE,
-        description="An upload with a larger share of invalid rows is refused (ADM_HR_MAX_INVALID_SHARE).",
-    )
-    four_eyes: bool = Field(
-        default=False,
-        description="Refuse a threshold lift by the plan's own planner (ADM_HR_FOUR_EYES).",
-    )
-    tenants: list[str] = Field(
-        default_factory=list,
-        description="The configured tenants (ADM_TENANTS): a drop folder naming another is refused; "
-        "empty: not checked.",
-    )
-    tenant_names: dict[str, str] = Field(
-        default_factory=dict, description="Tenant id -> its name in ADM_TENANTS (a folder may name either)."
-    )
+    settings: SyncSettings = field(default_factory=SyncSettings.model_construct)
+    """Default: every setting's default, no tenant (a drop folder's tenant is then not checked)."""
 
     @property
     def drop_folder(self) -> Path:
-        """The drop folder."""
-        return Path(self.drop_dir)
+        """The drop folder the sensor watches."""
+        return self.settings.hr_drop_dir
 
     @property
     def plan_max_age(self) -> timedelta:
         """How old a plan may be applied."""
-        return timedelta(hours=self.plan_max_age_hours)
+        return self.settings.plan_max_age
+
+    @property
+    def max_invalid_share(self) -> float:
+        """An upload with a larger share of invalid rows is refused."""
+        return self.settings.hr_max_invalid_share
+
+    @property
+    def four_eyes(self) -> bool:
+        """Whether a threshold lift by the plan's own planner is refused."""
+        return self.settings.hr_four_eyes
+
+    @property
+    def tenants(self) -> list[str]:
+        """The configured tenants: a drop folder naming another is refused (empty: not checked)."""
+        return self.settings.sync_tenants
+
+    @property
+    def tenant_names(self) -> dict[str, str]:
+        """Tenant id -> its name in ``ADM_TENANTS`` (a folder may name either)."""
+        return self.settings.tenant_names

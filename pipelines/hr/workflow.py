@@ -36,6 +36,7 @@ from models.hr.thresholds import (
     watched_entities,
     watched_kind,
 )
+from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import ApplyReport, apply_plan
 from pipelines.hr.identity import FOREIGN_RULE
 from pipelines.hr.mapping import Mapping as HrMapping
@@ -45,13 +46,10 @@ from pipelines.hr.snapshot import fresh_run, load_snapshot
 from pipelines.hr.staleness import ExportTimes
 from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
-from pipelines.location import sync_definitions
 from pipelines.publishing import republish
-from pipelines.runner import cli_instance, run_tenant
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.dagster_resource import AdmClientResource
 from warehouse.commit import MEMORY_LIMIT, writing
 from warehouse.hr_store import (
     PendingChange,
@@ -116,6 +114,10 @@ def refresh(
 ) -> str:
     """Run the incremental tenant sync of one tenant (the CLI's, in this process) with the settings' other
     resources; returns its run id."""
+    # Dagster is loaded by a refresh, not by every `hr` command (it costs seconds).
+    from pipelines.location import sync_definitions
+    from pipelines.runner import cli_instance, run_tenant
+
     defs = sync_definitions(settings, {"adm": adm, "warehouse": warehouse})
     with cli_instance() as instance:
         run = run_tenant(defs, tenant_id, instance)

@@ -1,0 +1,62 @@
+"""Where the time of a commit goes, profiled in the two runs whose commit should cost little (issue 31):
+a second full refresh of an unchanged tenant (scenario 7) and a nightly run after a 1% change (scenario 3).
+
+Run ``python -m benchmarks.commit_profile [--decisions 20000]``. One emulator (scenario 1's tenant without
+latency); a first full refresh fills the warehouse (not profiled); then ``authority-sync extract
+--full-refresh`` of the unchanged tenant and, after `/_admin/mutate` changed 1% of the records,
+``authority-sync extract`` run under pyinstrument, each as its own process. Each profile is written as text
+to ``data/bench/profile_<run>.txt`` (the call tree of the project's code and DuckDB's statements), and the
+run's phases as its ``sync_runs`` row records them are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.contenders import OursConfig, committed_run, fresh, run_ours
+from benchmarks.harness import BIN, DEMO, OUTPUT, EmulatorProcess, base_env
+from benchmarks.run import CONCURRENCY, UNLIMITED_RATE, WORK, full_scale, one_percent
+
+
+def profiled(emulator: EmulatorProcess, warehouse: Path, arguments: list[str], name: str) -> Path:
+    """``authority-sync <arguments>`` under pyinstrument; returns the text profile's path."""
+    out = OUTPUT / f"profile_{name}.txt"
+    env = base_env() | {
+        "ADM_BASE_URL": emulator.base_url,
+        "ADM_TOKEN": DEMO["token"],
+        "ADM_TENANT_ID": DEMO["tenant_id"],
+        "ADM_WAREHOUSE": str(warehouse),
+        "ADM_CONCURRENCY": str(CONCURRENCY),
+        "ADM_RATE_PER_MINUTE": f"{UNLIMITED_RATE:g}",
+        "PATH": f"{BIN}:{base_env().get('PATH', '')}",
+    }
+    command = [sys.executable, "-m", "pyinstrument", "-r", "text", "-o", str(out), "--no-color"]
+    command += ["-p", "processor_options.filter_threshold=0.005", "--from-path", "authority-sync"]
+    subprocess.run([*command, *arguments], env=env, check=True, capture_output=True)
+    run = committed_run(warehouse)
+    phases = ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in run.phase_seconds.items())
+    print(f"{name}: {run.rows:,} rows; {phases}; profile in {out}")
+    return out
+
+
+def main() -> None:
+    """Fill the warehouse, then profile the second full refresh and the nightly run."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--decisions", type=int, default=20_000)
+    spec = full_scale(parser.parse_args().decisions, latency_ms=0.0)
+    work = WORK / "commit_profile"
+    with EmulatorProcess(spec, work / "emulator.log") as emulator:
+        warehouse = fresh(work / "ours.duckdb")
+        first = run_ours(emulator, warehouse, OursConfig(CONCURRENCY, UNLIMITED_RATE), full_refresh=True)
+        if not first.ok:
+            raise SystemExit(f"the first full refresh failed: {first.note}")
+        profiled(emulator, warehouse, ["extract", "--full-refresh"], "second_full")
+        emulator.mutate(one_percent(spec))
+        profiled(emulator, warehouse, ["extract"], "nightly")
+
+
+if __name__ == "__main__":
+    main()
