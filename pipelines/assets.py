@@ -193,7 +193,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
         warehouse: dg.ResourceParam[WarehouseResource],
         sync_policy: dg.ResourceParam[SyncSettings],
     ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
-        if not sync_policy.address_configured:
+        if not adm.settings.address_configured:  # the client the sync will use
             raise dg.Failure(description=NO_SERVICE)
         request = _request(context, partitions)
         _tag_run(context, tenant_tags(request.tenant_id, names))

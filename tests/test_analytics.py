@@ -198,7 +198,8 @@ def test_the_example_notebook_answers_its_questions_in_the_projects_environment(
 
 def test_no_column_a_reader_gets_is_a_128_bit_integer() -> None:
     """pandas reads a HUGEINT as float64 and Polars as a 38-digit decimal: every count is a BIGINT, in every
-    table, view and table macro."""
+    table, view and table macro. The one exception is declared, not summed: ``limit_number``, an amount held
+    exactly as DECIMAL(38,6) (issue 28), with its JSON text beside it."""
     relations = dictionary.load(dictionary.source_text())
     with duckdb.connect() as con:
         migrate(con)
@@ -207,7 +208,8 @@ def test_no_column_a_reader_gets_is_a_128_bit_integer() -> None:
         f"{name}.{column.name} {column.data_type}"
         for name, relation in live.items()
         for column in relation.columns
-        if "HUGEINT" in column.data_type or column.data_type.startswith("DECIMAL(38")
+        if "HUGEINT" in column.data_type
+        or (column.data_type.startswith("DECIMAL(38") and column.name != "limit_number")
     ]
     assert not wide
 
