@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from emulator.faults import FaultConfig
 from emulator.scale import (
@@ -31,6 +32,12 @@ from warehouse.commit import connect
 # Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a
 # Dagster partition. Set before any test module imports the pipelines (partitions are fixed at load).
 os.environ.setdefault("ADM_TENANTS", f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}")
+
+# `make test` draws the same examples on every run, so that a red CI is reproducible to the example and
+# never a matter of luck; `make generative` (HYPOTHESIS_PROFILE=explore) draws new ones each run.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

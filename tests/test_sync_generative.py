@@ -287,7 +287,7 @@ def _run(
         _every_item_a_row_of_its_parent(con, served, label, earlier)
         _every_revision_list_as_served(con, served)
         if full_refresh:
-            _every_unusable_record_rejected(con, served, outcome)
+            _every_unusable_record_rejected(con, served, outcome, earlier)
 
 
 def _unprovable(served: Served, name: str, error: str) -> bool:
@@ -438,25 +438,33 @@ def _every_revision_list_as_served(con: duckdb.DuckDBPyConnection, served: Serve
 
 
 def _every_unusable_record_rejected(
-    con: duckdb.DuckDBPyConnection, served: Served, outcome: SyncOutcome
+    con: duckdb.DuckDBPyConnection,
+    served: Served,
+    outcome: SyncOutcome,
+    earlier: dict[tuple[str, str], list[dict[str, Any]]],
 ) -> None:
     """Each list of the catalog (and E9's read) rejects exactly the unusable records its endpoint serves,
     each once (two records alike to the byte are one), and the run recorded exactly those: two lists of
-    one endpoint each reject its records, and neither counts the other's."""
-    recorded = con.execute(
-        "SELECT list_name, count(*) FROM rejected_records WHERE run_id = ? GROUP BY ALL",
-        [outcome.record.run_id],
-    ).fetchall()
-    served_at = {spec["path"]: served.tenant.lists[name] for name, spec in SPEC["lists"].items()}
-    served_at[SPEC["current_user_positions"]["path"]] = served.tenant.current_user_positions
+    one endpoint each reject its records, and neither counts the other's. An unusable record changed while
+    its list was read may have been served as two different records: the run rejects one or both."""
+    recorded = dict(
+        con.execute(
+            "SELECT list_name, count(*) FROM rejected_records WHERE run_id = ? GROUP BY ALL",
+            [outcome.record.run_id],
+        ).fetchall()
+    )
+    list_at = {spec["path"]: name for name, spec in SPEC["lists"].items()}
     reads: list[Source] = [*PAGED_LISTS.values(), CALLER_POSITIONS]
-    unusable = {
-        read.name: len(
-            {encode(item) for item in served_at[ENDPOINTS[read.endpoint].path] if not _usable(item)}
-        )
-        for read in reads
-    }
-    assert dict(recorded) == {name: count for name, count in unusable.items() if count}, served.rejected
+    assert set(recorded) <= {read.name for read in reads}, recorded
+    for read in reads:
+        path = ENDPOINTS[read.endpoint].path
+        list_name = list_at.get(path)
+        now = served.tenant.lists[list_name] if list_name else served.tenant.current_user_positions
+        copies = [copy for (name, _), found in earlier.items() if name == list_name for copy in found]
+        held = {encode(item) for item in now if not _usable(item)}
+        ever = held | {encode(copy) for copy in copies if not _usable(copy)}
+        count = recorded.get(read.name, 0)
+        assert len(held) <= count <= len(ever), (read.name, count, len(held), len(ever), served.rejected)
     counted = sum(row["records"] for row in outcome.record.deviations)
     assert counted >= served.deviations
 
