@@ -379,7 +379,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def copy_of(template: Path, path: Path) -> Path:
-    """``path``, a copy of the migrated empty ``template`` (its folder made if needed)."""
+    """``path``, a copy of ``template`` (a closed warehouse file; its folder made if needed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(template, path)
     return path
@@ -389,6 +389,37 @@ def copy_of(template: Path, path: Path) -> Path:
 def migrated(template: Path, tmp_path: Path) -> Path:
     """A migrated, empty warehouse of this test (``wh.duckdb`` in its folder), copied from `template`."""
     return copy_of(template, tmp_path / "wh.duckdb")
+
+
+@pytest.fixture(scope="session")
+def synced_template(
+    small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The migrated warehouse after one sync of the freshly seeded `SMALL` emulator's demo tenant (a first
+    run: every list read whole), made once per worker (its emulator is the worker's own) and copied by
+    `synced` wherever a test needs that first sync but is not about it: a sync costs about 2 s, a copy a
+    millisecond. The seed fixes every id and timestamp the emulator serves (they are drawn from the seed and
+    dated before ``SEED_EPOCH``, never from the time of a reset), so the freshly reset emulator of a test
+    serves exactly what it served when this was made, and the copy is what the test's own first run would
+    have committed but for the run's id and the instants it ran and committed at (checked by
+    tests/test_pipeline_extract.py::test_the_synced_template_is_what_a_first_run_commits)."""
+    # Imported here: the support module itself imports this conftest.
+    from tests.sync_support import settings_for, sync
+
+    server = small_emulator_server
+    server.emulator.reset()
+    set_faults(server, FaultConfig())
+    path = copy_of(template, tmp_path_factory.mktemp("synced") / "warehouse.duckdb")
+    sync(settings_for(server, path))
+    server.emulator.reset_stats()
+    return path
+
+
+@pytest.fixture
+def synced(synced_template: Path, tmp_path: Path) -> Path:
+    """This test's warehouse (``wh.duckdb`` in its folder) after the first sync of the freshly seeded
+    `SMALL` emulator's demo tenant: a copy of `synced_template`. For tests on the small emulator, fresh."""
+    return copy_of(synced_template, tmp_path / "wh.duckdb")
 
 
 @pytest.fixture(scope="module")

@@ -107,6 +107,13 @@ def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tu
         return con.execute(sql, params or []).fetchall()
 
 
+def only_run(warehouse: Path) -> tuple[str, datetime]:
+    """The id and commit instant (in UTC) of the one run a warehouse has had: a copy of the synced template
+    (tests/conftest.py) names its first run this way."""
+    ((run_id, finished_at),) = query(warehouse, "SELECT run_id, finished_at FROM sync_runs")
+    return str(run_id), finished_at.astimezone(UTC)
+
+
 def sync_env(server: EmulatorServer, warehouse: Path, **changes: str) -> dict[str, str]:
     """``ADM_*`` variables of a sync of both emulator tenants into ``warehouse``, each tenant with its own
     token (``ADM_TOKEN__<TENANT>``); ``changes`` (``ADM_*`` names) on top. For processes that read the

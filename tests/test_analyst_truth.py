@@ -1,7 +1,7 @@
 """The copy tells the whole truth (issue 29): the last run whatever its outcome, what an answer as of an
 instant is known as of and where history starts, every change named in a change log written at commit
 time, revision ids as of any time, and who holds the writer's file. Real syncs of the small emulator over
-loopback HTTP into real DuckDB files: a full refresh, a failed run, changes (one no column shows), a
+loopback HTTP into real DuckDB files: a first run (read whole), a failed run, changes (one no column shows), a
 nightly run, a failed run again."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from emulator.server import EmulatorServer
 from pipelines.settings import SyncSettings
 from pipelines.sync import SyncOutcome
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, copy_of
-from tests.sync_support import query, settings_for, sync_direct
+from tests.sync_support import only_run, query, settings_for, sync_direct
 from warehouse.locks import LockBusyError
 
 pytestmark = pytest.mark.xdist_group("test_analyst_truth")  # its module fixture syncs: once, on one worker
@@ -36,7 +36,8 @@ class Synced:
     """The module's warehouse, its copy, and what its runs left."""
 
     settings: SyncSettings
-    full: SyncOutcome
+    full: Commit
+    """The first run, which read every list whole."""
     nightly: SyncOutcome
     user_id: str
     cost_center_before: str
@@ -58,16 +59,29 @@ def failing_run(settings: SyncSettings) -> str:
     return str(raised.value)
 
 
+@dataclass(frozen=True)
+class Commit:
+    """A committed run: its id and the instant it committed at."""
+
+    run_id: str
+    finished_at: datetime
+
+
+def first_run(settings: SyncSettings) -> Commit:
+    """The one run a warehouse copied from the synced template has had."""
+    return Commit(*only_run(settings.warehouse))
+
+
 @pytest.fixture(scope="module")
 def synced(
-    small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
+    small_emulator_server: EmulatorServer, synced_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Synced]:
-    """Full refresh; a failed run; a user's customAttributes changed through E1 and other changes; a
-    nightly run; a failed run again."""
+    """A first run (every list read whole: a copy of the synced template); a failed run; a user's
+    customAttributes changed through E1 and other changes; a nightly run; a failed run again."""
     server = small_emulator_server
     server.emulator.reset()
-    settings = settings_for(server, copy_of(template, tmp_path_factory.mktemp("truth") / "wh.duckdb"))
-    full = sync_direct(settings, DEMO_TENANT_ID, full_refresh=True)
+    settings = settings_for(server, copy_of(synced_template, tmp_path_factory.mktemp("truth") / "wh.duckdb"))
+    full = first_run(settings)
     failing_run(settings)
     user_id, before = query(
         settings.warehouse,
@@ -100,7 +114,7 @@ def test_the_copy_shows_the_last_run_failed_with_its_own_error_and_where_history
     (status,) = query(synced.copy, STATUS, [DEMO_TENANT_ID])
     assert status[0] == "failed"
     assert synced.failed_error in status[1]
-    assert status[2:] == (synced.nightly.record.run_id, synced.full.record.finished_at)
+    assert status[2:] == (synced.nightly.record.run_id, synced.full.finished_at)
     # Nothing but the run's row reached the copy: its data is the last commit's.
     assert query(synced.copy, "SELECT count(*) FROM change_log") == query(
         synced.settings.warehouse, "SELECT count(*) FROM change_log"
@@ -110,12 +124,12 @@ def test_the_copy_shows_the_last_run_failed_with_its_own_error_and_where_history
 def test_a_succeeded_last_run_shows_no_older_runs_error(synced: Synced) -> None:
     """A failed run, then a committed one: the copy's last_run_error is NULL, not the failed run's."""
     assert synced.status_after_nightly == [
-        ("succeeded", None, synced.nightly.record.run_id, synced.full.record.finished_at)
+        ("succeeded", None, synced.nightly.record.run_id, synced.full.finished_at)
     ]
 
 
 def test_an_answer_as_of_an_instant_names_the_commit_it_is_known_as_of(synced: Synced) -> None:
-    full, nightly = synced.full.record, synced.nightly.record
+    full, nightly = synced.full, synced.nightly.record
     assert full.finished_at is not None and nightly.finished_at is not None
     between = full.finished_at + (nightly.finished_at - full.finished_at) / 2
     sql = "SELECT DISTINCT known_as_of, known_as_of_run_id FROM {}(?)"
@@ -139,7 +153,7 @@ def test_an_answer_as_of_an_instant_names_the_commit_it_is_known_as_of(synced: S
     ],
 )
 def test_an_instant_before_the_first_commit_is_refused_not_answered_empty(synced: Synced, sql: str) -> None:
-    first = synced.full.record.finished_at
+    first = synced.full.finished_at
     assert first is not None
     with pytest.raises(duckdb.InvalidInputException, match="nothing is known as of") as refused:
         query(synced.copy, sql, [first - timedelta(microseconds=1)])
@@ -185,16 +199,16 @@ def test_the_change_log_is_written_by_the_commit_in_utc_text_with_occurrences(sy
 
 
 def test_revision_ids_a_full_refresh_drops_stay_in_their_history(
-    small_emulator_server: EmulatorServer, template: Path, tmp_path: Path
+    small_emulator_server: EmulatorServer, synced_template: Path, tmp_path: Path
 ) -> None:
     """A delegation the service no longer lists: a full refresh prunes its revision list, and its ids stay
     known as of any time before."""
     server = small_emulator_server
     server.emulator.reset()
-    settings = settings_for(server, copy_of(template, tmp_path / "wh.duckdb"))
-    first = sync_direct(settings, DEMO_TENANT_ID, full_refresh=True).record
+    settings = settings_for(server, copy_of(synced_template, tmp_path / "wh.duckdb"))
+    first = first_run(settings)
     delegation, revisions = query(
-        settings.publish_file,
+        settings.warehouse,
         "SELECT delegation_id, list(revision_id ORDER BY revision_id) FROM delegation_revisions "
         "WHERE tenant_id = ? GROUP BY ALL ORDER BY delegation_id LIMIT 1",
         [DEMO_TENANT_ID],

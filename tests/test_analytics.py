@@ -1,7 +1,7 @@
 """The analysts' side of the copy (issue 21): how fresh it is and what its tenants are called, pandas and the
 ``sql`` command in the project's own environment, the example notebook, and types every reader takes. Real
-syncs of the small emulator over loopback HTTP (a full refresh, a change, a nightly run) publish one copy
-that the whole module reads."""
+syncs of the small emulator over loopback HTTP (a first run read whole, a change, a nightly run) publish
+one copy that the whole module reads."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from pipelines.cli import app
 from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
 from tests.conftest import DEMO_TENANT_ID, copy_of
-from tests.sync_support import ROOT, query, settings_for, sync
+from tests.sync_support import ROOT, only_run, query, settings_for, sync
 from warehouse import dictionary
 from warehouse.examples import EXAMPLES
 from warehouse.migrate import migrate
@@ -51,14 +51,15 @@ class Synced:
 
 @pytest.fixture(scope="module")
 def synced(
-    small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
+    small_emulator_server: EmulatorServer, synced_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Synced]:
-    """A full refresh of the demo tenant into a new warehouse (a copy of the migrated template), some
+    """A first run of the demo tenant, which reads every list whole (a copy of the synced template), some
     changes in the service, then a nightly run."""
     server = small_emulator_server
     server.emulator.reset()
-    settings = settings_for(server, copy_of(template, tmp_path_factory.mktemp("analytics") / "wh.duckdb"))
-    full = sync(settings, full_refresh=True)
+    warehouse = copy_of(synced_template, tmp_path_factory.mktemp("analytics") / "wh.duckdb")
+    settings = settings_for(server, warehouse)
+    full = TenantRun(DEMO_TENANT_ID, only_run(warehouse)[0], success=True, error=None)
     changes = {"decisionsUpdated": 2, "usersUpdated": 2}
     httpx.post(f"{server.base_url}/_admin/mutate", json=changes).raise_for_status()
     yield Synced(settings, full, sync(settings))

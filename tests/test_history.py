@@ -20,7 +20,7 @@ from models.users import UpdateUserEntities, UserGroupAssignment
 from pipelines.settings import SyncSettings
 from resources.client import AdmClient
 from tests.conftest import DEMO_TENANT_ID, copy_of, fetch_all, fresh
-from tests.sync_support import query, settings_for, sync
+from tests.sync_support import only_run, query, settings_for, sync
 from tests.test_client_support import make_client
 
 
@@ -44,9 +44,10 @@ def client(server: EmulatorServer) -> Iterator[AdmClient]:
 
 
 @pytest.fixture
-def incremental(server: EmulatorServer, template: Path, tmp_path: Path) -> SyncSettings:
-    """A warehouse kept by nightly (incremental) runs (new: a copy of the migrated template)."""
-    return settings_for(server, copy_of(template, tmp_path / "incremental.duckdb"))
+def incremental(server: EmulatorServer, synced: Path) -> SyncSettings:
+    """A warehouse kept by nightly (incremental) runs, after its first run (a copy of the synced template:
+    what a first run of the fresh emulator commits)."""
+    return settings_for(server, synced)
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def a_manager(state: TenantState) -> str:
 def test_renames_add_no_user_version_a_manager_change_adds_one_and_full_equals_incremental(
     client: AdmClient, state: TenantState, incremental: SyncSettings, full: SyncSettings
 ) -> None:
-    both(incremental, full)
+    sync(full, full_refresh=True)  # the incremental warehouse has had its first run
     users_before, groups_before = versions(full, "users_history"), versions(full, "groups_history")
 
     group_id = a_group_with_members(state)
@@ -135,7 +136,6 @@ def test_renames_add_no_user_version_a_manager_change_adds_one_and_full_equals_i
 def test_a_version_holds_the_typed_columns_of_its_time(
     client: AdmClient, state: TenantState, incremental: SyncSettings
 ) -> None:
-    sync(incremental)
     user_id = a_manager(state)
     old_name = state.users[user_id]["name"]
     client.update_user_entities(user_id, UpdateUserEntities(tenant_id=DEMO_TENANT_ID, name="Typed History"))
@@ -228,7 +228,7 @@ def grown(
 def test_a_membership_a_limit_and_a_reparent_each_add_one_version_and_as_of_gives_each_commit(
     client: AdmClient, state: TenantState, emulator: Emulator, incremental: SyncSettings, http: httpx.Client
 ) -> None:
-    seen = {sync(incremental).run_id: service_items(http)}
+    seen = {only_run(incremental.warehouse)[0]: service_items(http)}
     start = rows_of(incremental)
 
     # A membership: one more group for a user (appended: not the primary).

@@ -45,6 +45,20 @@ def settings(server: EmulatorServer, migrated: Path) -> SyncSettings:
 
 
 @pytest.fixture
+def resynced(server: EmulatorServer, synced: Path) -> SyncSettings:
+    """Settings of a warehouse that has had its first run (a copy of the synced template): for the tests
+    of what the runs after it do."""
+    return settings_for(server, synced)
+
+
+@pytest.fixture
+def first_run(server: EmulatorServer, synced_template: Path) -> SyncSettings:
+    """Settings of the session's first run of the fresh emulator (the synced template), for the tests that
+    only read what a first run commits: they must not write (``rows`` opens it read-only)."""
+    return settings_for(server, synced_template)
+
+
+@pytest.fixture
 def state(emulator: Emulator) -> TenantState:
     """The demo tenant's records as the emulator holds them."""
     return emulator.tenants[DEMO_TENANT_ID]
@@ -90,52 +104,90 @@ def nested(state: TenantState, key: str) -> set[str]:
     return {item["id"] for decision in state.decisions.values() for item in decision[key]}
 
 
-def test_full_run_loads_every_record_of_every_table(settings: SyncSettings, state: TenantState) -> None:
+RUN_DEPENDENT = frozenset(
+    {
+        "run_id",
+        "started_at",
+        "finished_at",
+        "phase_seconds",
+        "synced_at",
+        "valid_from",
+        "first_seen_at",
+        "updated_at",
+    }
+)
+"""The columns that hold which run wrote a row and when it ran (and how long its phases took)."""
+
+
+def test_the_synced_template_is_what_a_first_run_commits(
+    settings: SyncSettings, synced_template: Path
+) -> None:
+    """The warehouses of `first_run` and `resynced` (the synced template, made once a worker) stand for a
+    test's own first run of the freshly reset emulator: one now commits the very same rows, column by
+    column, but for the run's id and the instants it ran at (the seed fixes every id and timestamp the
+    emulator serves, whenever it is reset)."""
     sync(settings)
 
-    assert listed_ids(settings, "decisions") == set(state.decisions)
-    assert ids(settings, "decision_groups") == nested(state, "decisionGroups")
-    assert ids(settings, "decision_authorities") == nested(state, "decisionAuthorities")
-    assert ids(settings, "decision_documents") == nested(state, "decisionDocuments")
-    assert listed_ids(settings, "delegations") == set(state.delegations)
-    assert listed_ids(settings, "users") == set(state.users)
-    assert listed_ids(settings, "groups") == set(state.groups)
-    assert listed_ids(settings, "positions") == set(state.positions)
-    assert ids(settings, "user_roles") == {r["id"] for u in state.users.values() for r in u["userRoles"]}
-    assert ids(settings, "user_groups") == {g["id"] for u in state.users.values() for g in u["userGroups"]}
-    assert ids(settings, "current_user_positions") == {
+    assert _content(settings.warehouse) == _content(synced_template)
+
+
+def _content(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows, sorted, without the `RUN_DEPENDENT` columns."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        columns: dict[str, list[str]] = {}
+        for table, column in con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns JOIN information_schema.tables "
+            "USING (table_schema, table_name) WHERE table_type = 'BASE TABLE' ORDER BY ALL"
+        ).fetchall():
+            columns.setdefault(table, [])
+            if column not in RUN_DEPENDENT:
+                columns[table].append(f'"{column}"')
+        return {
+            table: sorted(con.execute(f'SELECT {", ".join(names)} FROM "{table}"').fetchall(), key=repr)  # noqa: S608
+            for table, names in columns.items()
+        }
+
+
+def test_full_run_loads_every_record_of_every_table(first_run: SyncSettings, state: TenantState) -> None:
+    assert listed_ids(first_run, "decisions") == set(state.decisions)
+    assert ids(first_run, "decision_groups") == nested(state, "decisionGroups")
+    assert ids(first_run, "decision_authorities") == nested(state, "decisionAuthorities")
+    assert ids(first_run, "decision_documents") == nested(state, "decisionDocuments")
+    assert listed_ids(first_run, "delegations") == set(state.delegations)
+    assert listed_ids(first_run, "users") == set(state.users)
+    assert listed_ids(first_run, "groups") == set(state.groups)
+    assert listed_ids(first_run, "positions") == set(state.positions)
+    assert ids(first_run, "user_roles") == {r["id"] for u in state.users.values() for r in u["userRoles"]}
+    assert ids(first_run, "user_groups") == {g["id"] for u in state.users.values() for g in u["userGroups"]}
+    assert ids(first_run, "current_user_positions") == {
         p["id"] for p in state.users[state.current_user_id]["userPositions"]
     }
 
 
-def test_full_run_copies_fields_and_links_faithfully(settings: SyncSettings, state: TenantState) -> None:
-    sync(settings)
-
+def test_full_run_copies_fields_and_links_faithfully(first_run: SyncSettings, state: TenantState) -> None:
     for decision_id, name, status, display_id in rows(
-        settings, "SELECT id, name, status, decision_display_id FROM decisions ORDER BY id LIMIT 50"
+        first_run, "SELECT id, name, status, decision_display_id FROM decisions ORDER BY id LIMIT 50"
     ):
         source = state.decisions[decision_id]
         assert (name, status, display_id) == (source["name"], source["status"], source["decisionDisplayId"])
-    managers = dict(rows(settings, "SELECT id, manager_id FROM users"))
+    managers = dict(rows(first_run, "SELECT id, manager_id FROM users"))
     assert managers == state.manager_of
-    parents = set(rows(settings, "SELECT group_id, parent_id FROM group_parents"))
+    parents = set(rows(first_run, "SELECT group_id, parent_id FROM group_parents"))
     assert parents == {(g, link.parent_id) for g, links in state.group_parents.items() for link in links}
-    cities = dict(rows(settings, "SELECT id, address_city FROM groups"))
+    cities = dict(rows(first_run, "SELECT id, address_city FROM groups"))
     assert cities == {g: record["address"]["city"] for g, record in state.groups.items()}
 
 
-def test_revision_lists_match_the_service_in_order(settings: SyncSettings, state: TenantState) -> None:
-    sync(settings)
-
+def test_revision_lists_match_the_service_in_order(first_run: SyncSettings, state: TenantState) -> None:
     delegation_revisions = _lists(
-        rows(settings, "SELECT delegation_id, revision_id, revision_order FROM delegation_revisions")
+        rows(first_run, "SELECT delegation_id, revision_id, revision_order FROM delegation_revisions")
     )
     assert delegation_revisions == {
         key: sorted(value, key=int) for key, value in state.delegation_revisions.items()
     }
     referenced = {item["documentId"] for d in state.decisions.values() for item in d["decisionDocuments"]}
     document_revisions = _lists(
-        rows(settings, "SELECT document_id, revision_id, revision_order FROM document_revisions")
+        rows(first_run, "SELECT document_id, revision_id, revision_order FROM document_revisions")
     )
     assert document_revisions == {key: sorted(state.document_revisions[key], key=int) for key in referenced}
 
@@ -147,11 +199,9 @@ def _lists(found: list[tuple[Any, ...]]) -> dict[str, list[str]]:
     return {parent: [revision for _, revision in sorted(items)] for parent, items in grouped.items()}
 
 
-def test_authority_limits_are_parsed_to_numbers(settings: SyncSettings) -> None:
-    sync(settings)
-
+def test_authority_limits_are_parsed_to_numbers(first_run: SyncSettings) -> None:
     parsed = rows(
-        settings, "SELECT limit_value, limit_number, is_unlimited, value_type FROM decision_authorities"
+        first_run, "SELECT limit_value, limit_number, is_unlimited, value_type FROM decision_authorities"
     )
     for value, number, unlimited, value_type in parsed:
         if value == "Unlimited":
@@ -163,15 +213,14 @@ def test_authority_limits_are_parsed_to_numbers(settings: SyncSettings) -> None:
 
 
 def test_incremental_run_fetches_only_what_changed(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
-    sync(settings)
     windows = {
         entity: format_timestamp(cursor - DEFAULT_OVERLAP)
-        for entity, cursor in rows(settings, "SELECT entity, cursor_value FROM extract_cursors")
+        for entity, cursor in rows(resynced, "SELECT entity, cursor_value FROM extract_cursors")
     }
     checked = {kind: set[str]() for kind in ("delegation", "document")}
-    for kind, parent in rows(settings, "SELECT parent_kind, parent_id FROM revision_checks"):
+    for kind, parent in rows(resynced, "SELECT parent_kind, parent_id FROM revision_checks"):
         checked[kind].add(parent)
     changed = mutate(
         server,
@@ -184,7 +233,7 @@ def test_incremental_run_fetches_only_what_changed(
     )
     server.emulator.reset_stats()
 
-    sync(settings)
+    sync(resynced)
 
     # The lists are asked for what changed since each cursor (minus the overlap window): one page each.
     window = {d for d, r in state.delegations.items() if r["updatedAt"] >= windows["delegations"]}
@@ -195,7 +244,7 @@ def test_incremental_run_fetches_only_what_changed(
     decisions = set(changed["decisionsUpdated"]) | set(changed["decisionsInserted"])
     documents = {item["documentId"] for d in decisions for item in state.decisions[d]["decisionDocuments"]}
     rechecked = {kind: set[str]() for kind in ("delegation", "document")}
-    for kind, parent in rows(settings, "SELECT parent_kind, parent_id FROM revision_rechecks"):
+    for kind, parent in rows(resynced, "SELECT parent_kind, parent_id FROM revision_rechecks"):
         rechecked[kind].add(parent)
     # One page of each list (from the catalog: two lists of one endpoint are two pages of it).
     assert requests_by_endpoint(server) == {
@@ -209,16 +258,15 @@ def test_incremental_run_fetches_only_what_changed(
     for kind, named in (("delegation", delegations), ("document", documents)):
         share = math.ceil(len(checked[kind]) * 2 / 30) - math.ceil(len(checked[kind]) / 30)
         assert rechecked[kind] == set(sorted(checked[kind])[:share]) - named
-    names = dict(rows(settings, "SELECT id, name FROM decisions"))
+    names = dict(rows(resynced, "SELECT id, name FROM decisions"))
     assert names == {d: record["name"] for d, record in state.decisions.items()}
 
 
 def test_a_group_disabled_with_remove_associations_loses_its_members_at_the_next_nightly_run(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
     # Before: the members' updatedOn does not move, so the incremental run kept the memberships until the
     # weekly full refresh (and the audit trail dated the removal then).
-    sync(settings, full_refresh=True)
     group_id = next(item["groupId"] for user in state.users.values() for item in user["userGroups"])
     members = {user_id for user_id, user in state.users.items() if group_id in _group_ids(user)}
     stamps = {user_id: state.users[user_id]["updatedOn"] for user_id in members}
@@ -227,22 +275,21 @@ def test_a_group_disabled_with_remove_associations_loses_its_members_at_the_next
         http.patch(f"/settings/v1/groups/{group_id}", json=body).raise_for_status()
     assert {user_id: state.users[user_id]["updatedOn"] for user_id in members} == stamps
 
-    sync(settings)
+    sync(resynced)
 
-    mode = rows(settings, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
+    mode = rows(resynced, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
     assert mode == [("incremental",)]
-    assert rows(settings, "SELECT count(*) FROM user_groups WHERE group_id = ?", [group_id]) == [(0,)]
-    stored = rows(settings, "SELECT user_id, group_id FROM user_groups ORDER BY user_id, group_order")
+    assert rows(resynced, "SELECT count(*) FROM user_groups WHERE group_id = ?", [group_id]) == [(0,)]
+    stored = rows(resynced, "SELECT user_id, group_id FROM user_groups ORDER BY user_id, group_order")
     assert stored == [
         (user_id, group) for user_id in sorted(state.users) for group in _group_ids(state.users[user_id])
     ]
 
 
 def test_a_managers_new_phone_reaches_every_reports_embedded_manager_at_the_next_nightly_run(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
     # Before: the reports' updatedOn does not move, so raw kept the old phone until the full refresh.
-    sync(settings, full_refresh=True)
     manager_id, reports = next(
         (boss, sorted(u for u, m in state.manager_of.items() if m == boss and u != boss))
         for boss in sorted(set(state.manager_of.values()))
@@ -252,10 +299,10 @@ def test_a_managers_new_phone_reaches_every_reports_embedded_manager_at_the_next
     state.users[manager_id]["updatedOn"] = format_timestamp(datetime.now(UTC))
     server.emulator.changed(state, "users")
 
-    sync(settings)
+    sync(resynced)
 
     for report in reports:
-        ((raw,),) = rows(settings, "SELECT raw FROM users WHERE id = ?", [report])
+        ((raw,),) = rows(resynced, "SELECT raw FROM users WHERE id = ?", [report])
         assert json.loads(raw)["manager"]["mobilePhone"] == "+1 555 0100 28", report
 
 
@@ -264,39 +311,37 @@ def _group_ids(user: dict[str, Any]) -> list[str]:
 
 
 def test_history_gains_exactly_one_version_per_changed_record(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
-    sync(settings)
     changed = mutate(server, decisionsUpdated=4, usersUpdated=3)
 
-    sync(settings)
-    sync(settings)  # nothing changed since: no new version
+    sync(resynced)
+    sync(resynced)  # nothing changed since: no new version
 
-    versions = dict(rows(settings, "SELECT id, count(*) FROM decisions_history GROUP BY id"))
+    versions = dict(rows(resynced, "SELECT id, count(*) FROM decisions_history GROUP BY id"))
     assert {d for d, count in versions.items() if count == 2} == set(changed["decisionsUpdated"])
     assert len(versions) == len(state.decisions)
-    user_versions = dict(rows(settings, "SELECT id, count(*) FROM users_history GROUP BY id"))
+    user_versions = dict(rows(resynced, "SELECT id, count(*) FROM users_history GROUP BY id"))
     assert {u for u, count in user_versions.items() if count == 2} == set(changed["usersUpdated"])
-    current = rows(settings, "SELECT count(*) FROM decisions_history WHERE is_current AND valid_to IS NULL")
+    current = rows(resynced, "SELECT count(*) FROM decisions_history WHERE is_current AND valid_to IS NULL")
     assert current == [(len(state.decisions),)]
 
 
 def test_full_refresh_marks_vanished_records_deleted_and_asks_only_its_share_of_revision_ids(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
-    sync(settings)
     deleted = set(mutate(server, decisionsDeleted=2)["decisionsDeleted"])
-    known = dict(rows(settings, "SELECT parent_kind, count(*) FROM revision_checks GROUP BY ALL"))
+    known = dict(rows(resynced, "SELECT parent_kind, count(*) FROM revision_checks GROUP BY ALL"))
     server.emulator.reset_stats()
 
-    sync(settings, full_refresh=True)
+    sync(resynced, full_refresh=True)
 
     # Every list read whole, but no revision list of a record that did not change, except the run's share
     # of the re-verification (before: every delegation's and document's again, 618 calls in all).
     calls = requests_by_endpoint(server)
     assert calls["E8"] == len(state.decisions) // 100 + 1
     ((total, rechecked, days),) = rows(
-        settings,
+        resynced,
         "SELECT api_calls_total, revisions_rechecked, recheck_days FROM sync_runs ORDER BY finished_at DESC "
         "LIMIT 1",
     )
@@ -305,7 +350,7 @@ def test_full_refresh_marks_vanished_records_deleted_and_asks_only_its_share_of_
     # catalog, each as many records as its table holds live), the current user's positions (E9), and at
     # most 1/N of each kind's lists.
     live = [
-        rows(settings, f"SELECT count(*) FROM {name} WHERE NOT is_deleted")[0][0]  # noqa: S608 - catalog names
+        rows(resynced, f"SELECT count(*) FROM {name} WHERE NOT is_deleted")[0][0]  # noqa: S608 - catalog names
         for name in PAGED_LISTS
     ]
     pages = sum(records // 100 + 1 for records in live) + 1
@@ -313,33 +358,33 @@ def test_full_refresh_marks_vanished_records_deleted_and_asks_only_its_share_of_
 
     # Soft deletes: the vanished decisions stay, marked deleted after they were last synced, with their
     # authority limits as last seen; the others are the service's.
-    assert ids(settings, "decisions") == set(state.decisions) | deleted
-    assert listed_ids(settings, "decisions") == set(state.decisions)
+    assert ids(resynced, "decisions") == set(state.decisions) | deleted
+    assert listed_ids(resynced, "decisions") == set(state.decisions)
     marked = rows(
-        settings,
+        resynced,
         "SELECT id FROM decisions WHERE is_deleted AND deleted_at > synced_at AND run_id IS NOT NULL",
     )
     assert {row[0] for row in marked} == deleted
-    assert deleted <= ids(settings, "decision_authorities", "decision_id")
-    tombstones = rows(settings, "SELECT id, name FROM decisions_history WHERE is_current AND is_deleted")
+    assert deleted <= ids(resynced, "decision_authorities", "decision_id")
+    tombstones = rows(resynced, "SELECT id, name FROM decisions_history WHERE is_current AND is_deleted")
     assert {row[0] for row in tombstones} == deleted and all(name for _, name in tombstones)
-    mode = rows(settings, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
+    mode = rows(resynced, "SELECT mode FROM sync_runs ORDER BY finished_at DESC LIMIT 1")
     assert mode == [("full",)]
 
 
 def test_staging_lives_beside_the_warehouse_and_a_killed_runs_leftovers_go_at_the_next_start(
-    settings: SyncSettings,
+    resynced: SyncSettings,
 ) -> None:
-    staging = settings.warehouse.parent / "staging"
+    staging = resynced.warehouse.parent / "staging"
     killed = staging / "killed-run" / DEMO_TENANT_ID
     killed.mkdir(parents=True)
     (killed / "users.parquet").write_bytes(b"personal data of a run that was killed")
     other_tenant = staging / "killed-run" / OTHER_TENANT_ID
     other_tenant.mkdir()
 
-    sync(settings)
+    sync(resynced)
 
-    assert settings.staging_root == staging
+    assert resynced.staging_root == staging
     assert not killed.exists()
     # Another tenant's staging may belong to a run of that tenant still going: only its own sync cleans it.
     assert other_tenant.exists()
@@ -347,24 +392,23 @@ def test_staging_lives_beside_the_warehouse_and_a_killed_runs_leftovers_go_at_th
 
 
 def test_a_failed_run_leaves_the_data_untouched_and_records_itself(
-    server: EmulatorServer, settings: SyncSettings
+    server: EmulatorServer, resynced: SyncSettings
 ) -> None:
-    sync(settings)
     mutate(server, decisionsUpdated=3, delegationsUpdated=3)
-    before = _fingerprint(settings.warehouse)
+    before = _fingerprint(resynced.warehouse)
     set_faults(server, FaultConfig(error_rate=1.0, endpoints=["E11"]))
 
-    failed = run_sync(settings, expect_success=False)
+    failed = run_sync(resynced, expect_success=False)
 
     assert failed.error is not None and "changelog/revision-ids -> 500" in failed.error
-    assert _fingerprint(settings.warehouse) == before
+    assert _fingerprint(resynced.warehouse) == before
     (status, error, calls) = rows(
-        settings, "SELECT status, error, api_calls_total FROM sync_runs WHERE run_id = ?", [failed.run_id]
+        resynced, "SELECT status, error, api_calls_total FROM sync_runs WHERE run_id = ?", [failed.run_id]
     )[0]
     assert status == "failed" and "ServerError" in error and calls > 0
     set_faults(server, FaultConfig())
-    sync(settings)
-    assert rows(settings, "SELECT status, count(*) FROM sync_runs GROUP BY ALL ORDER BY 1") == [
+    sync(resynced)
+    assert rows(resynced, "SELECT status, count(*) FROM sync_runs GROUP BY ALL ORDER BY 1") == [
         ("failed", 1),
         ("succeeded", 2),
     ]
@@ -432,13 +476,13 @@ def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
     assert kept == [("about a million", None)]
 
 
-def test_user_groups_keep_their_order_and_the_primary_one(settings: SyncSettings, state: TenantState) -> None:
-    sync(settings)
-
+def test_user_groups_keep_their_order_and_the_primary_one(
+    first_run: SyncSettings, state: TenantState
+) -> None:
     for user_id, user in state.users.items():
         expected = [(item["groupId"], order, order == 1) for order, item in enumerate(user["userGroups"], 1)]
         found = rows(
-            settings,
+            first_run,
             "SELECT group_id, group_order, is_primary FROM user_groups WHERE user_id = ? ORDER BY 2",
             [user_id],
         )
@@ -460,39 +504,34 @@ def test_a_user_whose_status_is_deleted_is_deleted(
     assert rows(settings, "SELECT count(*) FROM users WHERE is_deleted") == [(1,)]
 
 
-def test_raw_holds_the_record_as_the_service_sent_it(settings: SyncSettings, state: TenantState) -> None:
-    sync(settings)
-
+def test_raw_holds_the_record_as_the_service_sent_it(first_run: SyncSettings, state: TenantState) -> None:
     for table, kind in (("decisions", render.decision), ("users", render.user), ("groups", render.group)):
         record_id = sorted(getattr(state, table))[0]
-        (raw,) = rows(settings, f"SELECT raw FROM {table} WHERE id = ?", [record_id])[0]  # noqa: S608
+        (raw,) = rows(first_run, f"SELECT raw FROM {table} WHERE id = ?", [record_id])[0]  # noqa: S608
         assert raw == orjson.dumps(kind(state, record_id)).decode(), table
 
 
 def test_an_ignored_updated_filter_falls_back_to_a_full_read(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
-    sync(settings)
     deleted = set(mutate(server, decisionsDeleted=1, decisionsUpdated=2)["decisionsDeleted"])
     set_faults(server, FaultConfig(ignore_params=["updatedAtStart"]))
 
-    sync(settings)
+    sync(resynced)
 
-    (warnings,) = rows(settings, "SELECT warnings FROM sync_runs ORDER BY finished_at DESC LIMIT 1")[0]
+    (warnings,) = rows(resynced, "SELECT warnings FROM sync_runs ORDER BY finished_at DESC LIMIT 1")[0]
     assert any("ignored the updated-at filter" in warning for warning in json.loads(warnings))
-    assert listed_ids(settings, "decisions") == set(state.decisions)
-    assert not deleted & listed_ids(settings, "decisions")
+    assert listed_ids(resynced, "decisions") == set(state.decisions)
+    assert not deleted & listed_ids(resynced, "decisions")
 
 
-def test_the_seeded_org_chart_is_one_tree(settings: SyncSettings) -> None:
-    sync(settings)
-
+def test_the_seeded_org_chart_is_one_tree(first_run: SyncSettings) -> None:
     # The seeded org chart is one tree: every live user's chain reaches the one top, who manages themself.
     tops = rows(
-        settings, "SELECT chain_end, top_id, management_chain[1], count(*) FROM v_org_chart GROUP BY ALL"
+        first_run, "SELECT chain_end, top_id, management_chain[1], count(*) FROM v_org_chart GROUP BY ALL"
     )
-    (top_id,) = rows(settings, "SELECT id FROM users WHERE manager_id = id")[0]
-    assert tops == [("top", top_id, "Integration Admin", rows(settings, "SELECT count(*) FROM users")[0][0])]
+    (top_id,) = rows(first_run, "SELECT id FROM users WHERE manager_id = id")[0]
+    assert tops == [("top", top_id, "Integration Admin", rows(first_run, "SELECT count(*) FROM users")[0][0])]
 
 
 def test_tenant_partitions_fail_independently(settings: SyncSettings) -> None:
