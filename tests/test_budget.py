@@ -41,10 +41,9 @@ def test_runs_a_month_follow_the_schedule(cron: str, runs: float) -> None:
 
 
 def test_the_projection_is_what_the_next_runs_cost_and_a_month_past_the_share_warns(
-    server: EmulatorServer, migrated: Path, monkeypatch: pytest.MonkeyPatch
+    server: EmulatorServer, synced: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = settings_for(server, migrated)
-    sync_direct(settings, DEMO_TENANT_ID, full_refresh=False)
+    settings = settings_for(server, synced)  # after its first run
     httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 3}).raise_for_status()
     night = sync_direct(settings, DEMO_TENANT_ID, full_refresh=False).record
     changed = sum(night.api_calls.get(e, 0) for e in ("E11", "E12")) - (night.revisions_rechecked or 0)

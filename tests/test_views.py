@@ -30,7 +30,7 @@ from emulator.state import Record, TenantState
 from models.groups import UpdateGroup
 from models.users import UpdateUserEntities, UserGroupAssignment
 from resources.client import AdmClient
-from tests.conftest import DEMO_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, copy_of
 from tests.sync_support import settings_for, sync
 from tests.test_client_support import make_client
 from tests.test_merge import commit
@@ -149,8 +149,9 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """The scenario, shaped through E1/E3 and the emulator's records, loaded by one real sync."""
+def world(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The scenario, shaped through E1/E3 and the emulator's records, loaded by one real sync (into a copy
+    of the migrated template: these tests are about the views, not migrating)."""
     with EmulatorServer(EmulatorOptions(scale=TINY)) as server:
         emulator = server.emulator
         state = emulator.tenants[DEMO_TENANT_ID]
@@ -165,7 +166,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             shape_people(client, state, ids)
         shape_decisions(emulator, state, ids)
         shape_delegations(emulator, state, ids)
-        settings = settings_for(server, tmp_path_factory.mktemp("views") / "wh.duckdb")
+        settings = settings_for(server, copy_of(template, tmp_path_factory.mktemp("views") / "wh.duckdb"))
         sync(settings)
         yield World(settings.warehouse, ids, state)
 
@@ -635,9 +636,10 @@ def row(table: str, **values: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse holding hand-made rows, committed by the real merge (so history holds them too)."""
-    path = tmp_path_factory.mktemp("handmade") / "wh.duckdb"
+def handmade(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse holding hand-made rows, committed by the real merge (so history holds them too) into a
+    copy of the migrated template."""
+    path = copy_of(template, tmp_path_factory.mktemp("handmade") / "wh.duckdb")
     commit(
         path,
         {
