@@ -437,19 +437,19 @@ def _fingerprint(path: Path) -> list[tuple[str, Any]]:
 
 
 def test_an_unknown_field_of_the_service_is_kept_in_raw_json(
-    server: EmulatorServer, settings: SyncSettings
+    server: EmulatorServer, resynced: SyncSettings
 ) -> None:
-    mutate(server, unknownField="riskScore")
+    mutate(server, unknownField="riskScore")  # every record, none of their updated-at stamps
 
-    sync(settings)
+    sync(resynced, full_refresh=True)
 
     for table in ("decisions", "delegations", "users", "groups"):
-        raws = rows(settings, f"SELECT raw FROM {table}")  # noqa: S608 - fixed names
+        raws = rows(resynced, f"SELECT raw FROM {table}")  # noqa: S608 - fixed names
         assert raws and all(json.loads(raw)["riskScore"]["kind"] == table for (raw,) in raws)
 
 
 def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
     numeric = next(
         (decision_id, authority)
@@ -459,11 +459,12 @@ def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
     )
     decision_id, authority = numeric
     authority["authorityLimitValue"] = "about a million"
+    state.decisions[decision_id]["updatedAt"] = format_timestamp(datetime.now(UTC))
     server.emulator.changed(state, "decisions", decision_id)
 
-    run = sync(settings)
+    run = sync(resynced)
 
-    (checks,) = rows(settings, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
+    (checks,) = rows(resynced, "SELECT checks FROM sync_runs WHERE run_id = ?", [run.run_id])[0]
     warning = next(c for c in json.loads(checks) if c["check"] == "limit_values_parse")
     assert not warning["passed"]
     assert (
@@ -471,7 +472,7 @@ def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
         == "1 numeric limit value(s) could not be read as numbers, e.g. 'about a million'"
     )
     kept = rows(
-        settings, "SELECT limit_value, limit_number FROM decision_authorities WHERE id = ?", [authority["id"]]
+        resynced, "SELECT limit_value, limit_number FROM decision_authorities WHERE id = ?", [authority["id"]]
     )
     assert kept == [("about a million", None)]
 
@@ -490,18 +491,19 @@ def test_user_groups_keep_their_order_and_the_primary_one(
 
 
 def test_a_user_whose_status_is_deleted_is_deleted(
-    server: EmulatorServer, settings: SyncSettings, state: TenantState
+    server: EmulatorServer, resynced: SyncSettings, state: TenantState
 ) -> None:
     user_id = sorted(state.users)[0]
-    state.users[user_id].update(status="DELETED", isDeleted=False)
+    stamp = format_timestamp(datetime.now(UTC))
+    state.users[user_id].update(status="DELETED", isDeleted=False, updatedOn=stamp)
     server.emulator.changed(state, "users", user_id)
 
-    sync(settings)
+    sync(resynced)
 
-    assert rows(settings, "SELECT is_deleted, status FROM users WHERE id = ?", [user_id]) == [
+    assert rows(resynced, "SELECT is_deleted, status FROM users WHERE id = ?", [user_id]) == [
         (True, "DELETED")
     ]
-    assert rows(settings, "SELECT count(*) FROM users WHERE is_deleted") == [(1,)]
+    assert rows(resynced, "SELECT count(*) FROM users WHERE is_deleted") == [(1,)]
 
 
 def test_raw_holds_the_record_as_the_service_sent_it(first_run: SyncSettings, state: TenantState) -> None:
