@@ -492,14 +492,14 @@ def test_limit_values_that_cannot_be_read_are_kept_and_counted_by_a_warning(
 def test_user_groups_keep_their_order_and_the_primary_one(
     first_run: SyncSettings, state: TenantState
 ) -> None:
+    stored: dict[str, list[tuple[Any, ...]]] = {}
+    for user_id, *item in rows(
+        first_run, "SELECT user_id, group_id, group_order, is_primary FROM user_groups ORDER BY 1, 3"
+    ):
+        stored.setdefault(user_id, []).append(tuple(item))
     for user_id, user in state.users.items():
         expected = [(item["groupId"], order, order == 1) for order, item in enumerate(user["userGroups"], 1)]
-        found = rows(
-            first_run,
-            "SELECT group_id, group_order, is_primary FROM user_groups WHERE user_id = ? ORDER BY 2",
-            [user_id],
-        )
-        assert found == expected, user_id
+        assert stored.get(user_id, []) == expected, user_id
 
 
 def test_a_user_whose_status_is_deleted_is_deleted(
