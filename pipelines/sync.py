@@ -253,7 +253,7 @@ def _extract_check_commit(
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )
-    evidence = reads.read_evidence(warehouse, request.tenant_id, wait)
+    start = reads.run_start(warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait)
     with (
         services.adm.client_for(request.tenant_id) as client,
         _phase(record, "extract"),
@@ -268,15 +268,13 @@ def _extract_check_commit(
                     tenant_id=request.tenant_id,
                     staging=staging,
                     full_refresh=request.full_refresh,
-                    cursors=reads.cursors(warehouse, request.tenant_id, wait),
+                    cursors=start.cursors,
                     overlap=timedelta(minutes=services.policy.overlap_minutes),
-                    revision_plans=reads.revision_plans(
-                        warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait
-                    ),
+                    revision_plans=start.revision_plans,
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),
                     resume_max_age=timedelta(hours=policy.resume_hours),
-                    whole=whole_reads(evidence.live_records, evidence.applied_since_commit),
+                    whole=whole_reads(start.evidence.live_records, start.evidence.applied_since_commit),
                 )
             )
         finally:
@@ -289,8 +287,7 @@ def _extract_check_commit(
     with _phase(record, "checks"):
         warnings = [*conformity(extract), limits_parse(extract)]
         warn_only = frozenset(policy.warn_only_checks) | request.warn_only_checks
-        committed = reads.Committed(warehouse, wait)
-        outcome.checks = run_checks(extract, committed, request.tenant_id, warn_only) + warnings
+        outcome.checks = run_checks(extract, start.checks, warn_only) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK
