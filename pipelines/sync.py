@@ -225,10 +225,13 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, sto
         _extract_check_commit(request, services, outcome, staging, stop)
     finally:
         discard(staging)
-    outcome.month = _project_month(request.tenant_id, services)
+    sizes = outcome.commit.sizes if outcome.commit is not None else None
+    outcome.month = _project_month(request.tenant_id, services, sizes)
 
 
-def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | None:
+def _project_month(
+    tenant_id: str, services: SyncServices, sizes: reads.TenantSizes | None
+) -> MonthProjection | None:
     """The month the tenant's committed sizes make under the configured schedules and plan."""
     policy = services.policy
     terms = BudgetTerms(
@@ -239,7 +242,6 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
         policy.nightly_cron,
         policy.full_refresh_cron,
     )
-    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, wait_s=services.warehouse.lock_wait_s)
     return project_month(sizes, terms)[0] if sizes is not None else None
 
 

@@ -39,6 +39,7 @@ from warehouse.merge import (
 )
 from warehouse.migrate import OlderWarehouseError, migrate, pending
 from warehouse.publish import Published, PublishTarget, publish_run, try_publish
+from warehouse.reads import TenantSizes, sizes_of
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     RUNS_TABLE,
@@ -94,6 +95,8 @@ class CommitResult:
 
     row_counts: dict[str, Counts]
     table_rows: dict[str, int]
+    sizes: TenantSizes | None
+    """The tenant's sizes as committed (what its next runs cost: `warehouse.reads.sizes_of`)."""
     published: Published | None = None
     """How the reader copy's publish went (None when none was asked for)."""
 
@@ -226,6 +229,7 @@ def _commit(
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
                 counts = table_rows(con, record.tenant_id, _counted(con, staged.tables))
+                sizes = sizes_of(con, record.tenant_id)
                 con.commit()
             except BaseException:
                 # The row says succeeded only if the COMMIT did: a failed one (a full disk) is a failure.
@@ -236,7 +240,7 @@ def _commit(
         # the row learns it afterwards, in a small write of its own.
         record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
         published = _publish_committed(warehouse, record, publish, deadline)
-    return CommitResult(record.row_counts, counts, published)
+    return CommitResult(record.row_counts, counts, sizes, published)
 
 
 def _roll_back(con: duckdb.DuckDBPyConnection) -> None:

@@ -262,25 +262,30 @@ class TenantSizes:
 def tenant_sizes(
     path: Path, tenant_id: str, runs: int = 7, wait_s: float = DEFAULT_LOCK_WAIT_S
 ) -> TenantSizes | None:
-    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
-    each paged list (its root table), live revision lists, and the calls of its last ``runs`` incremental
-    runs."""
+    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse), see `sizes_of`."""
     with read_only(path, wait_s) as con:
-        tables = _tables(con) if con is not None else frozenset()
-        if con is None or "sync_runs" not in tables:
-            return None
-        records = _live_records(con, tenant_id)
-        revision_lists = {}
-        for kind, live in _LIVE_PARENTS.items():
-            found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
-            revision_lists[kind] = int(found[0]) if found else 0
-        # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
-        rechecked = "coalesce(revisions_rechecked, 0)" if "revision_rechecks" in tables else "0"
-        nightly = con.execute(
-            f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
-            "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
-            [tenant_id, runs],
-        ).fetchall()
+        return sizes_of(con, tenant_id, runs) if con is not None else None
+
+
+def sizes_of(con: duckdb.DuckDBPyConnection, tenant_id: str, runs: int = 7) -> TenantSizes | None:
+    """The sizes of ``tenant_id`` in the connected warehouse (None: one no sync has written): live records
+    of each paged list (its root table), live revision lists, and the calls of its last ``runs``
+    incremental runs."""
+    tables = _tables(con)
+    if "sync_runs" not in tables:
+        return None
+    records = _live_records(con, tenant_id)
+    revision_lists = {}
+    for kind, live in _LIVE_PARENTS.items():
+        found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
+        revision_lists[kind] = int(found[0]) if found else 0
+    # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
+    rechecked = "coalesce(revisions_rechecked, 0)" if "revision_rechecks" in tables else "0"
+    nightly = con.execute(
+        f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
+        "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
+        [tenant_id, runs],
+    ).fetchall()
     return TenantSizes(
         records,
         revision_lists,
