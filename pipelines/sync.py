@@ -55,7 +55,7 @@ from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
-from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
+from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus
 from warehouse.staging import (
     ProgressFile,
     clean_leftovers,
@@ -204,15 +204,9 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, sto
     warehouse, policy = services.warehouse.file, services.policy
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
-    outcome.killed = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s)
-    outcome.projection = project_quota(
-        warehouse,
-        request.tenant_id,
-        request.mode,
-        policy.quota_of(request.tenant_id),
-        policy.quota_max_share,
-        datetime.now(UTC),
-    )
+    quota = (policy.quota_of(request.tenant_id), policy.quota_max_share)
+    started = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s, quota)
+    outcome.killed, outcome.projection = started.killed, started.projection
     if outcome.projection.over and not (request.allow_over_quota or policy.allow_over_quota):
         raise SyncRefusedError(
             f"API budget: {outcome.projection.describe()}; refused (allow it with ADM_ALLOW_OVER_QUOTA=true, "

@@ -100,7 +100,7 @@ def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
         raise
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+def tables_of(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
     """The tables of the connected database (one catalog read: each costs milliseconds, not microseconds)."""
     rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
     return frozenset(str(row[0]) for row in rows)
@@ -242,7 +242,7 @@ def _checked_parents(
 
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the connected database has ``table``."""
-    return table in _tables(con)
+    return table in tables_of(con)
 
 
 @dataclass(frozen=True)
@@ -267,11 +267,13 @@ def tenant_sizes(
         return sizes_of(con, tenant_id, runs) if con is not None else None
 
 
-def sizes_of(con: duckdb.DuckDBPyConnection, tenant_id: str, runs: int = 7) -> TenantSizes | None:
+def sizes_of(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, runs: int = 7, tables: frozenset[str] | None = None
+) -> TenantSizes | None:
     """The sizes of ``tenant_id`` in the connected warehouse (None: one no sync has written): live records
     of each paged list (its root table), live revision lists, and the calls of its last ``runs``
-    incremental runs."""
-    tables = _tables(con)
+    incremental runs. ``tables``: the database's tables, when the caller has read them already."""
+    tables = tables_of(con) if tables is None else tables
     if "sync_runs" not in tables:
         return None
     records = _live_records(con, tenant_id)
@@ -358,7 +360,7 @@ def run_start(
     with read_only(path, wait_s) as con:
         if con is None:
             return RunStart(ReadEvidence({}, False), {}, {}, CheckEvidence())
-        tables = _tables(con)
+        tables = tables_of(con)
         checks = CheckEvidence(
             frozenset(_column_values(con, tenant_id, "users", "id") if "users" in tables else ()),
             frozenset(_checked_parents(con, tenant_id, "document", tables)),
