@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -16,9 +17,16 @@ from pipelines.cli import app
 from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.sync_support import settings_for, sync_env
 from warehouse.staging import clean_leftovers
+
+
+@pytest.fixture
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh: these tests are about which tenant a run may name, not volume
+    (a full extract of the default-scale tenant took 30 s)."""
+    yield from fresh(small_emulator_server)
 
 
 @pytest.mark.parametrize("tenant", ["../../etc", "*", "..", "not-a-tenant"])
