@@ -23,9 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.extract import TenantExtract
-from warehouse import reads
 from warehouse.catalog import LISTS
-from warehouse.reads import Committed
+from warehouse.reads import CheckEvidence
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,8 @@ class CheckOutcome:
 
 ROW_COUNT_CHECK = "row_count_matches_service_total"
 
-Check = Callable[[TenantExtract, Committed, str], CheckOutcome]
-"""A check: the staged extract, the committed warehouse (what is committed already) and the tenant."""
+Check = Callable[[TenantExtract, CheckEvidence], CheckOutcome]
+"""A check: the staged extract, and what the committed warehouse holds already that it compares with."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class CheckSpec:
 def row_count_matches_total(entity: str) -> Check:
     """Records staged, plus those the schema contract rejected, equal the list's final ``total``."""
 
-    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, committed: CheckEvidence) -> CheckOutcome:
         report = extract.reports[entity]
         total, first, rejected = report.service_total, report.first_total, report.rejected
         listed = report.rows + rejected - len(report.vanished)
@@ -107,7 +106,7 @@ def row_count_matches_total(entity: str) -> Check:
 def rejected_within_threshold(entity: str) -> Check:
     """The records the schema contract rejected stay within the count and the share the settings allow."""
 
-    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, committed: CheckEvidence) -> CheckOutcome:
         contract, report = extract.contract, extract.reports[entity]
         rejections = contract.log.rejected_from(entity)
         # The list's size as read (its total is only evidence, and may be missing or off).
@@ -189,7 +188,7 @@ def limits_parse(extract: TenantExtract) -> CheckOutcome:
 def ids_unique(entity: str) -> Check:
     """No id is staged twice (the merge keys every table by tenant and id)."""
 
-    def check(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
+    def check(extract: TenantExtract, committed: CheckEvidence) -> CheckOutcome:
         duplicates = _duplicates(extract.staging / f"{entity}.parquet")
         description = f"{len(duplicates)} id(s) staged twice" + (
             f": {', '.join(duplicates[:5])}" if duplicates else ""
@@ -214,13 +213,11 @@ def _reading(complete: bool, reread: bool, passed: bool) -> str:
     return "; the read did not reach the list's end"
 
 
-def managers_resolve(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
+def managers_resolve(extract: TenantExtract, committed: CheckEvidence) -> CheckOutcome:
     """Every staged user's ``manager_id`` is a user staged now or already in the warehouse (a warning: a
     manager the user list does not show is the service's to resolve, and the user is loaded as sent)."""
     staged = extract.staging / "users.parquet"
-    known = staged_values(staged, "id") | reads.column_values(
-        warehouse.path, tenant_id, "users", "id", warehouse.wait_s
-    )
+    known = staged_values(staged, "id") | committed.user_ids
     missing = sorted(staged_values(staged, "manager_id") - known)
     return CheckOutcome(
         "users",
@@ -232,11 +229,11 @@ def managers_resolve(extract: TenantExtract, warehouse: Committed, tenant_id: st
     )
 
 
-def documents_have_revisions(extract: TenantExtract, warehouse: Committed, tenant_id: str) -> CheckOutcome:
+def documents_have_revisions(extract: TenantExtract, committed: CheckEvidence) -> CheckOutcome:
     """Every document of a staged decision had its revision list checked (now or by an earlier run); a
     warning naming the documents, since the service may list a document it cannot show."""
-    checked = staged_values(extract.staging / "revision_checks.parquet", "parent_id") | reads.checked_parents(
-        warehouse.path, tenant_id, "document", warehouse.wait_s
+    checked = (
+        staged_values(extract.staging / "revision_checks.parquet", "parent_id") | committed.checked_documents
     )
     cited = {
         doc
@@ -296,10 +293,10 @@ BLOCKING_CHECK_NAMES = frozenset(spec.name for spec in BLOCKING_CHECKS)
 
 
 def run_checks(
-    extract: TenantExtract, warehouse: Committed, tenant_id: str, warn_only: frozenset[str] = frozenset()
+    extract: TenantExtract, committed: CheckEvidence, warn_only: frozenset[str] = frozenset()
 ) -> list[CheckOutcome]:
     """Every blocking check's outcome; those named in ``warn_only`` only warn."""
-    outcomes = [spec.run(extract, warehouse, tenant_id) for spec in BLOCKING_CHECKS]
+    outcomes = [spec.run(extract, committed) for spec in BLOCKING_CHECKS]
     return [_warning(outcome) if outcome.name in warn_only else outcome for outcome in outcomes]
 
 

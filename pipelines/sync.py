@@ -55,7 +55,7 @@ from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
-from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus, project_quota
+from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus
 from warehouse.staging import (
     ProgressFile,
     clean_leftovers,
@@ -204,15 +204,9 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, sto
     warehouse, policy = services.warehouse.file, services.policy
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
-    outcome.killed = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s)
-    outcome.projection = project_quota(
-        warehouse,
-        request.tenant_id,
-        request.mode,
-        policy.quota_of(request.tenant_id),
-        policy.quota_max_share,
-        datetime.now(UTC),
-    )
+    quota = (policy.quota_of(request.tenant_id), policy.quota_max_share)
+    started = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s, quota)
+    outcome.killed, outcome.projection = started.killed, started.projection
     if outcome.projection.over and not (request.allow_over_quota or policy.allow_over_quota):
         raise SyncRefusedError(
             f"API budget: {outcome.projection.describe()}; refused (allow it with ADM_ALLOW_OVER_QUOTA=true, "
@@ -225,10 +219,13 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, sto
         _extract_check_commit(request, services, outcome, staging, stop)
     finally:
         discard(staging)
-    outcome.month = _project_month(request.tenant_id, services)
+    sizes = outcome.commit.sizes if outcome.commit is not None else None
+    outcome.month = _project_month(request.tenant_id, services, sizes)
 
 
-def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | None:
+def _project_month(
+    tenant_id: str, services: SyncServices, sizes: reads.TenantSizes | None
+) -> MonthProjection | None:
     """The month the tenant's committed sizes make under the configured schedules and plan."""
     policy = services.policy
     terms = BudgetTerms(
@@ -239,7 +236,6 @@ def _project_month(tenant_id: str, services: SyncServices) -> MonthProjection | 
         policy.nightly_cron,
         policy.full_refresh_cron,
     )
-    sizes = reads.tenant_sizes(services.warehouse.file, tenant_id, wait_s=services.warehouse.lock_wait_s)
     return project_month(sizes, terms)[0] if sizes is not None else None
 
 
@@ -253,7 +249,7 @@ def _extract_check_commit(
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )
-    evidence = reads.read_evidence(warehouse, request.tenant_id, wait)
+    start = reads.run_start(warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait)
     with (
         services.adm.client_for(request.tenant_id) as client,
         _phase(record, "extract"),
@@ -268,15 +264,13 @@ def _extract_check_commit(
                     tenant_id=request.tenant_id,
                     staging=staging,
                     full_refresh=request.full_refresh,
-                    cursors=reads.cursors(warehouse, request.tenant_id, wait),
+                    cursors=start.cursors,
                     overlap=timedelta(minutes=services.policy.overlap_minutes),
-                    revision_plans=reads.revision_plans(
-                        warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait
-                    ),
+                    revision_plans=start.revision_plans,
                     contract=contract,
                     resume=_resume_dir(services, request.tenant_id),
                     resume_max_age=timedelta(hours=policy.resume_hours),
-                    whole=whole_reads(evidence.live_records, evidence.applied_since_commit),
+                    whole=whole_reads(start.evidence.live_records, start.evidence.applied_since_commit),
                 )
             )
         finally:
@@ -289,8 +283,7 @@ def _extract_check_commit(
     with _phase(record, "checks"):
         warnings = [*conformity(extract), limits_parse(extract)]
         warn_only = frozenset(policy.warn_only_checks) | request.warn_only_checks
-        committed = reads.Committed(warehouse, wait)
-        outcome.checks = run_checks(extract, committed, request.tenant_id, warn_only) + warnings
+        outcome.checks = run_checks(extract, start.checks, warn_only) + warnings
     record.checks = [check.as_record() for check in outcome.checks]
     if outcome.failed_checks:
         record.status = RunStatus.BLOCKED_BY_CHECK

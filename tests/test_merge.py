@@ -18,7 +18,7 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from warehouse.commit import CommitResult, StagedRun, StagingMismatchError, commit_run
 from warehouse.merge import CommitConstraintError
-from warehouse.reads import Committed
+from warehouse.reads import CheckEvidence
 from warehouse.runs import RunRecord
 from warehouse.schema import staging_schema
 from warehouse.staging import StagingWriter, clean_leftovers, discard, staged_tables, staging_dir
@@ -376,7 +376,7 @@ def test_an_id_staged_twice_fails_the_ids_unique_check_naming_it(tmp_path: Path)
         writer.add({"decisions": [decision("a", "A"), decision("b", "B"), decision("a", "A2")]})
     extract = TenantExtract(tmp_path, {}, MetricsSnapshot())
 
-    outcome = ids_unique("decisions")(extract, Committed(tmp_path / "unused.duckdb"), TENANT)
+    outcome = ids_unique("decisions")(extract, CheckEvidence())
 
     assert not outcome.passed and outcome.blocking
     assert outcome.description == "1 id(s) staged twice: a"

@@ -5,8 +5,8 @@ asks for no more than its share of the lists.
 
 The end-to-end test generates a tenant from the spec's tables (tests/spec_generators.py), served by the
 independent stand-in (tests/standin.py) over loopback HTTP, into a real DuckDB file: one example a run, since
-a sync costs about a second. The schedule itself (`warehouse.reads.revision_plans`) is checked on more cases
-against a real DuckDB file whose runs are written by hand: a plan costs a few milliseconds.
+a sync costs about a second. The schedule itself (`warehouse.reads.revision_plans`, read by `run_start`) is
+checked on more cases against a real DuckDB file whose runs are written by hand: a plan costs milliseconds.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tests.spec_generators import record
 from tests.standin import SPEC, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from warehouse.reads import revision_plans
+from warehouse.reads import run_start
 
 NEW_REVISION = "added-without-touching-its-owner"
 
@@ -150,7 +150,7 @@ def test_every_list_is_re_verified_within_n_runs(
     verified: set[str] = set()
     for run in range(days):
         now += timedelta(hours=1)
-        recheck = revision_plans(warehouse, STANDIN_TENANT_ID, days, now)["delegation"].recheck
+        recheck = run_start(warehouse, STANDIN_TENANT_ID, days, now).revision_plans["delegation"].recheck
         assert len(recheck) <= math.ceil(len(ordered) / days)
         owner_changed = {ordered[index] for index in changed[run] if index < len(ordered)}
         verified |= recheck | owner_changed

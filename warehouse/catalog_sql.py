@@ -66,14 +66,13 @@ def apply_catalog(con: duckdb.DuckDBPyConnection) -> bool:
     transaction, unless done already for this catalog. Returns whether it applied.
     A schema stopped before the migration that keeps the change log's tables (a release's own older
     migrations only, as an upgrade test builds) has nothing to render on yet: it is left alone."""
+    wanted = fingerprint()
+    if _applied(con) == wanted:  # every connection asks: the answer is one small read
+        return False
     ready = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'change_log_tables' AND NOT temporary"
     ).fetchone()
     if not ready or not ready[0]:
-        return False
-    wanted = fingerprint()
-    found = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [FINGERPRINT_KEY]).fetchone()
-    if found is not None and found[0] == wanted:
         return False
     con.begin()
     try:
@@ -87,6 +86,16 @@ def apply_catalog(con: duckdb.DuckDBPyConnection) -> bool:
         con.rollback()
         raise
     return True
+
+
+def _applied(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The fingerprint of the catalog last rendered into the warehouse; None when none was, or the schema
+    is older than the table that keeps it (asking the catalog first costs more than the failed read)."""
+    try:
+        found = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [FINGERPRINT_KEY]).fetchone()
+    except duckdb.CatalogException:
+        return None
+    return str(found[0]) if found is not None else None
 
 
 def _create_as_of_macros(con: duckdb.DuckDBPyConnection) -> None:

@@ -39,14 +39,17 @@ from warehouse.merge import (
 )
 from warehouse.migrate import OlderWarehouseError, migrate, pending
 from warehouse.publish import Published, PublishTarget, publish_run, try_publish
+from warehouse.reads import TenantSizes, sizes_of, tables_of
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     RUNS_TABLE,
     Progress,
+    QuotaProjection,
     RunRecord,
     RunStatus,
     insert_run,
     mark_killed,
+    project_quota,
     table_rows,
     update_after_commit,
 )
@@ -94,6 +97,8 @@ class CommitResult:
 
     row_counts: dict[str, Counts]
     table_rows: dict[str, int]
+    sizes: TenantSizes | None
+    """The tenant's sizes as committed (what its next runs cost: `warehouse.reads.sizes_of`)."""
     published: Published | None = None
     """How the reader copy's publish went (None when none was asked for)."""
 
@@ -225,7 +230,9 @@ def _commit(
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
-                counts = table_rows(con, record.tenant_id, _counted(con, staged.tables))
+                existing = tables_of(con)
+                counts = table_rows(con, record.tenant_id, _counted(existing, staged.tables))
+                sizes = sizes_of(con, record.tenant_id, tables=existing)
                 con.commit()
             except BaseException:
                 # The row says succeeded only if the COMMIT did: a failed one (a full disk) is a failure.
@@ -236,7 +243,7 @@ def _commit(
         # the row learns it afterwards, in a small write of its own.
         record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
         published = _publish_committed(warehouse, record, publish, deadline)
-    return CommitResult(record.row_counts, counts, published)
+    return CommitResult(record.row_counts, counts, sizes, published)
 
 
 def _roll_back(con: duckdb.DuckDBPyConnection) -> None:
@@ -280,17 +287,33 @@ def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
         logger.warning("could not store the timings and warnings of run %s: %s", record.run_id, error)
 
 
-def start_run(warehouse: Path, record: RunRecord, killed: dict[str, Progress], wait_s: float) -> list[str]:
+@dataclass(frozen=True)
+class StartedRun:
+    """What a run learnt as its row was written: the killed runs it marked, and where the tenant's month of
+    API calls stands with it."""
+
+    killed: list[str]
+    projection: QuotaProjection
+
+
+def start_run(
+    warehouse: Path,
+    record: RunRecord,
+    killed: dict[str, Progress],
+    wait_s: float,
+    quota: tuple[int, float],
+) -> StartedRun:
     """Mark the tenant's runs that were killed (``killed``: what their staging last reported), then write
-    this run's row as ``running``, in one small transaction; returns the killed runs' ids. Call it holding
-    the tenant's lock."""
+    this run's row as ``running``, in one small transaction; then project the month's calls with the run
+    (``quota``: the monthly quota and the share of it runs may use). Call it holding the tenant's lock."""
     record.status = RunStatus.RUNNING
     with writing(warehouse, f"run {record.run_id}", wait_s) as con:
         con.begin()
         ended = mark_killed(con, record.tenant_id, killed, datetime.now(UTC))
         insert_run(con, record)
         con.commit()
-    return ended
+        projection = project_quota(con, record.tenant_id, record.mode, *quota, datetime.now(UTC))
+    return StartedRun(ended, projection)
 
 
 def record_unfinished(
@@ -314,10 +337,9 @@ def record_unfinished(
     return True
 
 
-def _counted(con: duckdb.DuckDBPyConnection, staged: Iterable[str]) -> list[str]:
-    """The tables whose rows a commit counts for the tenant: the staged ones, their histories and the runs."""
-    # One look at the catalog, not one per table: each look binds DuckDB's catalog views (milliseconds).
-    existing = {str(row[0]) for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+def _counted(existing: frozenset[str], staged: Iterable[str]) -> list[str]:
+    """The tables whose rows a commit counts for the tenant: the staged ones, their histories and the runs
+    (``existing``: the warehouse's tables)."""
     histories = [f"{table}_history" for table in staged if f"{table}_history" in existing]
     return sorted({*staged, *histories, RUNS_TABLE})
 

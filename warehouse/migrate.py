@@ -4,6 +4,7 @@ macro, the change log of a table added) and the data dictionary's comments (`war
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 
 import duckdb
@@ -36,14 +37,15 @@ def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
     return [version for version, _, _ in available() if version not in done]
 
 
-def available() -> list[tuple[int, str, str]]:
+@cache  # read at every connection of the warehouse: the files are the release's, read once a process
+def available() -> tuple[tuple[int, str, str], ...]:
     """Every migration shipped with the package: (version, name, SQL), in order."""
     found = []
     for entry in resources.files("warehouse").joinpath(_MIGRATIONS).iterdir():
         if entry.name.endswith(".sql"):
             version, _, name = entry.name.removesuffix(".sql").partition("_")
             found.append((int(version), name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:

@@ -35,6 +35,7 @@ from pathlib import Path
 import duckdb
 
 from models.errors import AuthoritySyncError
+from warehouse.changes import text_literal
 from warehouse.db import open_database
 from warehouse.files import share_with_group
 from warehouse.parquet import (
@@ -248,15 +249,19 @@ def _check_copy(con: duckdb.DuckDBPyConnection, source: str, *, views: bool = Tr
 def _contents(con: duckdb.DuckDBPyConnection, database: str, views: bool) -> dict[str, object]:
     """Each table's row count and (``views``) each view's columns, by qualified name."""
     contents: dict[str, object] = {}
+    tables = []
     for schema, name, is_view in _relations(con, database):
-        if is_view and not views:
-            continue
         relation = _quoted(database, schema, name)
-        if is_view:
+        if not is_view:
+            tables.append((f"{schema}.{name}", relation))
+        elif views:
             con.execute(f"SELECT * FROM {relation} LIMIT 0").fetchall()  # noqa: S608 - names from the catalog
             contents[f"{schema}.{name}"] = [column[0] for column in con.description or []]
-        else:
-            contents[f"{schema}.{name}"] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()  # noqa: S608
+    if tables:
+        # One statement counts every table: a statement costs milliseconds, and a warehouse has ~50 tables.
+        counted = [f"SELECT {text_literal(label)}, count(*) FROM {relation}" for label, relation in tables]  # noqa: S608
+        counts = " UNION ALL ".join(counted)
+        contents |= {str(label): count for label, count in con.execute(counts).fetchall()}
     return contents
 
 

@@ -23,15 +23,6 @@ _MAGIC = b"DUCK"
 """What a DuckDB database file holds at bytes 8..12."""
 
 
-@dataclass(frozen=True)
-class Committed:
-    """The committed warehouse as a run's own reads open it: the file, and how long an open waits while its
-    writer (another tenant's commit, a step of an HR apply) holds it (``ADM_LOCK_WAIT_S``)."""
-
-    path: Path
-    wait_s: float = DEFAULT_LOCK_WAIT_S
-
-
 def warehouse_problem(path: Path) -> str | None:
     """Why ``path`` cannot be the warehouse (a folder, a file that is not a DuckDB database, a folder
     path through a file), or None: it is a DuckDB file or can become one."""
@@ -109,28 +100,30 @@ def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
         raise
 
 
-def cursors(path: Path, tenant_id: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> dict[str, datetime | None]:
+def tables_of(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The tables of the connected database (one catalog read: each costs milliseconds, not microseconds)."""
+    rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
+    return frozenset(str(row[0]) for row in rows)
+
+
+def _cursors(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, tables: frozenset[str]
+) -> dict[str, datetime | None]:
     """The committed extract cursor of each entity of a tenant."""
-    with read_only(path, wait_s) as con:
-        if con is None or not table_exists(con, "extract_cursors"):
-            return {}
-        rows = con.execute(
-            "SELECT entity, cursor_value FROM extract_cursors WHERE tenant_id = ?", [tenant_id]
-        ).fetchall()
+    if "extract_cursors" not in tables:
+        return {}
+    rows = con.execute(
+        "SELECT entity, cursor_value FROM extract_cursors WHERE tenant_id = ?", [tenant_id]
+    ).fetchall()
     return {str(entity): value for entity, value in rows}
 
 
-def column_values(
-    path: Path, tenant_id: str, table: str, column: str, wait_s: float = DEFAULT_LOCK_WAIT_S
-) -> set[str]:
+def _column_values(con: duckdb.DuckDBPyConnection, tenant_id: str, table: str, column: str) -> set[str]:
     """Distinct values of one column of a committed table, for one tenant."""
-    with read_only(path, wait_s) as con:
-        if con is None or not table_exists(con, table):
-            return set()
-        rows = con.execute(
-            f'SELECT DISTINCT "{column}" FROM "{table}" WHERE tenant_id = ?',  # noqa: S608 - fixed names
-            [tenant_id],
-        ).fetchall()
+    rows = con.execute(
+        f'SELECT DISTINCT "{column}" FROM "{table}" WHERE tenant_id = ?',  # noqa: S608 - fixed names
+        [tenant_id],
+    ).fetchall()
     return {str(row[0]) for row in rows if row[0] is not None}
 
 
@@ -204,19 +197,16 @@ SELECT parent_id FROM ({live}) live WHERE parent_id NOT IN
 
 
 def revision_plans(
-    path: Path, tenant_id: str, recheck_days: int, now: datetime, wait_s: float = DEFAULT_LOCK_WAIT_S
+    con: duckdb.DuckDBPyConnection, tenant_id: str, recheck_days: int, now: datetime
 ) -> dict[str, RevisionPlan]:
     """The `RevisionPlan` of each kind of revision list for the tenant's next run, which re-checks about
     1/``recheck_days`` of the lists it would otherwise not ask for (see ``_RECHECK``)."""
-    with read_only(path, wait_s) as con:
-        if con is None:
-            return {}
-        found = con.execute(
-            "SELECT count(*) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'", [tenant_id]
-        ).fetchone()
-        share: dict[str, object] = {"runs": int(found[0]) if found else 0, "days": recheck_days}
-        share["overdue"] = now - timedelta(days=recheck_days)
-        return {kind: _plan(con, tenant_id, kind, share) for kind in _LIVE_PARENTS}
+    found = con.execute(
+        "SELECT count(*) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'", [tenant_id]
+    ).fetchone()
+    share: dict[str, object] = {"runs": int(found[0]) if found else 0, "days": recheck_days}
+    share["overdue"] = now - timedelta(days=recheck_days)
+    return {kind: _plan(con, tenant_id, kind, share) for kind in _LIVE_PARENTS}
 
 
 def _plan(
@@ -236,27 +226,23 @@ def _plan(
     )
 
 
-def checked_parents(path: Path, tenant_id: str, kind: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> set[str]:
+def _checked_parents(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, kind: str, tables: frozenset[str]
+) -> set[str]:
     """The delegations or documents (``kind``) whose revision list a committed run checked; a warehouse
     from before ``revision_checks`` knows only those with revisions."""
-    with read_only(path, wait_s) as con:
-        if con is None:
-            return set()
-        if not table_exists(con, "revision_checks"):
-            revisions = revisions_of_kind(kind)
-            return column_values(path, tenant_id, revisions.table, revisions.parent_column, wait_s)
-        rows = con.execute(
-            "SELECT parent_id FROM revision_checks WHERE tenant_id = ? AND parent_kind = ?", [tenant_id, kind]
-        ).fetchall()
+    if "revision_checks" not in tables:
+        revisions = revisions_of_kind(kind)
+        return _column_values(con, tenant_id, revisions.table, revisions.parent_column)
+    rows = con.execute(
+        "SELECT parent_id FROM revision_checks WHERE tenant_id = ? AND parent_kind = ?", [tenant_id, kind]
+    ).fetchall()
     return {str(row[0]) for row in rows}
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the connected database has ``table``."""
-    found = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
-    ).fetchone()
-    return bool(found and found[0])
+    return table in tables_of(con)
 
 
 @dataclass(frozen=True)
@@ -276,24 +262,32 @@ class TenantSizes:
 def tenant_sizes(
     path: Path, tenant_id: str, runs: int = 7, wait_s: float = DEFAULT_LOCK_WAIT_S
 ) -> TenantSizes | None:
-    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse): live records of
-    each paged list (its root table), live revision lists, and the calls of its last ``runs`` incremental
-    runs."""
+    """The sizes of ``tenant_id`` in the warehouse at ``path`` (None: no such warehouse), see `sizes_of`."""
     with read_only(path, wait_s) as con:
-        if con is None or not table_exists(con, "sync_runs"):
-            return None
-        records = _live_records(con, tenant_id)
-        revision_lists = {}
-        for kind, live in _LIVE_PARENTS.items():
-            found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
-            revision_lists[kind] = int(found[0]) if found else 0
-        # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
-        rechecked = "coalesce(revisions_rechecked, 0)" if table_exists(con, "revision_rechecks") else "0"
-        nightly = con.execute(
-            f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
-            "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
-            [tenant_id, runs],
-        ).fetchall()
+        return sizes_of(con, tenant_id, runs) if con is not None else None
+
+
+def sizes_of(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, runs: int = 7, tables: frozenset[str] | None = None
+) -> TenantSizes | None:
+    """The sizes of ``tenant_id`` in the connected warehouse (None: one no sync has written): live records
+    of each paged list (its root table), live revision lists, and the calls of its last ``runs``
+    incremental runs. ``tables``: the database's tables, when the caller has read them already."""
+    tables = tables_of(con) if tables is None else tables
+    if "sync_runs" not in tables:
+        return None
+    records = _live_records(con, tenant_id)
+    revision_lists = {}
+    for kind, live in _LIVE_PARENTS.items():
+        found = con.execute(f"SELECT count(*) FROM ({live})", {"tenant": tenant_id}).fetchone()  # noqa: S608
+        revision_lists[kind] = int(found[0]) if found else 0
+    # A warehouse no sync has migrated past 0030 yet: its runs re-verified nothing.
+    rechecked = "coalesce(revisions_rechecked, 0)" if "revision_rechecks" in tables else "0"
+    nightly = con.execute(
+        f"SELECT api_calls, {rechecked} FROM sync_runs WHERE tenant_id = ? "  # noqa: S608 - our SQL
+        "AND mode = 'incremental' AND status = 'succeeded' ORDER BY finished_at DESC LIMIT ?",
+        [tenant_id, runs],
+    ).fetchall()
     return TenantSizes(
         records,
         revision_lists,
@@ -324,15 +318,56 @@ class ReadEvidence:
     """Whether an HR apply of the tenant began after its last committed sync (or there is none)."""
 
 
-def read_evidence(path: Path, tenant_id: str, wait_s: float = DEFAULT_LOCK_WAIT_S) -> ReadEvidence:
+def _read_evidence(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: frozenset[str]) -> ReadEvidence:
     """The tenant's live records and whether an HR apply began since its last committed sync."""
+    if not {"sync_runs", "hr_plans"} <= tables:
+        return ReadEvidence({}, False)
+    applied = con.execute(
+        "SELECT count(*) FROM hr_plans WHERE tenant_id = ? AND apply_started_at >= coalesce("
+        "(SELECT max(finished_at) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'), "
+        "'-infinity'::TIMESTAMPTZ)",
+        [tenant_id, tenant_id],
+    ).fetchone()
+    return ReadEvidence(_live_records(con, tenant_id), bool(applied and applied[0]))
+
+
+@dataclass(frozen=True)
+class CheckEvidence:
+    """What the committed warehouse adds to a run's staged rows for its checks: the tenant's user ids
+    (a manager may be one loaded earlier) and the documents whose revision lists a committed run checked."""
+
+    user_ids: frozenset[str] = frozenset()
+    checked_documents: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """Everything a run of one tenant reads from the committed warehouse before it asks the service
+    anything, read through one connection (each open of the file costs about 0.1 s): how to read each list,
+    where each cursor stands, which revision lists to verify, and the evidence its checks compare with. The
+    tenant's sync lock is held from before this read to after the commit, so none of it changes meanwhile."""
+
+    evidence: ReadEvidence
+    cursors: dict[str, datetime | None]
+    revision_plans: dict[str, RevisionPlan]
+    checks: CheckEvidence
+
+
+def run_start(
+    path: Path, tenant_id: str, recheck_days: int, now: datetime, wait_s: float = DEFAULT_LOCK_WAIT_S
+) -> RunStart:
+    """The `RunStart` of the tenant's next run (``recheck_days``: the re-verification's cycle)."""
     with read_only(path, wait_s) as con:
-        if con is None or not (table_exists(con, "sync_runs") and table_exists(con, "hr_plans")):
-            return ReadEvidence({}, False)
-        applied = con.execute(
-            "SELECT count(*) FROM hr_plans WHERE tenant_id = ? AND apply_started_at >= coalesce("
-            "(SELECT max(finished_at) FROM sync_runs WHERE tenant_id = ? AND status = 'succeeded'), "
-            "'-infinity'::TIMESTAMPTZ)",
-            [tenant_id, tenant_id],
-        ).fetchone()
-        return ReadEvidence(_live_records(con, tenant_id), bool(applied and applied[0]))
+        if con is None:
+            return RunStart(ReadEvidence({}, False), {}, {}, CheckEvidence())
+        tables = tables_of(con)
+        checks = CheckEvidence(
+            frozenset(_column_values(con, tenant_id, "users", "id") if "users" in tables else ()),
+            frozenset(_checked_parents(con, tenant_id, "document", tables)),
+        )
+        return RunStart(
+            _read_evidence(con, tenant_id, tables),
+            _cursors(con, tenant_id, tables),
+            revision_plans(con, tenant_id, recheck_days, now) if "sync_runs" in tables else {},
+            checks,
+        )

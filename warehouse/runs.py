@@ -231,19 +231,16 @@ class QuotaProjection:
 
 
 def project_quota(
-    warehouse: Path, tenant_id: str, mode: str, quota: int, max_share: float, now: datetime
+    con: duckdb.DuckDBPyConnection, tenant_id: str, mode: str, quota: int, max_share: float, now: datetime
 ) -> QuotaProjection:
     """This month's calls of the tenant and an estimate of the next run of ``mode``: the calls of the last
     run of the same mode, else of the last full run (an upper bound), else nothing known."""
     month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    with read_only(warehouse) as con:
-        if con is None or not table_exists(con, RUNS_TABLE):
-            return QuotaProjection(0, 0, quota, max_share, "no earlier run")
-        used = con.execute(
-            "SELECT coalesce(sum(api_calls_total), 0) FROM sync_runs WHERE tenant_id = ? AND started_at >= ?",
-            [tenant_id, month_start],
-        ).fetchone()
-        estimate = _last_calls(con, tenant_id, mode) or _last_calls(con, tenant_id, "full")
+    used = con.execute(
+        "SELECT coalesce(sum(api_calls_total), 0) FROM sync_runs WHERE tenant_id = ? AND started_at >= ?",
+        [tenant_id, month_start],
+    ).fetchone()
+    estimate = _last_calls(con, tenant_id, mode) or _last_calls(con, tenant_id, "full")
     calls, source = estimate or (0, "no earlier run")
     return QuotaProjection(int(used[0]) if used else 0, calls, quota, max_share, source)
 
