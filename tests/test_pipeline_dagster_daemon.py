@@ -39,24 +39,18 @@ NAMED = {(DEMO_TENANT_ID, "acme"), (OTHER_TENANT_ID, "globex")}
 """Both tenants, by id and name (``ADM_TENANTS=acme=<id>,globex=<id>``)."""
 
 
-pytestmark = pytest.mark.xdist_group("test_pipeline_dagster_daemon")  # one daemon context, on one worker
-
-
-@pytest.fixture(scope="module")
-def home_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The module's folder: the Dagster instance, the warehouse and the HR drop folder (``drop``)."""
-    path = tmp_path_factory.mktemp("daemon")
-    (path / "drop").mkdir()
-    return path
-
-
-@pytest.fixture(scope="module")
-def daemon(small_emulator_server: EmulatorServer, home_folder: Path) -> Iterator[WorkspaceProcessContext]:
+@pytest.fixture
+def daemon(
+    small_emulator_server: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkspaceProcessContext]:
     """The daemon's view of the code location (both tenants named, a drop folder) and of an instance with
-    the project's run queue, in a temporary folder. Shared by the module's tests (loading the location
-    and the instance is not what they test): each launches a job of its own and looks only at its runs."""
+    the project's run queue, in a temporary folder."""
     tenants = f"acme={DEMO_TENANT_ID},globex={OTHER_TENANT_ID}"
-    env = sync_env(small_emulator_server, home_folder / "warehouse.duckdb", ADM_TENANTS=tenants)
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    env = sync_env(small_emulator_server, tmp_path / "warehouse.duckdb", ADM_TENANTS=tenants)
+    for name, value in (env | {"ADM_HR_DROP_DIR": str(drop)}).items():
+        monkeypatch.setenv(name, value)
     origin = InProcessCodeLocationOrigin(
         LoadableTargetOrigin(
             module_name="tests.dagster_support",
@@ -65,14 +59,11 @@ def daemon(small_emulator_server: EmulatorServer, home_folder: Path) -> Iterator
         ),
         location_name="authority_sync",
     )
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        for name, value in (env | {"ADM_HR_DROP_DIR": str(home_folder / "drop")}).items():
-            monkeypatch.setenv(name, value)
-        with (
-            dg.DagsterInstance.from_config(str(new_dagster_home(home_folder))) as instance,
-            create_test_daemon_workspace_context(InProcessWorkspaceLoadTarget(origin), instance) as context,
-        ):
-            yield context
+    with (
+        dg.DagsterInstance.from_config(str(new_dagster_home(tmp_path))) as instance,
+        create_test_daemon_workspace_context(InProcessWorkspaceLoadTarget(origin), instance) as context,
+    ):
+        yield context
 
 
 def queued(instance: dg.DagsterInstance, job: str) -> set[tuple[str, str]]:
@@ -104,12 +95,12 @@ def test_a_schedule_tick_queues_each_tenants_run_with_its_tenants_tags(
 
 
 def test_a_drop_folder_sensor_tick_queues_the_hr_run_with_its_tenants_tags(
-    daemon: WorkspaceProcessContext, home_folder: Path
+    daemon: WorkspaceProcessContext, tmp_path: Path
 ) -> None:
     """A file dropped for a named tenant: the run the sensor requests carries the tenant's id and name
     (before: only the id, and the runs list's tenant-name filter missed HR runs)."""
-    shutil.copy(SAMPLES / "demo_users.csv", home_folder / "drop" / "users.csv")
-    (home_folder / "drop" / "hr-folder.toml").write_text('tenant_id = "globex"\n')
+    shutil.copy(SAMPLES / "demo_users.csv", tmp_path / "drop" / "users.csv")
+    (tmp_path / "drop" / "hr-folder.toml").write_text('tenant_id = "globex"\n')
     instance = daemon.instance
     location = next(iter(daemon.create_request_context().get_code_location_entries().values()))
     assert location.code_location is not None, location.load_error
