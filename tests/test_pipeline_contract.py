@@ -5,7 +5,7 @@ as its mode says."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error, run_tenant
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID, SMALL, copy_of, fresh, set_faults
+from tests.conftest import DEMO_TENANT_ID, SMALL, copy_of, fresh, made_once, set_faults
 from tests.dagster_support import events
 from tests.sync_support import query, settings_for, sync, sync_env
 
@@ -58,34 +58,46 @@ class TolerantRun:
     evaluations: list[dg.AssetCheckEvaluation]
 
 
+def _make_tolerant_run(server: EmulatorServer, template: Path) -> Callable[[Path], None]:
+    """What makes the shared run's folder: a warehouse (``wh.duckdb``), the Dagster instance the run was
+    recorded in (``dagster``) and the run's id (``run_id``)."""
+
+    def make(folder: Path) -> None:
+        for started in fresh(server):
+            set_faults(started, FaultConfig(realism_rate=RATE))
+            settings = settings_for(started, copy_of(template, folder / "wh.duckdb"), reject_max_share=0.05)
+            (folder / "dagster").mkdir()
+            with dg.DagsterInstance.local_temp(str(folder / "dagster")) as instance:
+                run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance, full_refresh=True)
+            assert run.success, run.error
+            (folder / "run_id").write_text(run.run_id)
+
+    return make
+
+
 @pytest.fixture(scope="module")
 def tolerant_run(
     small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> TolerantRun:
     """One tolerant full refresh under Dagster (allowing the empty id the profile serves among 150 decisions)
-    into a new warehouse, for the tests of what it stored, counted and reported: each only reads what it
-    left (one run instead of four; the tests that share it run on one worker)."""
+    into a new warehouse, made once for the whole test run (`made_once`: the first worker to ask makes it),
+    for the tests of what it stored, counted and reported: each only reads what it left (one run instead
+    of four). The emulator's seed is fixed, so every worker's seeded tenant is the one that was synced."""
+    folder = made_once(tmp_path_factory, "tolerant_run", _make_tolerant_run(small_emulator_server, template))
+    run_id = (folder / "run_id").read_text()
+    with dg.DagsterInstance.local_temp(str(folder / "dagster")) as instance:
+        materializations = [
+            event.step_materialization_data.materialization
+            for event in events(instance, run_id, dg.DagsterEventType.ASSET_MATERIALIZATION)
+        ]
+        evaluations = [
+            event.asset_check_evaluation_data
+            for event in events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        ]
     for server in fresh(small_emulator_server):
-        set_faults(server, FaultConfig(realism_rate=RATE))
-        warehouse = copy_of(template, tmp_path_factory.mktemp("tolerant") / "wh.duckdb")
-        settings = settings_for(server, warehouse, reject_max_share=0.05)
-        with dg.instance_for_test() as instance:
-            run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance, full_refresh=True)
-            assert run.success, run.error
-            materializations = [
-                event.step_materialization_data.materialization
-                for event in events(instance, run.run_id, dg.DagsterEventType.ASSET_MATERIALIZATION)
-            ]
-            evaluations = [
-                event.asset_check_evaluation_data
-                for event in events(instance, run.run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-            ]
+        settings = settings_for(server, folder / "wh.duckdb", reject_max_share=0.05)
         state = server.emulator.tenants[DEMO_TENANT_ID]  # a reset later seeds new objects; this one stays
-    return TolerantRun(settings, state, run.run_id, materializations, evaluations)
-
-
-SHARED = pytest.mark.xdist_group("test_pipeline_contract_tolerant_run")
-"""The tests of `tolerant_run`: on one worker, so that its run is made once."""
+    return TolerantRun(settings, state, run_id, materializations, evaluations)
 
 
 def deviating(state: TenantState, kind: str, name: str) -> set[str]:
@@ -102,7 +114,6 @@ def deviations(settings: SyncSettings) -> dict[tuple[str, str, str], dict[str, A
     return {(row["list"], row["field"], row["kind"]): row for row in json.loads(found)}
 
 
-@SHARED
 def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(tolerant_run: TolerantRun) -> None:
     settings, state = tolerant_run.settings, tolerant_run.state
     empty_ids = deviating(state, "decisions", "id empty")
@@ -148,7 +159,6 @@ def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(toler
     assert query(settings.warehouse, "SELECT manager_id FROM users WHERE id = ?", [top]) == [(None,)]
 
 
-@SHARED
 def test_tolerated_values_are_stored_as_null_or_as_the_text_received(tolerant_run: TolerantRun) -> None:
     settings, state = tolerant_run.settings, tolerant_run.state
     (unnamed,) = sorted(deviating(state, "decisions", "name null"))[:1]
@@ -170,7 +180,6 @@ def test_tolerated_values_are_stored_as_null_or_as_the_text_received(tolerant_ru
     assert '"authorityTypeOrder":"3"' in raw
 
 
-@SHARED
 def test_rejected_records_keep_their_evidence(tolerant_run: TolerantRun) -> None:
     settings, state = tolerant_run.settings, tolerant_run.state
     rejected = query(
@@ -266,7 +275,6 @@ def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
     assert named, failed.error
 
 
-@SHARED
 def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(tolerant_run: TolerantRun) -> None:
     runs = next(
         materialization
