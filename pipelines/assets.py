@@ -25,20 +25,11 @@ import dagster as dg
 
 from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
 from pipelines.clients import AdmClientResource
+from pipelines.failures import FINAL, attempt_run_id, headline, is_transient, retry_note, retry_wait_s
 from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, configured_tenant
-from pipelines.stopping import RunInterruptedError, RunOverBudgetError
-from pipelines.sync import (
-    SyncBlockedError,
-    SyncOutcome,
-    SyncRefusedError,
-    SyncRequest,
-    SyncServices,
-    one_line,
-    sync_tenant,
-)
+from pipelines.sync import SyncBlockedError, SyncOutcome, SyncRequest, SyncServices, sync_tenant
 from pipelines.tenant_tags import tenant_tags
 from pipelines.warehouse_resource import WarehouseResource
-from resources.errors import APIConnectionError, PagingDriftError, RateLimitError, ServerError, TLSError
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
@@ -52,8 +43,6 @@ MAX_RETRIES_TAG = "adm/max_retries"
 that kept changing) runs again in the same run (default ``ADM_MAX_RETRIES``; 0: never)."""
 RETRY_WAIT_TAG = "adm/retry_wait_s"
 """Run tag: seconds before the first retry (default ``ADM_RETRY_WAIT_S``), doubled for each next one."""
-TRANSIENT = (ServerError, APIConnectionError, RateLimitError, PagingDriftError)
-"""Failures that may pass by themselves; a check, a refusal or a refused credential will not."""
 WARN_ONLY_CHECKS_TAG = "adm/warn_only_checks"
 """Run tag: comma-separated blocking checks that only warn in this run."""
 OWNERS = ["team:data-platform"]
@@ -203,13 +192,12 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
             sync_tenant(request, SyncServices(adm, warehouse, sync_policy), outcome)
         except SyncBlockedError as error:
             yield from _check_results(context, request.tenant_id, names, outcome.checks)
-            raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
-        except (SyncRefusedError, RunInterruptedError, RunOverBudgetError, TLSError) as error:
-            # Final: a refusal, a stop (its journal resumes the next run) or a certificate not trusted.
-            raise dg.Failure(description=str(error), metadata=_run_metadata(outcome)) from None
-        except TRANSIENT as error:
-            raise _retry(context, sync_policy, error, outcome) from error
+            raise _failure(error, outcome) from None
+        except FINAL as error:
+            raise _failure(error, outcome) from None
         except Exception as error:
+            if is_transient(error):
+                raise _retry(context, sync_policy, error, outcome) from error
             # The run's headline is the product's one-line cause (as `sync_runs.error` stores it), not
             # Dagster's wrapper; the stack trace follows as its cause.
             raise _failure(error, outcome) from error
@@ -244,16 +232,16 @@ def _retry(
     little more than the list pages. With no retry left, the step fails with the cause."""
     tags = context.run.tags
     retries = _tag_number(tags, MAX_RETRIES_TAG, policy.max_retries)
-    wait = _tag_number(tags, RETRY_WAIT_TAG, policy.retry_wait_s) * 2**context.retry_number
-    if context.retry_number >= retries:
+    wait = retry_wait_s(context.retry_number, retries, _tag_number(tags, RETRY_WAIT_TAG, policy.retry_wait_s))
+    if wait is None:
         return _failure(error, outcome)
-    context.log.warning(f"{type(error).__name__}: {error}; the step runs again in {wait:g} s")
+    context.log.warning(retry_note(error, wait))
     return dg.RetryRequested(max_retries=int(retries), seconds_to_wait=wait)
 
 
 def _failure(error: Exception, outcome: SyncOutcome) -> dg.Failure:
     """The step's failure, headed by the run's one-line cause, with its figures."""
-    return dg.Failure(description=outcome.record.error or one_line(error), metadata=_run_metadata(outcome))
+    return dg.Failure(description=headline(error, outcome.record.error), metadata=_run_metadata(outcome))
 
 
 def _tag_number(tags: Mapping[str, str], tag: str, default: float) -> float:
@@ -279,10 +267,9 @@ def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinit
     """What to run, from the partition and the run's tags (present on every launch path)."""
     tags = context.run.tags
     # A retry of the step is a run of the sync of its own, with its own row (its calls count too).
-    retry = f".{context.retry_number}" if context.retry_number else ""
     return SyncRequest(
         tenant_id=_tenant(context, partitions),
-        run_id=f"{context.run.run_id}{retry}",
+        run_id=attempt_run_id(context.run.run_id, context.retry_number),
         full_refresh=tags.get(MODE_TAG, "").strip().lower() == "full",
         allow_over_quota=tags.get(ALLOW_OVER_QUOTA_TAG, "").strip().lower() in {"true", "1", "yes"},
         job_name=context.run.job_name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from signal import Signals
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import duckdb
 import httpx
@@ -21,6 +21,7 @@ from pipelines.hr.cli import hr_app, show_demo_plan
 from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
 from pipelines.stopping import exit_at_once, received_signal
 from pipelines.sync import owned_files
+from pipelines.tenant_runs import TenantRun, tenant_runner
 from pipelines.warehouse_resource import WarehouseResource
 from warehouse.commit import writing
 from warehouse.examples import EXAMPLES
@@ -31,9 +32,6 @@ from warehouse.publish import for_readers, try_publish
 from warehouse.reads import WriterHoldsFileError, read_only, tenant_sizes
 from warehouse.tenants import TenantLabelError, set_label
 from warehouse.upgrade import upgrade
-
-if TYPE_CHECKING:
-    from pipelines.runner import TenantRun
 
 app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -129,8 +127,9 @@ def extract(
         bool, typer.Option(help="Run even when the month's API calls would pass the quota share.")
     ] = False,
 ) -> None:
-    """Run the tenant sync in-process: the same jobs as Dagster (and, with DAGSTER_HOME set, in that
-    instance's history). With no ADM_BASE_URL or ADM_ENVIRONMENT it refuses (try `authority-sync demo`)."""
+    """Run the tenant sync in-process: with DAGSTER_HOME set, as the Dagster jobs, in that instance's
+    history; without it, the same sync without Dagster (no instance would keep the run). With no
+    ADM_BASE_URL or ADM_ENVIRONMENT it refuses (try `authority-sync demo`)."""
     console = Console()
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
@@ -148,8 +147,8 @@ def extract(
     for run in failed:
         shown = escape(settings.tenant_label(run.tenant_id))
         console.print(f"[red]tenant {shown} failed, nothing committed: {escape(run.error or '')}[/]")
-    run_ids = [run.run_id for run in runs]
-    run_summary(console, settings.warehouse, run_ids, settings.publish_target, settings.tenant_label)
+    row_ids = [row_id for run in runs for row_id in run.row_ids]
+    run_summary(console, settings.warehouse, row_ids, settings.publish_target, settings.tenant_label)
     raise typer.Exit(1 if failed else 0)
 
 
@@ -177,26 +176,15 @@ def sync_tenants(
     *,
     verbose: bool = False,
 ) -> list[TenantRun]:
-    """Run each tenant's sync job in turn, with a spinner (and Dagster's log with ``verbose``)."""
-    # Dagster is loaded by the commands that run a job, not by --help, `sql` or `budget` (it costs seconds).
-    from pipelines.location import sync_definitions
-    from pipelines.runner import cli_instance, run_tenant
-
-    defs = sync_definitions(settings)
+    """Run each tenant's sync in turn, with a spinner (and Dagster's log with ``verbose``, when it runs as a
+    Dagster job: `pipelines.tenant_runs`)."""
     runs = []
-    with cli_instance() as instance:
+    with tenant_runner(settings, verbose=verbose) as run_tenant:
         for tenant_id in tenants:
             mode = "full" if full_refresh else "incremental"
             with console.status(f"tenant {escape(settings.tenant_label(tenant_id))}: {mode} sync"):
                 runs.append(
-                    run_tenant(
-                        defs,
-                        tenant_id,
-                        instance,
-                        full_refresh=full_refresh,
-                        allow_over_quota=allow_over_quota,
-                        verbose=verbose,
-                    )
+                    run_tenant(tenant_id, full_refresh=full_refresh, allow_over_quota=allow_over_quota)
                 )
             if received_signal() is not None:
                 break  # stopped by a signal: no next tenant
@@ -239,7 +227,7 @@ def demo(
         console.rule("About 1% of the records changed in the service; the next sync reads only those")
         second = sync_tenants(console, settings, settings.sync_tenants, full_refresh=False)
     runs = first + second
-    run_summary(console, warehouse, [run.run_id for run in runs], base.publish_target)
+    run_summary(console, warehouse, [row_id for run in runs for row_id in run.row_ids], base.publish_target)
     if not all(run.success for run in runs):
         console.print(f"[red]{next(run.error for run in runs if not run.success)}[/]")
         raise typer.Exit(1)

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Mapping
 import dagster as dg
 
 from pipelines.assets import MODE_TAG
+from pipelines.tenant_runs import FULL_REFRESH_JOB, NIGHTLY_JOB
 from pipelines.tenant_tags import tenant_tags
 
-NIGHTLY_JOB = "nightly_sync"
-FULL_REFRESH_JOB = "full_refresh"
+__all__ = ["FULL_REFRESH_JOB", "NIGHTLY_JOB", "STEP_EXECUTOR", "sync_jobs", "sync_schedules"]
 
 STEP_EXECUTOR = dg.multiprocess_executor.configured(
     {"start_method": {"forkserver": {}}}, name="multiprocess_forkserver"

@@ -1,43 +1,43 @@
-"""Run the tenant sync's jobs in this process, as the CLI and the HR workflow do: the code location's
-own jobs, on the Dagster instance of ``DAGSTER_HOME`` when one is set (so the runs show in its history),
-else on a temporary one."""
+"""Run the tenant sync's jobs in this process on a Dagster instance, as the CLI and the HR workflow do when
+``DAGSTER_HOME`` names one (`pipelines.tenant_runs`): the code location's own jobs, so the runs show in the
+instance's history."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from functools import partial
 
 import dagster as dg
 
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG
-from pipelines.jobs import FULL_REFRESH_JOB, NIGHTLY_JOB
+from pipelines.clients import AdmClientResource
+from pipelines.location import sync_definitions
+from pipelines.settings import SyncSettings
+from pipelines.tenant_runs import RunTenant, TenantRun, job_name
+from pipelines.warehouse_resource import WarehouseResource
+
+__all__ = ["QUIET_LOGS", "VERBOSE_LOGS", "TenantRun", "dagster_runner", "first_error", "run_tenant"]
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 """Dagster's console logger says nothing: the CLI prints its own summary and one line per failure."""
 VERBOSE_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
-@dataclass(frozen=True)
-class TenantRun:
-    """The outcome of one tenant's run."""
-
-    tenant_id: str
-    run_id: str
-    success: bool
-    error: str | None
-
-
 @contextmanager
-def cli_instance() -> Iterator[dg.DagsterInstance]:
-    """The instance of ``DAGSTER_HOME`` when set (runs land in its history), else a temporary one."""
-    if os.environ.get("DAGSTER_HOME"):
-        with dg.DagsterInstance.get() as instance:
-            yield instance
-    else:
-        with dg.DagsterInstance.ephemeral() as instance:
-            yield instance
+def dagster_runner(
+    settings: SyncSettings,
+    adm: AdmClientResource | None = None,
+    warehouse: WarehouseResource | None = None,
+    *,
+    verbose: bool = False,
+) -> Iterator[RunTenant]:
+    """Runs of the settings' sync jobs (``adm`` and ``warehouse`` replace their resources) on the instance
+    of ``DAGSTER_HOME``, with Dagster's log at INFO with ``verbose``."""
+    replaced = {name: resource for name, resource in (("adm", adm), ("warehouse", warehouse)) if resource}
+    defs = sync_definitions(settings, replaced)
+    with dg.DagsterInstance.get() as instance:
+        yield partial(run_tenant, defs, instance=instance, verbose=verbose)
 
 
 def run_tenant(
@@ -50,7 +50,7 @@ def run_tenant(
     verbose: bool = False,
 ) -> TenantRun:
     """Run one tenant's sync job (``nightly_sync`` or ``full_refresh``); a failure is reported, not raised."""
-    job = defs.resolve_job_def(FULL_REFRESH_JOB if full_refresh else NIGHTLY_JOB)
+    job = defs.resolve_job_def(job_name(full_refresh))
     result = job.execute_in_process(
         partition_key=tenant_id,
         instance=instance,
@@ -58,9 +58,11 @@ def run_tenant(
         run_config=VERBOSE_LOGS if verbose else QUIET_LOGS,
         raise_on_error=False,
     )
-    return TenantRun(
-        tenant_id, result.run_id, result.success, None if result.success else first_error(result)
+    error = None if result.success else first_error(result)
+    retries = sum(
+        1 for event in result.all_events if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY
     )
+    return TenantRun(tenant_id, result.run_id, result.success, error, tries=1 + retries)
 
 
 def first_error(result: dg.ExecuteInProcessResult) -> str:

@@ -293,8 +293,8 @@ class SyncSettings(BaseSettings):
     )
     max_retries: Annotated[int, Field(ge=0), Accepts("a whole number of retries, 0 or more")] = Field(
         2,
-        description="a Dagster step that failed for a passing reason (5xx, a lost connection, 429s) runs "
-        "again this often (run tag `adm/max_retries`)",
+        description="a sync that failed for a passing reason (5xx, a lost connection, 429s) runs again "
+        "this often, as a Dagster step (run tag `adm/max_retries`) or a CLI run",
     )
     retry_wait_s: Annotated[float, Field(ge=0), Accepts("a number of seconds, 0 or more")] = Field(
         30.0,

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -126,6 +127,21 @@ def stopping_on_signals(stop: RunStop) -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+PAUSE_POLL_S = 0.05
+"""How often a pause looks whether a signal came (a handler cannot end a sleep; this bounds the delay)."""
+
+
+def pause(seconds: float) -> int | None:
+    """Wait ``seconds`` (before a retry) unless SIGTERM or SIGINT comes first, which ends the wait at once
+    (`received_signal` then names it, as after a stopped run); returns that signal, or None."""
+    stop = RunStop()
+    deadline = time.monotonic() + seconds
+    with stopping_on_signals(stop):
+        while stop.signal_number is None and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, PAUSE_POLL_S))
+    return stop.signal_number
 
 
 def run_budget_s(expected_calls: int, rate_per_minute: float) -> float:

@@ -52,26 +52,36 @@ def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None
 
 
 def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[str, Counts]:
-    """Merge one family whose root table was staged; returns counts per table."""
+    """Merge one family whose root table was staged; returns counts per table. A table whose staged rows
+    all equal the current ones is only stamped: its replacement and history statements would change
+    nothing (most tables of a nightly run, each statement costs milliseconds)."""
     root = family.root
-    counts = {root: _diff(ctx, root, _root_scope(ctx, root))}
-    # A root the scope holds but the run did not stage is not replaced (a full refresh marks it deleted).
-    _note_differing(ctx, root, gone=False)
+    root_counts, roots_unequal = _diff(ctx, root, _root_scope(ctx, root))
+    counts = {root: root_counts}
     # Children are replaced only under the staged roots: those of a record that vanished stay as last seen.
     for child in family.children:
         if child.table in staged:
             scope = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
             key = (child.parent_column, child.order_column)
-            counts[child.table] = _diff(ctx, child.table, scope, key)
-            _note_differing(ctx, child.table, gone=True)
-            _replace(ctx, child.table, child.parent_column, scope)
-            _record_item_history(ctx, child)
-    _replace_roots(ctx, root)
+            counts[child.table], unequal = _diff(ctx, child.table, scope, key)
+            if unequal or counts[child.table]["deleted"]:
+                _note_differing(ctx, child.table, gone=True)
+                _replace(ctx, child.table, child.parent_column, scope)
+                _record_item_history(ctx, child)
+            else:
+                _stamp_equal(ctx, child.table, child.parent_column, scope, differing=False)
+    if roots_unequal:
+        # A root the scope holds but the run did not stage is not replaced (a full refresh marks it deleted).
+        _note_differing(ctx, root, gone=False)
+        _replace_roots(ctx, root)
+    else:
+        _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})", differing=False)
     if ctx.full:
         _soft_delete_vanished(ctx, root)
     if ctx.vanished:
         _soft_delete(ctx, root, ctx.vanished)
-    _record_history(ctx, family)
+    if roots_unequal or ctx.full or ctx.vanished:  # no new version without a changed or deleted record
+        _record_history(ctx, family)
     return counts
 
 
@@ -86,7 +96,7 @@ def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
         else f"SELECT {parent_column} FROM stg_{table}"
     )
     scope = f"{parent_column} IN ({parents})"
-    counts = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
+    counts, _ = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE rev_{table} AS "
         f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at, "
@@ -168,8 +178,11 @@ def _root_scope(ctx: MergeContext, root: str) -> str:
     return f"({staged} OR NOT coalesce(is_deleted, FALSE))" if ctx.full else staged
 
 
-def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)) -> Counts:
-    """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope.
+def _diff(
+    ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)
+) -> tuple[Counts, int]:
+    """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope, and
+    how many staged rows are new or differ from their current row in some staged column.
     Keeps the comparison for `_note_differing`: each staged row's parent (``compare[0]``, the root's id)
     in ``compared_<table>``, whether it is new, the same (`_same`) and equal in every staged column, and
     the parents of the scope's rows no staged row replaces in ``gone_<table>``."""
@@ -189,11 +202,11 @@ def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = 
     )
     result = ctx.con.execute(
         f"SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted AND NOT same), "
-        f"count(*) FILTER (WHERE NOT inserted AND same), (SELECT count(*) FROM gone_{table}) "
-        f"FROM compared_{table}"
+        f"count(*) FILTER (WHERE NOT inserted AND same), (SELECT count(*) FROM gone_{table}), "
+        f"count(*) FILTER (WHERE inserted OR NOT equal) FROM compared_{table}"
     ).fetchone()
-    inserted, updated, unchanged, gone = result if result else (0, 0, 0, 0)
-    return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone}
+    inserted, updated, unchanged, gone, unequal = result if result else (0, 0, 0, 0, 0)
+    return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone}, unequal
 
 
 def _staged_columns(table: str) -> str:
@@ -229,12 +242,13 @@ def _note_differing(ctx: MergeContext, table: str, *, gone: bool) -> None:
     )
 
 
-def _stamp_equal(ctx: MergeContext, table: str, parent: str, scope: str) -> None:
+def _stamp_equal(ctx: MergeContext, table: str, parent: str, scope: str, *, differing: bool = True) -> None:
     """Stamp the scope's rows that stay as they are with this run, which saw them: their ``synced_at``
-    and ``run_id`` only (an update of two narrow columns, where replacing rewrote every column)."""
+    and ``run_id`` only (an update of two narrow columns, where replacing rewrote every column). Without
+    ``differing`` (no ``differing_<table>``: every row of the scope stays), the whole scope."""
+    kept = f"AND {parent} NOT IN (SELECT id FROM differing_{table})" if differing else ""
     ctx.con.execute(
-        f"UPDATE {table} SET synced_at = ?, run_id = ? WHERE tenant_id = ? AND {scope} "
-        f"AND {parent} NOT IN (SELECT id FROM differing_{table})",
+        f"UPDATE {table} SET synced_at = ?, run_id = ? WHERE tenant_id = ? AND {scope} {kept}",
         [ctx.now, ctx.run_id, ctx.tenant_id],
     )
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pipelines.hr.csv_input import CsvFile, parse_csv, read_bytes, without_footers
 from pipelines.hr.problems import Problem
-from pipelines.hr.workbook import read_workbook
 
 XLSX_MAGIC = b"PK\x03\x04"
 """How an .xlsx file (a zip archive) starts."""
@@ -34,6 +33,10 @@ def read_upload(path: Path, encoding: str = "utf-8", delimiter: str | None = Non
         message = "an Excel 97-2003 workbook (.xls): save it as .xlsx (Excel Workbook) or as CSV"
         return CsvFile(path, _sha(data), problems=[Problem(str(path), 0, "", "unreadable", message)])
     if data.startswith(XLSX_MAGIC):
+        # openpyxl is loaded for a workbook only: a CSV plan of 50,000 rows must fit in 400 MB, and openpyxl
+        # costs about 25 MB of it.
+        from pipelines.hr.workbook import read_workbook
+
         return without_footers(read_workbook(path, data, _sha(data)))
     return without_footers(parse_csv(path, data, encoding, delimiter))
 

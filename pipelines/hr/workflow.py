@@ -48,6 +48,7 @@ from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.publishing import republish
 from pipelines.settings import SyncSettings
+from pipelines.tenant_runs import tenant_runner
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from warehouse.commit import MEMORY_LIMIT, writing
@@ -112,15 +113,10 @@ class PlanOutcome:
 def refresh(
     settings: SyncSettings, tenant_id: str, adm: AdmClientResource, warehouse: WarehouseResource
 ) -> str:
-    """Run the incremental tenant sync of one tenant (the CLI's, in this process) with the settings' other
-    resources; returns its run id."""
-    # Dagster is loaded by a refresh, not by every `hr` command (it costs seconds).
-    from pipelines.location import sync_definitions
-    from pipelines.runner import cli_instance, run_tenant
-
-    defs = sync_definitions(settings, {"adm": adm, "warehouse": warehouse})
-    with cli_instance() as instance:
-        run = run_tenant(defs, tenant_id, instance)
+    """Run the incremental tenant sync of one tenant (the CLI's, in this process: `pipelines.tenant_runs`)
+    with the settings' other resources; returns its run id."""
+    with tenant_runner(settings, adm, warehouse) as run_tenant:
+        run = run_tenant(tenant_id)
     if not run.success:
         raise RefreshFailedError(f"the extract of tenant {tenant_id} failed: {run.error}")
     return run.run_id
