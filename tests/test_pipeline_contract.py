@@ -5,7 +5,8 @@ as its mode says."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error, run_tenant
 from pipelines.settings import SyncSettings
-from tests.conftest import DEMO_TENANT_ID, SMALL, fresh, set_faults
+from tests.conftest import DEMO_TENANT_ID, SMALL, copy_of, fresh, made_once, set_faults
+from tests.dagster_support import events
 from tests.sync_support import query, settings_for, sync, sync_env
 
 RATE = 0.1
@@ -44,11 +46,58 @@ def state(server: EmulatorServer) -> TenantState:
     return server.emulator.tenants[DEMO_TENANT_ID]
 
 
-@pytest.fixture
-def settings(server: EmulatorServer, migrated: Path) -> SyncSettings:
-    """A tolerant sync allowing the empty id the profile serves among 150 decisions, into a new warehouse (a
-    copy of the migrated template)."""
-    return settings_for(server, migrated, reject_max_share=0.05)
+@dataclass(frozen=True)
+class TolerantRun:
+    """What one Dagster run of the tolerant sync (a full refresh) left: its warehouse, the records the
+    emulator stored, the run's id, and its materializations and check evaluations."""
+
+    settings: SyncSettings
+    state: TenantState
+    run_id: str
+    materializations: list[dg.AssetMaterialization]
+    evaluations: list[dg.AssetCheckEvaluation]
+
+
+def _make_tolerant_run(server: EmulatorServer, template: Path) -> Callable[[Path], None]:
+    """What makes the shared run's folder: a warehouse (``wh.duckdb``), the Dagster instance the run was
+    recorded in (``dagster``) and the run's id (``run_id``)."""
+
+    def make(folder: Path) -> None:
+        for started in fresh(server):
+            set_faults(started, FaultConfig(realism_rate=RATE))
+            settings = settings_for(started, copy_of(template, folder / "wh.duckdb"), reject_max_share=0.05)
+            (folder / "dagster").mkdir()
+            with dg.DagsterInstance.local_temp(str(folder / "dagster")) as instance:
+                run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance, full_refresh=True)
+            assert run.success, run.error
+            (folder / "run_id").write_text(run.run_id)
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def tolerant_run(
+    small_emulator_server: EmulatorServer, template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> TolerantRun:
+    """One tolerant full refresh under Dagster (allowing the empty id the profile serves among 150 decisions)
+    into a new warehouse, made once for the whole test run (`made_once`: the first worker to ask makes it),
+    for the tests of what it stored, counted and reported: each only reads what it left (one run instead
+    of four). The emulator's seed is fixed, so every worker's seeded tenant is the one that was synced."""
+    folder = made_once(tmp_path_factory, "tolerant_run", _make_tolerant_run(small_emulator_server, template))
+    run_id = (folder / "run_id").read_text()
+    with dg.DagsterInstance.local_temp(str(folder / "dagster")) as instance:
+        materializations = [
+            event.step_materialization_data.materialization
+            for event in events(instance, run_id, dg.DagsterEventType.ASSET_MATERIALIZATION)
+        ]
+        evaluations = [
+            event.asset_check_evaluation_data
+            for event in events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        ]
+    for server in fresh(small_emulator_server):
+        settings = settings_for(server, folder / "wh.duckdb", reject_max_share=0.05)
+        state = server.emulator.tenants[DEMO_TENANT_ID]  # a reset later seeds new objects; this one stays
+    return TolerantRun(settings, state, run_id, materializations, evaluations)
 
 
 def deviating(state: TenantState, kind: str, name: str) -> set[str]:
@@ -65,11 +114,8 @@ def deviations(settings: SyncSettings) -> dict[tuple[str, str, str], dict[str, A
     return {(row["list"], row["field"], row["kind"]): row for row in json.loads(found)}
 
 
-def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(
-    settings: SyncSettings, state: TenantState
-) -> None:
-    sync(settings, full_refresh=True)
-
+def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(tolerant_run: TolerantRun) -> None:
+    settings, state = tolerant_run.settings, tolerant_run.state
     empty_ids = deviating(state, "decisions", "id empty")
     assert len(empty_ids) == 1
     loaded = {row[0] for row in query(settings.warehouse, "SELECT id FROM decisions")}
@@ -113,11 +159,8 @@ def test_a_tolerant_run_loads_every_valid_record_and_counts_each_deviation(
     assert query(settings.warehouse, "SELECT manager_id FROM users WHERE id = ?", [top]) == [(None,)]
 
 
-def test_tolerated_values_are_stored_as_null_or_as_the_text_received(
-    settings: SyncSettings, state: TenantState
-) -> None:
-    sync(settings, full_refresh=True)
-
+def test_tolerated_values_are_stored_as_null_or_as_the_text_received(tolerant_run: TolerantRun) -> None:
+    settings, state = tolerant_run.settings, tolerant_run.state
     (unnamed,) = sorted(deviating(state, "decisions", "name null"))[:1]
     (pending,) = sorted(deviating(state, "decisions", "status PENDING_REVIEW"))[:1]
     (suspended,) = sorted(deviating(state, "users", "status SUSPENDED"))[:1]
@@ -137,9 +180,8 @@ def test_tolerated_values_are_stored_as_null_or_as_the_text_received(
     assert '"authorityTypeOrder":"3"' in raw
 
 
-def test_rejected_records_keep_their_evidence(settings: SyncSettings, state: TenantState) -> None:
-    run = sync(settings, full_refresh=True)
-
+def test_rejected_records_keep_their_evidence(tolerant_run: TolerantRun) -> None:
+    settings, state = tolerant_run.settings, tolerant_run.state
     rejected = query(
         settings.warehouse,
         "SELECT run_id, endpoint, page, position, record_id, field, rule, value_received, record "
@@ -148,7 +190,7 @@ def test_rejected_records_keep_their_evidence(settings: SyncSettings, state: Ten
     assert len(rejected) == 1
     for run_id, endpoint, page, position, record_id, field, rule, value, record in rejected:
         assert (run_id, endpoint, record_id, field, rule, value) == (
-            run.run_id,
+            tolerant_run.run_id,
             "E8",
             None,
             "id",
@@ -233,18 +275,11 @@ def test_a_strict_run_fails_naming_endpoint_page_record_field_and_values(
     assert named, failed.error
 
 
-def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(settings: SyncSettings) -> None:
-    with dg.instance_for_test() as instance:
-        run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance, full_refresh=True)
-        assert run.success, run.error
-        records = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
-        events = [record.event_log_entry.dagster_event for record in records.records]
-        checks = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-        evaluations = [record.event_log_entry.dagster_event for record in checks.records]
+def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(tolerant_run: TolerantRun) -> None:
     runs = next(
-        event.step_materialization_data.materialization
-        for event in events
-        if event and event.step_materialization_data.materialization.asset_key == table_key("sync_runs")
+        materialization
+        for materialization in tolerant_run.materializations
+        if materialization.asset_key == table_key("sync_runs")
     )
     assert runs.metadata["records_rejected"].value == 1
     # A first run re-verifies nothing (every revision list is new); the month it projects is metadata too.
@@ -253,11 +288,10 @@ def test_dagster_shows_the_deviations_as_metadata_and_a_warning_check(settings: 
     tolerated = runs.metadata["deviations_tolerated"].value
     assert isinstance(tolerated, list) and {row["kind"] for row in tolerated} >= {"null", "unknown_enum"}
     warning = next(
-        event.asset_check_evaluation_data
-        for event in evaluations
-        if event
-        and event.asset_check_evaluation_data.check_name == "records_conform_to_spec"
-        and event.asset_check_evaluation_data.asset_key == table_key("decisions")
+        evaluation
+        for evaluation in tolerant_run.evaluations
+        if evaluation.check_name == "records_conform_to_spec"
+        and evaluation.asset_key == table_key("decisions")
     )
     assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
     assert warning.description is not None and "deviation(s) tolerated: " in warning.description

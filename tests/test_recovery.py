@@ -30,6 +30,7 @@ from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings
 from resources.errors import AuthenticationError
+from tests.conftest import copy_of
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import T, decision, delegation, tenant, ts, uid, user
@@ -105,13 +106,14 @@ def limited_file_size(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
 
-def test_a_commit_that_fails_on_a_full_disk_is_recorded_failed_and_not_fresh(tmp_path: Path) -> None:
+def test_a_commit_that_fails_on_a_full_disk_is_recorded_failed_and_not_fresh(
+    tmp_path: Path, template: Path
+) -> None:
     # Forty decisions of 10 KB of text each: no staged file reaches the limit, the commit's log does.
     text = string.ascii_letters + string.digits
     rng = random.Random(7)
     decisions = [decision(n, description="".join(rng.choice(text) for _ in range(10_000))) for n in range(40)]
-    warehouse = tmp_path / "warehouse.duckdb"
-    connect(warehouse).close()
+    warehouse = copy_of(template, tmp_path / "warehouse.duckdb")  # migrated: the commit is the subject
     env = {
         "PATH": os.environ["PATH"],
         "ADM_TOKEN": STANDIN_TOKEN,
@@ -185,10 +187,15 @@ def test_a_killed_cli_run_is_marked_killed_with_its_calls_and_its_dagster_run_fa
         killed.send_signal(signal.SIGKILL)
         assert killed.wait(timeout=30) == -signal.SIGKILL
         standin.quirks.latency_s = 0.0
-        again = subprocess.run([str(CLI), "extract"], env=env, cwd=tmp_path, capture_output=True, check=False)
+        # The next run, in this process on the same Dagster instance: what it finds is the subject, not how
+        # it is launched (a second CLI process cost a Dagster start, 4 s of CPU).
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            again = run_tenant(
+                sync_definitions(standin_settings(standin, warehouse)), STANDIN_TENANT_ID, instance
+            )
+            run = instance.get_run_by_id(first := progress.parent.parent.name)
 
-    assert again.returncode == 0, again.stdout + again.stderr
-    first = progress.parent.parent.name
+    assert again.success, again.error
     with duckdb.connect(str(warehouse), read_only=True) as con:
         status, calls, error = con.execute(
             "SELECT status, api_calls_total, error FROM sync_runs WHERE run_id = ?", [first]
@@ -197,9 +204,7 @@ def test_a_killed_cli_run_is_marked_killed_with_its_calls_and_its_dagster_run_fa
     assert status == "killed" and calls > 0, (status, calls)
     assert f"killed: process {killed.pid}" in (error or "")
     assert statuses == [("killed",), ("succeeded",)]
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        run = instance.get_run_by_id(first)
-        assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+    assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
 
 
 def _await(found: Callable[[], Path | None], timeout: float = 90.0) -> Path:
@@ -291,7 +296,9 @@ def counts(path: Path, *tables: str) -> dict[str, int]:
     return {table: row[0] if row else 0 for table, row in found.items()}
 
 
-def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path: Path) -> None:
+def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(
+    tmp_path: Path, template: Path
+) -> None:
     # Before: no upgrade command; the upgraded file stayed in 2.0 storage (slow publishes), 291 of 300 users
     # had no primary group until a full refresh, which then added a version of every record.
     groups = [{"groupId": uid("group", n), "groupName": f"G{n}"} for n in (3, 1, 2)]
@@ -300,7 +307,8 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path
         return [{**group, "id": f"m{n}-{at}"} for at, group in enumerate(groups[n % 3 :])]
 
     served = tenant(users=[user(n, userGroups=memberships(n)) for n in range(1, 8)], decisions=[decision(1)])
-    current, old = tmp_path / "current.duckdb", tmp_path / "old" / "warehouse.duckdb"
+    current = copy_of(template, tmp_path / "current.duckdb")  # a current warehouse: not the subject
+    old = tmp_path / "old" / "warehouse.duckdb"
     old.parent.mkdir()
     with StandIn(served) as standin:
         sync_standin(standin, current)
@@ -326,7 +334,7 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(tmp_path
     assert again.record.row_counts["users"]["updated"] == 0
 
 
-def test_after_an_upgrade_the_next_sync_reports_no_child_row_changed(tmp_path: Path) -> None:
+def test_after_an_upgrade_the_next_sync_reports_no_child_row_changed(tmp_path: Path, template: Path) -> None:
     # Before: migration 0013 numbered each user's roles by id order, the service lists them otherwise, and the
     # first sync after the upgrade reported every reordered role "updated" with nothing changed.
     def roles(n: int) -> list[dict[str, object]]:  # listed in the reverse of their ids' order
@@ -346,7 +354,8 @@ def test_after_an_upgrade_the_next_sync_reports_no_child_row_changed(tmp_path: P
         ]
 
     served = tenant(users=[user(n, userRoles=roles(n)) for n in range(1, 6)])
-    current, old = tmp_path / "current.duckdb", tmp_path / "old" / "warehouse.duckdb"
+    current = copy_of(template, tmp_path / "current.duckdb")  # a current warehouse: not the subject
+    old = tmp_path / "old" / "warehouse.duckdb"
     old.parent.mkdir()
     with StandIn(served) as standin:
         sync_standin(standin, current)
@@ -399,15 +408,8 @@ def test_a_dagster_step_failed_by_an_outage_runs_again_and_reuses_what_it_fetche
     # Before: at 30% injected 5xx a run failed about 78% of the time and nothing retried it.
     served = tenant(delegations=[delegation(n) for n in range(30)])
     with StandIn(served, Quirks(outage=(20, 5))) as standin:  # E11 number 21 fails all 5 tries
-        settings = SyncSettings(
-            base_url=standin.base_url,
-            token=STANDIN_TOKEN,
-            tenants=[STANDIN_TENANT_ID],
-            warehouse=tmp_path / "warehouse.duckdb",
-            rate_per_minute=60_000,
-            concurrency=1,
-            max_retries=2,
-            retry_wait_s=0.1,
+        settings = standin_settings(
+            standin, tmp_path / "warehouse.duckdb", concurrency=1, max_retries=2, retry_wait_s=0.1
         )
         with dg.instance_for_test() as instance:
             run = run_tenant(sync_definitions(settings), STANDIN_TENANT_ID, instance)
@@ -417,6 +419,18 @@ def test_a_dagster_step_failed_by_an_outage_runs_again_and_reuses_what_it_fetche
     assert standin.requests["revisions of delegations"] == 30
     statuses = rows_of_all(tmp_path / "warehouse.duckdb", "SELECT run_id, status FROM sync_runs ORDER BY 1")
     assert statuses == [(run.run_id, "failed"), (f"{run.run_id}.1", "succeeded")]
+
+
+def standin_settings(standin: StandIn, warehouse: Path, **changes: Any) -> SyncSettings:
+    """Settings of a sync of the stand-in's tenant into ``warehouse`` at no rate limit, ``changes`` on top."""
+    return SyncSettings(
+        base_url=standin.base_url,
+        token=STANDIN_TOKEN,
+        tenants=[STANDIN_TENANT_ID],
+        warehouse=warehouse,
+        rate_per_minute=60_000,
+        **changes,
+    )
 
 
 def rows_of_all(path: Path, sql: str) -> list[tuple[Any, ...]]:

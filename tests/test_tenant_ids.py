@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -16,9 +17,16 @@ from pipelines.cli import app
 from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.sync_support import settings_for, sync_env
 from warehouse.staging import clean_leftovers
+
+
+@pytest.fixture
+def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
+    """The small session emulator, fresh: these tests are about which tenant a run may name, not volume
+    (a full extract of the default-scale tenant took 30 s)."""
+    yield from fresh(small_emulator_server)
 
 
 @pytest.mark.parametrize("tenant", ["../../etc", "*", "..", "not-a-tenant"])
@@ -34,15 +42,15 @@ def test_the_cli_refuses_a_tenant_that_is_not_configured_in_one_line(
     assert not (tmp_path / "wh.duckdb").exists()
 
 
-def test_a_configured_tenant_may_be_named_in_any_case(server: EmulatorServer, tmp_path: Path) -> None:
-    env = sync_env(server, tmp_path / "wh.duckdb")
+def test_a_configured_tenant_may_be_named_in_any_case(server: EmulatorServer, migrated: Path) -> None:
+    env = sync_env(server, migrated)
     result = CliRunner().invoke(app, ["extract", "--tenant", DEMO_TENANT_ID.upper()], env=env)
     assert result.exit_code == 0, result.output
 
 
-def test_a_tenant_named_in_adm_tenants_is_known_by_its_name(server: EmulatorServer, tmp_path: Path) -> None:
+def test_a_tenant_named_in_adm_tenants_is_known_by_its_name(server: EmulatorServer, migrated: Path) -> None:
     # Before: tenants appeared only as UUIDs, and the warehouse's labels had to be set by hand.
-    warehouse = tmp_path / "wh.duckdb"
+    warehouse = migrated  # a copy of the migrated template: creating a warehouse is not the subject
     env = sync_env(server, warehouse, ADM_TENANTS=f"Acme Corp={DEMO_TENANT_ID},{OTHER_TENANT_ID}")
     result = CliRunner().invoke(app, ["extract", "--tenant", "acme corp"], env=env)
 
