@@ -16,7 +16,7 @@ from pipelines.assets import MODE_TAG
 from pipelines.tenant_runs import FULL_REFRESH_JOB, NIGHTLY_JOB
 from pipelines.tenant_tags import tenant_tags
 
-__all__ = ["FULL_REFRESH_JOB", "NIGHTLY_JOB", "STEP_EXECUTOR", "sync_jobs", "sync_schedules"]
+__all__ = ["STEP_EXECUTOR", "sync_jobs", "sync_schedules"]
 
 STEP_EXECUTOR = dg.multiprocess_executor.configured(
     {"start_method": {"forkserver": {}}}, name="multiprocess_forkserver"

@@ -22,7 +22,7 @@ from dagster._core.remote_representation.code_location import is_implicit_asset_
 from dagster._core.remote_representation.external_data import PartitionTagsSnap
 from dagster._core.storage.tags import PARTITION_NAME_TAG, SYSTEM_TAG_PREFIX
 
-from pipelines.jobs import NIGHTLY_JOB
+from pipelines.tenant_runs import NIGHTLY_JOB
 
 
 class TenantRunCoordinator(dg.QueuedRunCoordinator):

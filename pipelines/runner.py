@@ -17,7 +17,7 @@ from pipelines.settings import SyncSettings
 from pipelines.tenant_runs import RunTenant, TenantRun, job_name
 from pipelines.warehouse_resource import WarehouseResource
 
-__all__ = ["QUIET_LOGS", "VERBOSE_LOGS", "TenantRun", "dagster_runner", "first_error", "run_tenant"]
+__all__ = ["QUIET_LOGS", "VERBOSE_LOGS", "dagster_runner", "first_error", "run_tenant"]
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 """Dagster's console logger says nothing: the CLI prints its own summary and one line per failure."""

@@ -16,9 +16,9 @@ from emulator.faults import FaultConfig
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from pipelines.definitions import code_location
-from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.settings import SyncSettings, load_settings
+from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import set_faults
 from tests.sync_support import ROOT, query, sync, sync_env
 

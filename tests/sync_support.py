@@ -18,9 +18,10 @@ from pipelines.bindings import resources
 from pipelines.clients import AdmClientResource
 from pipelines.demo import demo_settings
 from pipelines.location import sync_definitions
-from pipelines.runner import TenantRun, run_tenant
+from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, tenant_variable_suffix
 from pipelines.sync import SyncOutcome, SyncRequest, SyncServices, sync_tenant
+from pipelines.tenant_runs import TenantRun
 from resources.ratelimit import clear_buckets
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
 from tests.standin import StandIn

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from emulator.server import EmulatorServer
 from pipelines.analytics import NoPublishedCopyError, connect
 from pipelines.cli import app
-from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
+from pipelines.tenant_runs import TenantRun
 from tests.conftest import DEMO_TENANT_ID, copy_of
 from tests.sync_support import ROOT, only_run, query, settings_for, sync
 from warehouse import dictionary

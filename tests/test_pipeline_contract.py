@@ -20,10 +20,10 @@ from emulator.server import EmulatorServer
 from emulator.state import TenantState
 from pipelines.assets import WARN_ONLY_CHECKS_TAG, table_key
 from pipelines.cli import app
-from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error, run_tenant
 from pipelines.settings import SyncSettings
+from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import DEMO_TENANT_ID, SMALL, copy_of, fresh, made_once, set_faults
 from tests.dagster_support import events
 from tests.sync_support import query, settings_for, sync, sync_env

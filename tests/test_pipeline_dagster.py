@@ -26,10 +26,10 @@ from emulator.service import Emulator
 from pipelines.assets import ALLOW_OVER_QUOTA_TAG, TABLES, table_key
 from pipelines.cli import app
 from pipelines.freshness import FRESHNESS_JOB, FRESHNESS_KEY, check_names
-from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import QUIET_LOGS, first_error, run_tenant
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
+from pipelines.tenant_runs import NIGHTLY_JOB
 from pipelines.tenant_tags import TENANT_TAG
 from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults

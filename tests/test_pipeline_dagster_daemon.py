@@ -28,7 +28,7 @@ from dagster._scheduler.scheduler import launch_scheduled_runs
 from emulator.server import EmulatorServer
 from pipelines.assets import table_key
 from pipelines.hr.mapping import SAMPLES
-from pipelines.jobs import NIGHTLY_JOB
+from pipelines.tenant_runs import NIGHTLY_JOB
 from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from tests.dagster_support import new_dagster_home

@@ -24,8 +24,8 @@ from emulator.service import Emulator
 from emulator.state import TenantState
 from models.base import format_timestamp
 from pipelines.extract import DEFAULT_OVERLAP
-from pipelines.runner import TenantRun
 from pipelines.settings import SyncSettings
+from pipelines.tenant_runs import TenantRun
 from resources.catalog import PAGED_LISTS
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, fresh, set_faults
 from tests.sync_support import query, settings_for

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from emulator.server import EmulatorServer
 from pipelines.cli import app
-from pipelines.jobs import NIGHTLY_JOB
 from pipelines.location import sync_definitions
 from pipelines.runner import first_error
+from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
 from tests.sync_support import settings_for, sync_env
 from warehouse.staging import clean_leftovers

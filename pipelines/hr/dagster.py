@@ -66,8 +66,8 @@ from pipelines.hr.workflow import (
     plans_due,
     stored_plan,
 )
-from pipelines.jobs import NIGHTLY_JOB
 from pipelines.settings import NO_TENANT, SettingsError, configured_tenant
+from pipelines.tenant_runs import NIGHTLY_JOB
 from pipelines.tenant_tags import TENANT_TAG, tenant_tags
 from pipelines.warehouse_resource import WarehouseResource
 from warehouse.hr_store import AllowancesFinalError, PlanNotFoundError, StoredPlan
