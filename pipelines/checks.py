@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from pipelines.extract import TenantExtract
 from warehouse.catalog import LISTS
 from warehouse.reads import CheckEvidence
+
+# pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
+# then do without their 15 MB.
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,8 @@ _NUMERIC_LIMITS = ("Currency", "Number", "Days", "Months", "Years", "Percentage"
 def limits_parse(extract: TenantExtract) -> CheckOutcome:
     """Staged authority limits of a numeric type whose value is not a number we can read (a warning: the
     row is kept with ``limit_number`` null)."""
+    import pyarrow.parquet as pq
+
     path = extract.staging / "decision_authorities.parquet"
     rows = (
         pq.read_table(path, columns=["value_type", "limit_value", "limit_number", "is_unlimited"]).to_pylist()
@@ -322,6 +324,8 @@ def _warning(outcome: CheckOutcome) -> CheckOutcome:
 
 def staged_values(path: Path, column: str) -> set[str]:
     """Distinct non-null values of one column of a staged table (empty if the table was not staged)."""
+    import pyarrow.parquet as pq
+
     if not path.exists():
         return set()
     values = pq.read_table(path, columns=[column]).column(column).to_pylist()
@@ -330,6 +334,9 @@ def staged_values(path: Path, column: str) -> set[str]:
 
 def _duplicates(path: Path) -> list[str]:
     """Ids staged more than once (Arrow counts them: no database needed for one column)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     if not path.exists():
         return []
     counts = pc.value_counts(pq.read_table(path, columns=["id"]).column("id"))

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 
 from models.errors import AuthoritySyncError
 from resources.waits import SharedWait
@@ -55,6 +54,8 @@ from warehouse.runs import (
 )
 from warehouse.staging import staged_tables
 
+# pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
+# then do without their 15 MB.
 logger = logging.getLogger(__name__)
 
 MEMORY_LIMIT = "128MB"
@@ -198,6 +199,8 @@ def commit_run(
 
 def verify_staging(staged: StagedRun) -> None:
     """Every table the extract reported is staged with exactly its rows, and nothing else is staged."""
+    import pyarrow.parquet as pq
+
     found = staged_tables(staged.staging)
     if set(found) != set(staged.tables):
         raise StagingMismatchError(

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+# pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
+# then do without their 15 MB.
 MANIFEST = "manifest.json"
 """The file, in the Parquet folder, that names the current publish's folder and files."""
 
@@ -51,6 +52,8 @@ def write_folder(
 
 
 def _write_file(con: duckdb.DuckDBPyConnection, source: str, schema: str, name: str, path: Path) -> None:
+    import pyarrow.parquet as pq
+
     described = _described(
         con, source, schema, name
     )  # before the rows: a connection reads one result at a time

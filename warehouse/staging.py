@@ -17,16 +17,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from models.base import is_uuid
 from models.errors import AuthoritySyncError
 from warehouse.rows import Row, TableRows
 from warehouse.runs import Progress
 from warehouse.schema import staging_schema
+
+# pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
+# then do without their 15 MB.
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 BATCH_ROWS = 2_000
 """Rows buffered per table before they are written as one Arrow batch (bounds memory)."""
@@ -95,6 +99,9 @@ class StagingWriter:
         path = self.directory / f"{table}.parquet"
         aside = path.with_name(f".{table}.old.parquet")
         path.replace(aside)
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
         writer = pq.ParquetWriter(path, staging_schema(table))
         self._writers[table] = writer
         for batch in pq.ParquetFile(aside).iter_batches(BATCH_ROWS):
@@ -105,6 +112,8 @@ class StagingWriter:
         aside.unlink()
 
     def _flush(self, table: str) -> None:
+        import pyarrow.parquet as pq
+
         schema = staging_schema(table)
         try:
             writer = self._writers.get(table)
