@@ -389,6 +389,29 @@ def test_plan_tells_a_person_waiting_each_step_it_finished(
     assert -1 not in places and places == sorted(places), output
 
 
+UNUSED_BY_PLANNING = ("pandas", "pyarrow.compute", "pyarrow.parquet", "dagster")
+"""Modules `hr plan` never uses: each costs megabytes of the 400 MB a 50,000-row plan may take."""
+
+
+def test_a_plan_loads_no_module_it_does_not_use(service_env: Path, hr_store: WarehouseResource) -> None:
+    # Before: pyarrow.compute and .parquet came with the settings (15 MB), pandas with the users snapshot
+    # and the stored plan (Arrow arrays built from Python values import it: 33 MB).
+    probe = (
+        "import sys\n"
+        "from pipelines.cli import app\n"
+        "try:\n"
+        "    app()\n"
+        "finally:\n"
+        f"    print('loaded:', *[name for name in {UNUSED_BY_PLANNING!r} if name in sys.modules])\n"
+    )
+    arguments = ["hr", "plan", *DEMO, "--warehouse", str(hr_store.file)]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *arguments], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "loaded:", done.stdout
+
+
 CLI = Path(sys.executable).with_name("authority-sync")
 
 
