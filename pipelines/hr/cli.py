@@ -42,6 +42,7 @@ from pipelines.hr.report import (
     print_plans,
     print_problems,
     print_stored_plan,
+    print_unsettled,
 )
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.snapshot import StaleWarehouseError
@@ -228,6 +229,9 @@ def apply_command(
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(1) from None
     print_apply(console, report)
+    if report.status == PlanStatus.INCOMPLETE:
+        with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
+            print_unsettled(console, report, journal_entries(con, plan_id))
     if refresh_after:
         _refresh(console, stored.tenant_id, settings)
     raise typer.Exit(0 if set(report.outcomes) <= SETTLED else 1)
