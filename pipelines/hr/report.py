@@ -17,9 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from models.hr.plan import Change, Plan
-from models.hr.status import PENDING
 from models.hr.thresholds import ThresholdCheck
-from pipelines.hr.apply import ApplyReport, written_so_far
+from pipelines.hr.apply import UNFINISHED, ApplyReport, written_so_far
 from pipelines.hr.problems import Problem
 from warehouse.hr_store import Allowance, JournalEntry, PendingChange, StoredPlan
 
@@ -131,10 +130,10 @@ def print_apply(console: Console, report: ApplyReport) -> None:
 
 
 def print_unsettled(console: Console, report: ApplyReport, entries: Iterable[JournalEntry]) -> None:
-    """After an incomplete apply: each entity left unwritten with what the service answered its writes
-    (status and message, as journaled), then what was written and how to resume."""
+    """After an incomplete apply: each entity left unwritten (or refused: ``failed``) with what the service
+    answered its writes, as journaled, then what was written and how to resume."""
     for entry in entries:
-        if entry.status in PENDING:
+        if entry.status in UNFINISHED:
             answer = entry.message or "no answer recorded"
             console.print(f"  {escape(entry.entity.hr_key)} ({entry.status}): {escape(answer)}")
     console.print(escape(written_so_far(report.outcomes, report.plan_id)))
