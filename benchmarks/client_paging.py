@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmarks.harness import EmulatorProcess, EmulatorSpec
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
-from models import DecisionQuery, DelegationQuery
+from models.queries import DecisionQuery, DelegationQuery
 from resources import AdmClient, ClientSettings
 
 DECISIONS = 10_000

@@ -12,7 +12,9 @@ from emulator.faults import FaultConfig
 from emulator.scale import Scale
 from emulator.server import EmulatorServer
 from emulator.service import EmulatorOptions
-from models import DecisionQuery, UpdateGroup, UpdateUserEntities
+from models.groups import UpdateGroup
+from models.queries import DecisionQuery
+from models.users import UpdateUserEntities
 from pipelines.clients import AdmClientResource
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
 from resources import AdmClient, AuthenticationError, ClientSettings, ServiceError

@@ -10,7 +10,9 @@ import pytest
 from pydantic import ValidationError as SettingsError
 
 from emulator.server import EmulatorServer
-from models import DecisionQuery, ErrorBody, ReportOperation, UpdateReportStatuses
+from models.base import ErrorBody
+from models.queries import DecisionQuery
+from models.reports import ReportOperation, UpdateReportStatuses
 from resources import (
     AdmClient,
     ClientSettings,

@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
-from models import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, Page, SortOrder, UserQuery
+from models.base import Page
+from models.queries import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, SortOrder, UserQuery
 from resources import AdmClient, NotFoundError, PageStream, PagingDriftError
 from resources.concurrency import Feed, bounded_map
 from tests.conftest import DEMO_TENANT_ID, set_faults

@@ -12,7 +12,8 @@ import pytest
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
-from models import DecisionQuery, UpdateGroup
+from models.groups import UpdateGroup
+from models.queries import DecisionQuery
 from resources import (
     AdmClient,
     APIConnectionError,
