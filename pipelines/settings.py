@@ -46,7 +46,7 @@ from resources.settings import (
 from resources.tls import CaBundle
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
-from warehouse.publish import (
+from warehouse.publish_target import (
     DEFAULT_STORAGE_VERSION,
     PublishTarget,
     same_file_problem,

@@ -19,7 +19,8 @@ from models.notifications import NotificationStatus, ToggleNotificationStatus
 from models.queries import DecisionField, DecisionQuery, GroupQuery, RevisionQuery, SortOrder, UserQuery
 from models.reports import ReportOperation, ReportStatus, UpdateReportStatuses
 from models.users import UpdateUserEntities
-from resources import AdmClient, NotFoundError, PermissionDeniedError, ValidationError
+from resources.client import AdmClient
+from resources.errors import NotFoundError, PermissionDeniedError, ValidationError
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 
 

@@ -14,7 +14,7 @@ import pytest
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from models.queries import DecisionQuery
-from resources import AdmClient
+from resources.client import AdmClient
 from resources.ratelimit import (
     JITTER_ALLOWANCE_S,
     RECOVERY_STEP,

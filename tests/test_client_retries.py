@@ -14,8 +14,8 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from models.groups import UpdateGroup
 from models.queries import DecisionQuery
-from resources import (
-    AdmClient,
+from resources.client import AdmClient
+from resources.errors import (
     APIConnectionError,
     ResponseFormatError,
     ServerError,
