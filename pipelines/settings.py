@@ -28,7 +28,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from models.base import UUID_PATTERN, is_uuid
 from models.errors import AuthoritySyncError
 from pipelines.check_names import parse_check_names
-from resources.contract import ContractMode, parse_modes
+from resources.contract_modes import ContractMode, parse_modes
 from resources.settings import (
     DEFAULT_CONCURRENCY,
     MONTHLY_QUOTAS,
