@@ -13,14 +13,15 @@ from signal import Signals
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
 from pipelines.demo_defaults import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT
 from pipelines.formats import OutputFormat
-from pipelines.hr.cli import hr_app
+from pipelines.hr.cli import hr_app, show_demo_plan
+from warehouse.files import keep_private
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from pipelines.settings import SyncSettings
     from pipelines.tenant_runs import TenantRun
 
@@ -42,8 +43,6 @@ def main(
     ] = False,
 ) -> None:
     """Nightly extract, HR reverse sync and a local service emulator. Secrets are never printed."""
-    from warehouse.files import keep_private
-
     keep_private()
     # Without --verbose a run says what happened in its summary and one line per failure; the log of
     # every retry and Dagster's own output (its failures come with stack traces) are for --verbose.
@@ -123,8 +122,6 @@ def extract(
     """Run the tenant sync in-process: with DAGSTER_HOME set, as the Dagster jobs, in that instance's
     history; without it, the same sync without Dagster (no instance would keep the run). With no
     ADM_BASE_URL or ADM_ENVIRONMENT it refuses (try `authority-sync demo`)."""
-    from rich.console import Console
-    from rich.markup import escape
 
     from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
     from pipelines.console import run_summary
@@ -182,7 +179,6 @@ def sync_tenants(
 ) -> list[TenantRun]:
     """Run each tenant's sync in turn, with a spinner (and Dagster's log with ``verbose``, when it runs as a
     Dagster job: `pipelines.tenant_runs`)."""
-    from rich.markup import escape
 
     from pipelines.stopping import received_signal
     from pipelines.tenant_runs import tenant_runner
@@ -233,12 +229,10 @@ def demo(
     """The product in one go on an embedded emulator: a first (full) sync, a change of about 1% of the
     records, an incremental sync, example analyst queries, then a dry-run HR plan."""
     import httpx
-    from rich.console import Console
 
     from pipelines.cli_support import settings_or_exit
     from pipelines.console import query_results, run_summary
     from pipelines.demo import DEMO_CHANGES, demo_settings, embedded_emulator  # loads the emulator
-    from pipelines.hr.cli import show_demo_plan
     from pipelines.warehouse_resource import WarehouseResource
     from warehouse.examples import EXAMPLES
     from warehouse.publish import for_readers
@@ -308,8 +302,6 @@ def budget(
     """Project each tenant's API calls and wall time a month under the configured schedules
     (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON) on each plan, from its sizes in the warehouse; warn when the
     configured plan's month would pass ADM_QUOTA_MAX_SHARE of its quota. Calls no service."""
-    from rich.console import Console
-    from rich.markup import escape
 
     from pipelines.budget import BudgetTerms, project_month
     from pipelines.cli_support import settings_or_exit, tenants_or_exit
