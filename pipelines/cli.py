@@ -46,9 +46,12 @@ def main(
     keep_private()
     # Without --verbose a run says what happened in its summary and one line per failure; the log of
     # every retry and Dagster's own output (its failures come with stack traces) are for --verbose.
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
-    )
+    # The level is the handler's too: an instance's dagster.yaml (python_logs) raises the project's loggers
+    # to INFO, which the root logger's level alone would let through.
+    level = logging.INFO if verbose else logging.ERROR
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", handlers=[handler])
     ctx.obj = verbose
 
 

@@ -173,11 +173,12 @@ def apply_command(
     from pipelines.clients import AdmClientResource
     from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError
     from pipelines.hr.policy import HrPolicyResource
-    from pipelines.hr.report import print_apply
+    from pipelines.hr.report import print_apply, print_unsettled
     from pipelines.hr.workflow import FourEyesError, apply_stored
     from pipelines.stopping import RunInterruptedError, exit_at_once
     from pipelines.warehouse_resource import WarehouseResource
     from resources.errors import ServiceError
+    from warehouse.hr_store import journal_entries
     from warehouse.locks import LockBusyError
 
     console = hr_console()
@@ -204,6 +205,9 @@ def apply_command(
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(1) from None
     print_apply(console, report)
+    if report.status == PlanStatus.INCOMPLETE:
+        with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
+            print_unsettled(console, report, journal_entries(con, plan_id))
     if refresh_after:
         _refresh(console, stored.tenant_id, settings)
     raise typer.Exit(0 if set(report.outcomes) <= SETTLED else 1)
