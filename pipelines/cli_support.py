@@ -13,7 +13,7 @@ import typer
 
 from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, load_settings
 from pipelines.tenant_runs import dagster_home_problem
-from warehouse.publish import same_file_problem
+from warehouse.publish_target import same_file_problem
 from warehouse.reads import warehouse_problem
 
 

@@ -55,7 +55,8 @@ from pipelines.stopping import (
 )
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.contract import RecordContract, parse_modes
+from resources.contract import RecordContract
+from resources.contract_modes import parse_modes
 from resources.errors import StoppedError
 from resources.metrics import MetricsSnapshot
 from resources.waits import ended_by

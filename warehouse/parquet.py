@@ -24,8 +24,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-MANIFEST = "manifest.json"
-"""The file, in the Parquet folder, that names the current publish's folder and files."""
+from warehouse.publish_target import MANIFEST
 
 BATCH_ROWS = 100_000
 """Rows read from DuckDB and written at a time: a table of any size is written in bounded memory."""
