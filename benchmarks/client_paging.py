@@ -28,8 +28,9 @@ from pathlib import Path
 
 from benchmarks.harness import EmulatorProcess, EmulatorSpec
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
-from models import DecisionQuery, DelegationQuery
-from resources import AdmClient, ClientSettings
+from models.queries import DecisionQuery, DelegationQuery
+from resources.client import AdmClient
+from resources.settings import ClientSettings
 
 DECISIONS = 10_000
 PAGE_SIZE = 100

@@ -28,7 +28,7 @@ import duckdb
 
 from warehouse.catalog import FAMILIES
 from warehouse.commit import StagedRun, commit_run
-from warehouse.publish import PublishTarget
+from warehouse.publish_target import PublishTarget
 from warehouse.runs import RunRecord
 from warehouse.schema import staging_schema
 

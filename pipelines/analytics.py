@@ -15,7 +15,6 @@ import json
 from collections.abc import Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
-from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,20 +22,13 @@ import duckdb
 
 from models.errors import AuthoritySyncError
 from pipelines.csv_cells import Inert, write_table
+from pipelines.formats import OutputFormat
 from pipelines.settings import load_settings
 from warehouse.reads import open_for_reader
 
 
 class NoPublishedCopyError(AuthoritySyncError, FileNotFoundError):
     """There is no published copy to read yet."""
-
-
-class OutputFormat(StrEnum):
-    """How ``authority-sync sql`` writes a query's rows."""
-
-    TABLE = "table"
-    CSV = "csv"
-    JSON = "json"
 
 
 def copy_path() -> Path:

@@ -23,7 +23,8 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.checks import BLOCKING_CHECKS, CONFORMITY_CHECK, LIMITS_CHECK, CheckOutcome, parse_check_names
+from pipelines.check_names import CONFORMITY_CHECK, LIMITS_CHECK, parse_check_names
+from pipelines.checks import BLOCKING_CHECKS, CheckOutcome
 from pipelines.clients import AdmClientResource
 from pipelines.failures import FINAL, attempt_run_id, headline, is_transient, retry_note, retry_wait_s
 from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, configured_tenant

@@ -19,6 +19,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pipelines.check_names import (
+    CONFORMITY_CHECK,
+    DOCUMENTS_CHECK,
+    IDS_UNIQUE_CHECK,
+    LIMITS_CHECK,
+    LIST_CHECKS,
+    MANAGERS_CHECK,
+    REJECTED_CHECK,
+    ROW_COUNT_CHECK,
+    TENANT_CHECKS,
+)
 from pipelines.extract import TenantExtract
 from warehouse.catalog import LISTS
 from warehouse.reads import CheckEvidence
@@ -47,8 +58,6 @@ class CheckOutcome:
             "description": self.description,
         }
 
-
-ROW_COUNT_CHECK = "row_count_matches_service_total"
 
 Check = Callable[[TenantExtract, CheckEvidence], CheckOutcome]
 """A check: the staged extract, and what the committed warehouse holds already that it compares with."""
@@ -122,7 +131,7 @@ def rejected_within_threshold(entity: str) -> Check:
         )
         return CheckOutcome(
             entity,
-            "rejected_within_threshold",
+            REJECTED_CHECK,
             len(rejections) <= allowed,
             description,
             {"rejected": len(rejections), "allowed": allowed},
@@ -152,8 +161,6 @@ def conformity(extract: TenantExtract) -> list[CheckOutcome]:
     return outcomes
 
 
-CONFORMITY_CHECK = "records_conform_to_spec"
-LIMITS_CHECK = "limit_values_parse"
 _NUMERIC_LIMITS = ("Currency", "Number", "Days", "Months", "Years", "Percentage")
 """Authority value types whose limit should be a number (``Authorized`` has none)."""
 
@@ -196,7 +203,7 @@ def ids_unique(entity: str) -> Check:
             f": {', '.join(duplicates[:5])}" if duplicates else ""
         )
         return CheckOutcome(
-            entity, "ids_unique", not duplicates, description, {"duplicate_ids": duplicates[:20]}
+            entity, IDS_UNIQUE_CHECK, not duplicates, description, {"duplicate_ids": duplicates[:20]}
         )
 
     return check
@@ -223,7 +230,7 @@ def managers_resolve(extract: TenantExtract, committed: CheckEvidence) -> CheckO
     missing = sorted(staged_values(staged, "manager_id") - known)
     return CheckOutcome(
         "users",
-        "manager_ids_resolve",
+        MANAGERS_CHECK,
         not missing,
         f"{len(missing)} manager id(s) resolve to no user" + _named(missing),
         {"unresolved_manager_ids": missing[:20]},
@@ -245,7 +252,7 @@ def documents_have_revisions(extract: TenantExtract, committed: CheckEvidence) -
     missing = sorted(cited - checked)
     return CheckOutcome(
         "document_revisions",
-        "documents_have_revisions",
+        DOCUMENTS_CHECK,
         not missing,
         f"{len(missing)} document(s) of staged decisions without a revision check" + _named(missing),
         {"documents_without_revisions": missing[:20]},
@@ -257,41 +264,28 @@ def _named(ids: list[str]) -> str:
     return f": {', '.join(ids[:5])}" + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else ""
 
 
-def _list_checks(entity: str) -> list[CheckSpec]:
-    return [
-        CheckSpec(
-            entity,
-            ROW_COUNT_CHECK,
-            "Records staged equal the total the service reported (a warning when read to the list's end).",
-            row_count_matches_total(entity),
-        ),
-        CheckSpec(entity, "ids_unique", "No id is staged twice.", ids_unique(entity)),
-        CheckSpec(
-            entity,
-            "rejected_within_threshold",
-            "Records the schema contract rejected stay within ADM_REJECT_MAX_COUNT and ADM_REJECT_MAX_SHARE.",
-            rejected_within_threshold(entity),
-        ),
-    ]
-
+_LIST_JUDGES: dict[str, Callable[[str], Check]] = {
+    ROW_COUNT_CHECK: row_count_matches_total,
+    IDS_UNIQUE_CHECK: ids_unique,
+    REJECTED_CHECK: rejected_within_threshold,
+}
+_TENANT_JUDGES: dict[str, Check] = {
+    MANAGERS_CHECK: managers_resolve,
+    DOCUMENTS_CHECK: documents_have_revisions,
+}
 
 BLOCKING_CHECKS: list[CheckSpec] = [
-    *(spec for entity in LISTS for spec in _list_checks(entity)),
-    CheckSpec(
-        "users", "manager_ids_resolve", "Every manager id is a known user (a warning).", managers_resolve
+    *(
+        CheckSpec(entity, name, description, _LIST_JUDGES[name](entity))
+        for entity in LISTS
+        for name, description in LIST_CHECKS.items()
     ),
-    CheckSpec(
-        "document_revisions",
-        "documents_have_revisions",
-        "Every document of a staged decision has its revision list checked (a warning).",
-        documents_have_revisions,
+    *(
+        CheckSpec(table, name, description, _TENANT_JUDGES[name])
+        for name, (table, description) in TENANT_CHECKS.items()
     ),
 ]
 """Every blocking check of a tenant sync, in the order they run."""
-
-
-BLOCKING_CHECK_NAMES = frozenset(spec.name for spec in BLOCKING_CHECKS)
-"""The names ``ADM_WARN_ONLY_CHECKS`` and the run tag ``adm/warn_only_checks`` accept."""
 
 
 def run_checks(
@@ -300,16 +294,6 @@ def run_checks(
     """Every blocking check's outcome; those named in ``warn_only`` only warn."""
     outcomes = [spec.run(extract, committed) for spec in BLOCKING_CHECKS]
     return [_warning(outcome) if outcome.name in warn_only else outcome for outcome in outcomes]
-
-
-def parse_check_names(text: str) -> frozenset[str]:
-    """Comma-separated names of blocking checks; raises ValueError naming any that is not one."""
-    names = frozenset(name.strip() for name in text.split(",") if name.strip())
-    unknown = sorted(names - BLOCKING_CHECK_NAMES)
-    if unknown:
-        known = ", ".join(sorted(BLOCKING_CHECK_NAMES))
-        raise ValueError(f"not a blocking check: {', '.join(unknown)} (the blocking checks: {known})")
-    return names
 
 
 def _warning(outcome: CheckOutcome) -> CheckOutcome:

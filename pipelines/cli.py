@@ -1,37 +1,29 @@
-"""The ``authority-sync`` command line."""
+"""The ``authority-sync`` command line.
+
+The module holds the commands' signatures only: each command imports what it runs (the sync, Dagster, the
+HTTP client, DuckDB, the HR workflow) in its body, so ``--help`` and ``sql`` pay for nothing else
+(tests/test_cli_imports.py). Option types and defaults come from light modules: typer reads the signatures
+when the command line is built."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 from signal import Signals
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from pipelines.analytics import NoPublishedCopyError, OutputFormat, connect, write_rows
-from pipelines.budget import BudgetTerms, project_month
-from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
-from pipelines.console import budget_table, query_results, run_summary
+from pipelines.demo_defaults import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT
+from pipelines.formats import OutputFormat
 from pipelines.hr.cli import hr_app, show_demo_plan
-from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, NO_TENANT, SyncSettings
-from pipelines.stopping import exit_at_once, received_signal
-from pipelines.sync import owned_files
-from pipelines.tenant_runs import TenantRun, tenant_runner
-from pipelines.warehouse_resource import WarehouseResource
-from warehouse.commit import writing
-from warehouse.examples import EXAMPLES
-from warehouse.files import keep_private, tighten
-from warehouse.locks import LockBusyError
-from warehouse.migrate import NewerWarehouseError
-from warehouse.publish import for_readers, try_publish
-from warehouse.reads import WriterHoldsFileError, read_only, tenant_sizes
-from warehouse.tenants import TenantLabelError, set_label
-from warehouse.upgrade import upgrade
+from warehouse.files import keep_private
+
+if TYPE_CHECKING:
+    from pipelines.settings import SyncSettings
+    from pipelines.tenant_runs import TenantRun
 
 app = typer.Typer(
     pretty_exceptions_show_locals=False,
@@ -54,9 +46,12 @@ def main(
     keep_private()
     # Without --verbose a run says what happened in its summary and one line per failure; the log of
     # every retry and Dagster's own output (its failures come with stack traces) are for --verbose.
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
-    )
+    # The level is the handler's too: an instance's dagster.yaml (python_logs) raises the project's loggers
+    # to INFO, which the root logger's level alone would let through.
+    level = logging.INFO if verbose else logging.ERROR
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", handlers=[handler])
     ctx.obj = verbose
 
 
@@ -130,6 +125,11 @@ def extract(
     """Run the tenant sync in-process: with DAGSTER_HOME set, as the Dagster jobs, in that instance's
     history; without it, the same sync without Dagster (no instance would keep the run). With no
     ADM_BASE_URL or ADM_ENVIRONMENT it refuses (try `authority-sync demo`)."""
+
+    from pipelines.cli_support import service_or_exit, settings_or_exit, tenants_or_exit
+    from pipelines.console import run_summary
+    from pipelines.stopping import exit_at_once, received_signal
+
     console = Console()
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
@@ -155,6 +155,10 @@ def extract(
 def _label_tenants(settings: SyncSettings, tenants: list[str]) -> None:
     """Label the tenants ``ADM_TENANTS`` names in the warehouse (``v_sync_status`` shows the labels); a
     warehouse busy past the lock wait ends the command in one line."""
+    from warehouse.commit import writing
+    from warehouse.locks import LockBusyError
+    from warehouse.tenants import set_label
+
     named = {tenant: settings.tenant_names[tenant] for tenant in tenants if tenant in settings.tenant_names}
     if not named:
         return
@@ -178,6 +182,10 @@ def sync_tenants(
 ) -> list[TenantRun]:
     """Run each tenant's sync in turn, with a spinner (and Dagster's log with ``verbose``, when it runs as a
     Dagster job: `pipelines.tenant_runs`)."""
+
+    from pipelines.stopping import received_signal
+    from pipelines.tenant_runs import tenant_runner
+
     runs = []
     with tenant_runner(settings, verbose=verbose) as run_tenant:
         for tenant_id in tenants:
@@ -197,6 +205,16 @@ def warehouse_upgrade(
 ) -> None:
     """Bring a warehouse written by an earlier release up to this one, in place, keeping its history, runs
     and HR audit trail; the file as it was is kept beside it (<name>.before-upgrade) for a rollback."""
+    import duckdb
+
+    from pipelines.cli_support import settings_or_exit
+    from pipelines.sync import owned_files
+    from pipelines.warehouse_resource import WarehouseResource
+    from warehouse.files import tighten
+    from warehouse.locks import LockBusyError
+    from warehouse.migrate import NewerWarehouseError
+    from warehouse.upgrade import upgrade
+
     settings = settings_or_exit(warehouse)
     try:
         done = upgrade(settings.warehouse, settings.lock_wait_s)
@@ -213,7 +231,15 @@ def demo(
 ) -> None:
     """The product in one go on an embedded emulator: a first (full) sync, a change of about 1% of the
     records, an incremental sync, example analyst queries, then a dry-run HR plan."""
+    import httpx
+
+    from pipelines.cli_support import settings_or_exit
+    from pipelines.console import query_results, run_summary
     from pipelines.demo import DEMO_CHANGES, demo_settings, embedded_emulator  # loads the emulator
+    from pipelines.warehouse_resource import WarehouseResource
+    from warehouse.examples import EXAMPLES
+    from warehouse.publish import for_readers
+    from warehouse.reads import read_only
 
     console = Console()
     warehouse.unlink(missing_ok=True)
@@ -252,6 +278,11 @@ def sql(
 ) -> None:
     """Run one query on the copy published for readers (read-only: it never holds up a sync) and print its
     rows. For example: authority-sync sql "SELECT * FROM v_sync_status" --format csv"""
+    import duckdb
+
+    from pipelines.analytics import NoPublishedCopyError, connect, write_rows
+    from warehouse.reads import WriterHoldsFileError
+
     text = typer.get_text_stream("stdin").read() if query == "-" else query
     try:
         with connect(copy) as con:
@@ -274,6 +305,13 @@ def budget(
     """Project each tenant's API calls and wall time a month under the configured schedules
     (ADM_NIGHTLY_CRON, ADM_FULL_REFRESH_CRON) on each plan, from its sizes in the warehouse; warn when the
     configured plan's month would pass ADM_QUOTA_MAX_SHARE of its quota. Calls no service."""
+
+    from pipelines.budget import BudgetTerms, project_month
+    from pipelines.cli_support import settings_or_exit, tenants_or_exit
+    from pipelines.console import budget_table
+    from pipelines.settings import NO_TENANT
+    from warehouse.reads import tenant_sizes
+
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
     if not tenants:
@@ -297,6 +335,11 @@ def tenant_label(
 ) -> None:
     """Name a tenant (the service gives tenants no name): v_sync_status shows the label beside its id. The
     copy for readers is published again at once."""
+    from pipelines.cli_support import settings_or_exit
+    from warehouse.commit import writing
+    from warehouse.publish import try_publish
+    from warehouse.tenants import TenantLabelError, set_label
+
     settings = settings_or_exit(warehouse)
     try:
         with writing(settings.warehouse, "tenant-label", settings.lock_wait_s) as con:

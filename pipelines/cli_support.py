@@ -12,7 +12,8 @@ from pathlib import Path
 import typer
 
 from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, load_settings
-from warehouse.publish import same_file_problem
+from pipelines.tenant_runs import dagster_home_problem
+from warehouse.publish_target import same_file_problem
 from warehouse.reads import warehouse_problem
 
 
@@ -63,8 +64,10 @@ def _published_over(settings: SyncSettings, warehouse: Path) -> str | None:
 
 
 def service_or_exit(settings: SyncSettings) -> SyncSettings:
-    """The settings, when a service address is configured; else the command ends with one line, exit 2."""
-    if not settings.address_configured:
-        typer.echo(f"error: {NO_SERVICE}", err=True)
+    """The settings, when a service address is configured and ``DAGSTER_HOME``, if set, can keep the runs
+    (`dagster_home_problem`); else the command ends with one line, exit 2."""
+    problem = NO_SERVICE if not settings.address_configured else dagster_home_problem()
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     return settings

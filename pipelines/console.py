@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pipelines.budget import MonthProjection
-from warehouse.publish import PublishTarget
+from warehouse.publish_target import PublishTarget
 from warehouse.runs import run_summaries
 
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from emulator.scale import DEMO_ACCESS_KEY, DEMO_TENANT_ID, DEMO_TOKEN, Scale
-from pipelines.settings import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT, UNLIMITED_RATE, SyncSettings
+from pipelines.demo_defaults import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT
+from pipelines.settings import UNLIMITED_RATE, SyncSettings
 
 if TYPE_CHECKING:
     from emulator.server import EmulatorServer

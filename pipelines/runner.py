@@ -66,10 +66,16 @@ def run_tenant(
 
 
 def first_error(result: dg.ExecuteInProcessResult) -> str:
-    """The first failed step's error, in one line where the error is one."""
+    """The first failed step's error, in one line where the error is one: a `dg.Failure`'s own words (its
+    description; the error's message would start with Dagster's class path)."""
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data.error:
-            error = event.step_failure_data.error
+        if not event.is_step_failure:
+            continue
+        failure = event.step_failure_data
+        if failure.user_failure_data is not None and failure.user_failure_data.description:
+            return failure.user_failure_data.description.strip()
+        if failure.error:
+            error = failure.error
             cause = error.cause or error
             return str(cause.message).strip()
     return "the run failed"

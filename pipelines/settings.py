@@ -27,8 +27,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from models.base import UUID_PATTERN, is_uuid
 from models.errors import AuthoritySyncError
-from pipelines.checks import parse_check_names
-from resources.contract import ContractMode, parse_modes
+from pipelines.check_names import parse_check_names
+from resources.contract_modes import ContractMode, parse_modes
 from resources.settings import (
     DEFAULT_CONCURRENCY,
     MONTHLY_QUOTAS,
@@ -46,7 +46,7 @@ from resources.settings import (
 from resources.tls import CaBundle
 from warehouse.files import default_publish_path, group_id
 from warehouse.locks import DEFAULT_LOCK_WAIT_S
-from warehouse.publish import (
+from warehouse.publish_target import (
     DEFAULT_STORAGE_VERSION,
     PublishTarget,
     same_file_problem,
@@ -61,10 +61,6 @@ RATE_PLAN_PREFIX = "ADM_RATE_PLAN__"
 QUOTA_PREFIX = "ADM_MONTHLY_QUOTA__"
 UNLIMITED_RATE = 60_000.0
 """Rate budget against a local emulator, which enforces none unless told to."""
-EMULATOR_HOST, EMULATOR_PORT = "127.0.0.1", 8080
-"""Where `authority-sync emulator` (``make emulator``) listens unless told otherwise."""
-DEMO_WAREHOUSE = Path("data/demo/warehouse.duckdb")
-"""The demo's own warehouse, apart from where production data lives."""
 
 PER_TENANT_PREFIXES = {
     "tenant_tokens": TOKEN_PREFIX,

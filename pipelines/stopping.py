@@ -30,6 +30,10 @@ from resources.metrics import MetricsSnapshot
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+ROW_WAIT_S = 3.0
+"""How long a signalled run waits for the warehouse's writer to write its row (a supervisor's grace period is
+short). Past it the row stays as the run began it, and the next run records it ``killed`` with its calls."""
+
 BUDGET_FACTOR = 3.0
 """A run's wall-clock budget is this many times the time its expected calls take at the plan's rate ..."""
 BUDGET_SLACK_S = 600.0

@@ -44,12 +44,22 @@ from pipelines.extract import (
     whole_reads,
 )
 from pipelines.settings import SyncSettings
-from pipelines.stopping import RunInterruptedError, RunStop, budget_timer, run_budget_s, stopping_on_signals
+from pipelines.stopping import (
+    ROW_WAIT_S,
+    RunInterruptedError,
+    RunOverBudgetError,
+    RunStop,
+    budget_timer,
+    run_budget_s,
+    stopping_on_signals,
+)
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from resources.contract import RecordContract, parse_modes
+from resources.contract import RecordContract
+from resources.contract_modes import parse_modes
 from resources.errors import StoppedError
 from resources.metrics import MetricsSnapshot
+from resources.waits import ended_by
 from warehouse import reads
 from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
@@ -141,25 +151,50 @@ def sync_tenant(
     keep_private()
     tighten(*owned_files(services.warehouse, services.adm.limiter_state_dir))
     stop = RunStop()
+    staging = services.warehouse.staging(request.run_id, request.tenant_id)
+    recorded = True
     with stopping_on_signals(stop):  # until the row is written: a second signal cannot lose it
         try:
-            with _tenant_lock(warehouse, request):
-                _run(request, services, outcome, stop)
+            with ended_by(lambda: stop.requested), _tenant_lock(warehouse, request):
+                _run(request, services, outcome, stop, staging)
         except BaseException as error:
             stopped = stop.error(_left_for_resume(services, outcome.record))
-            if stopped is not None:
-                interrupted = isinstance(stopped, RunInterruptedError)
-                outcome.record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
-                outcome.record.error = str(stopped)
-            outcome.record.error = outcome.record.error or one_line(error)
-            # A signalled run does not publish its row for readers (a copy of the whole warehouse: seconds
-            # at least, which a supervisor's grace period cannot spare); the next publish carries it.
-            publish = None if stop.signal_number is not None else services.warehouse.publish_target
-            record_unfinished(warehouse, outcome.record, services.warehouse.lock_wait_s, publish)
+            recorded = _record_failure(services, outcome.record, error, stopped, stop.signal_number)
             if stopped is not None:
                 raise stopped from None
             raise
+        finally:
+            # A row that could not be written stays as the run began it; the next run records it killed,
+            # with the calls the progress report in its staging counted.
+            if recorded:
+                discard(staging)
     return outcome
+
+
+def _record_failure(
+    services: SyncServices,
+    record: RunRecord,
+    error: BaseException,
+    stopped: RunInterruptedError | RunOverBudgetError | None,
+    signal_number: int | None,
+) -> bool:
+    """Write the row of a run that ended without a commit (``stopped``: the stop's error, if it was one);
+    returns whether it was written."""
+    if stopped is not None:
+        interrupted = isinstance(stopped, RunInterruptedError)
+        record.status = RunStatus.INTERRUPTED if interrupted else RunStatus.FAILED
+        record.error = str(stopped)
+    record.error = record.error or one_line(error)
+    # A signalled run does not publish its row for readers (a copy of the whole warehouse: seconds at least,
+    # which a supervisor's grace period cannot spare; the next publish carries it), nor waits long for the
+    # writer to write it.
+    if signal_number is not None:
+        return record_unfinished(
+            services.warehouse.file, record, min(services.warehouse.lock_wait_s, ROW_WAIT_S)
+        )
+    return record_unfinished(
+        services.warehouse.file, record, services.warehouse.lock_wait_s, services.warehouse.publish_target
+    )
 
 
 def owned_files(warehouse: WarehouseResource, limiter_state_dir: str | None) -> list[Path]:
@@ -200,7 +235,9 @@ def _tenant_lock(warehouse: Path, request: SyncRequest) -> Iterator[None]:
         yield
 
 
-def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, stop: RunStop) -> None:
+def _run(
+    request: SyncRequest, services: SyncServices, outcome: SyncOutcome, stop: RunStop, staging: Path
+) -> None:
     warehouse, policy = services.warehouse.file, services.policy
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
@@ -214,11 +251,7 @@ def _run(request: SyncRequest, services: SyncServices, outcome: SyncOutcome, sto
         )
     for leftover in clean_leftovers(staging_root, request.tenant_id):
         logger.info("removed staging left by an earlier run: %s", leftover)
-    staging = services.warehouse.staging(request.run_id, request.tenant_id)
-    try:
-        _extract_check_commit(request, services, outcome, staging, stop)
-    finally:
-        discard(staging)
+    _extract_check_commit(request, services, outcome, staging, stop)
     sizes = outcome.commit.sizes if outcome.commit is not None else None
     outcome.month = _project_month(request.tenant_id, services, sizes)
 

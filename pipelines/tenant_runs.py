@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from signal import Signals
 from typing import Protocol
 
@@ -35,6 +36,19 @@ logger = logging.getLogger(__name__)
 
 NIGHTLY_JOB = "nightly_sync"
 FULL_REFRESH_JOB = "full_refresh"
+
+
+def dagster_home_problem() -> str | None:
+    """Why ``DAGSTER_HOME`` cannot keep this process's runs (Dagster takes only an absolute path to an
+    existing folder, and otherwise fails with a page of traceback), or None."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        return None
+    if not Path(home).is_absolute():
+        return f"DAGSTER_HOME must be an absolute path (Dagster's rule), not {home!r}"
+    if not Path(home).is_dir():
+        return f"DAGSTER_HOME {home!r} is not an existing folder (Dagster keeps the runs' history there)"
+    return None
 
 
 def job_name(full_refresh: bool) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.settings import SyncSettings
-from warehouse.publish import PublishTarget
+from warehouse.publish_target import PublishTarget
 
 
 @dataclass(frozen=True)

@@ -1,49 +1,8 @@
 """The typed client of the Authority Delegation Management Service.
 
-Public surface: `AdmClient` and its `ClientSettings`; `PageStream`
-(what `AdmClient.iter_pages` returns); `MetricsSnapshot`; the exception tree rooted at `ServiceError`
-(see `resources.errors`; ``APIConnectionError`` is named as openai-python names it: the builtin
-``ConnectionError`` stays unshadowed).
-"""
-
-from resources.client import AdmClient
-from resources.errors import (
-    APIConnectionError,
-    AuthenticationError,
-    NotFoundError,
-    PagingDriftError,
-    PermissionDeniedError,
-    RateLimitError,
-    ResponseFormatError,
-    ServerError,
-    ServiceError,
-    ValidationError,
-    WriteOutcomeUnknown,
-    WriteResponseFormatError,
-)
-from resources.metrics import MetricsSnapshot
-from resources.paging import PageStream
-from resources.ratelimit import clear_buckets
-from resources.settings import ClientSettings, Environment, RatePlan
-
-__all__ = [
-    "APIConnectionError",
-    "AdmClient",
-    "AuthenticationError",
-    "ClientSettings",
-    "Environment",
-    "MetricsSnapshot",
-    "NotFoundError",
-    "PageStream",
-    "PagingDriftError",
-    "PermissionDeniedError",
-    "RateLimitError",
-    "RatePlan",
-    "ResponseFormatError",
-    "ServerError",
-    "ServiceError",
-    "ValidationError",
-    "WriteOutcomeUnknown",
-    "WriteResponseFormatError",
-    "clear_buckets",
-]
+Its surface, each imported from its module: `resources.client.AdmClient` and its
+`resources.settings.ClientSettings`; `resources.paging.PageStream` (what `AdmClient.iter_pages` returns);
+`resources.metrics.MetricsSnapshot`; the exception tree rooted at `resources.errors.ServiceError`
+(``APIConnectionError`` is named as openai-python names it: the builtin ``ConnectionError`` stays
+unshadowed). The package itself loads none of them, so a module that needs only the settings' types or
+the contract's modes does not pay for the HTTP client."""

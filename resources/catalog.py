@@ -21,27 +21,25 @@ from typing import Any, Generic, TypeVar
 
 from pydantic.fields import FieldInfo
 
-from models import (
-    Decision,
+from models.base import Envelope, Page
+from models.decisions import Decision
+from models.delegations import Delegation
+from models.groups import Group
+from models.positions import Position
+from models.queries import (
     DecisionQuery,
     DecisionSortBy,
-    Delegation,
     DelegationQuery,
     DelegationSortBy,
-    Envelope,
-    Group,
     GroupQuery,
     GroupSortBy,
-    Page,
     PageQuery,
-    Position,
     PositionQuery,
-    User,
-    UserPosition,
+    UpdatedRange,
     UserQuery,
     UserSortBy,
 )
-from models.queries import UpdatedRange
+from models.users import User, UserPosition
 from resources.endpoints import ENDPOINTS, EndpointName
 
 T = TypeVar("T")

@@ -24,44 +24,35 @@ import httpx
 from pydantic import BaseModel, RootModel, SecretStr
 from pydantic import ValidationError as PydanticValidationError
 
-from models import (
+from models.actions import (
     Action,
     ActionTemplate,
-    Decision,
-    DecisionProjection,
-    DecisionQuery,
-    Delegation,
-    DelegationQuery,
     DeleteActions,
-    Envelope,
-    Group,
-    GroupQuery,
-    MarkAllReadResult,
-    Matrix,
-    Notification,
-    Page,
-    PageQuery,
-    Position,
-    PositionQuery,
-    ReportStatusResult,
-    RequestModel,
-    RevisionQuery,
-    SortOrder,
-    ToggleNotificationStatus,
     UpdateAction,
-    UpdateGroup,
-    UpdateMatrix,
-    UpdateReportStatuses,
-    UpdateUserEntities,
-    User,
-    UserPosition,
-    UserQuery,
     ValidateAction,
     ValidateActionResult,
 )
 from models.auth import AccessKeyExchange, AccessToken
-from models.base import canonical_id
-from models.queries import MAX_LIMIT
+from models.base import Envelope, Page, RequestModel, canonical_id
+from models.decisions import Decision, DecisionProjection
+from models.delegations import Delegation
+from models.groups import Group, UpdateGroup
+from models.matrices import Matrix, UpdateMatrix
+from models.notifications import MarkAllReadResult, Notification, ToggleNotificationStatus
+from models.positions import Position
+from models.queries import (
+    MAX_LIMIT,
+    DecisionQuery,
+    DelegationQuery,
+    GroupQuery,
+    PageQuery,
+    PositionQuery,
+    RevisionQuery,
+    SortOrder,
+    UserQuery,
+)
+from models.reports import ReportStatusResult, UpdateReportStatuses
+from models.users import UpdateUserEntities, User, UserPosition
 from resources.auth import Credentials
 from resources.catalog import (
     CALLER_POSITIONS,

@@ -43,7 +43,7 @@ from typing import Annotated, Any, Protocol, Union, get_args, get_origin
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from models.base import Envelope, Page, ServiceModel
-from resources.catalog import PAGED_LISTS
+from resources.contract_modes import ContractMode
 from resources.endpoints import EndpointName
 from resources.errors import ResponseFormatError
 from resources.rawjson import array_records, exact_value, page_records
@@ -52,32 +52,6 @@ SAMPLES = 5
 """Record ids kept per kind of deviation."""
 VALUE_CHARS = 200
 """How much of a received value a deviation or rejection keeps."""
-
-
-class ContractMode(StrEnum):
-    """What a deviation from the spec does: fail the read, or be recorded and tolerated."""
-
-    STRICT = "strict"
-    TOLERANT = "tolerant"
-
-
-def parse_modes(text: str) -> tuple[ContractMode, dict[str, ContractMode]]:
-    """``tolerant`` or ``strict``, optionally followed by per-list modes (``tolerant,users=strict``, lists
-    named as in `resources.catalog`): the default mode and the mode of each list named. Raises
-    ValueError naming what is not understood."""
-    default = ContractMode.TOLERANT
-    overrides: dict[str, ContractMode] = {}
-    for part in (part.strip().lower() for part in text.split(",") if part.strip()):
-        name, _, mode = part.rpartition("=")
-        if mode not in set(ContractMode):
-            raise ValueError(f"{mode!r} is neither strict nor tolerant")
-        if not name:
-            default = ContractMode(mode)
-        elif name in PAGED_LISTS:
-            overrides[name] = ContractMode(mode)
-        else:
-            raise ValueError(f"{name!r} is not a list ({', '.join(PAGED_LISTS)})")
-    return default, overrides
 
 
 class Source(Protocol):

@@ -7,6 +7,10 @@ Several threads may wait for the same thing (the 8 workers of an extract, on the
 wait lasts while any of them waits, and its seconds are wall-clock seconds, counted once however many
 threads wait together.
 
+A stop (SIGTERM, SIGINT, a run's budget running out) ends every such wait at its next poll: within the block
+of `ended_by`, a wait raises `WaitEndedError` once the stop is requested, so a run stopped while it waits for
+another process's writer ends in a second instead of after ``ADM_LOCK_WAIT_S``.
+
 The HTTP connection pool is not among them: it holds as many connections as the client's concurrency
 slots let requests be in flight, and a request gives its connection back before its slot, so no request
 waits for a connection (`resources.transport`; tests/test_client_ratelimit.py).
@@ -20,10 +24,30 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from models.errors import AuthoritySyncError
+
 logger = logging.getLogger(__name__)
 
 NOTICE_AFTER_S = 2.0
 """A wait longer than this is a log line (a run event) when it passes it and when it ends."""
+
+
+class WaitEndedError(AuthoritySyncError, RuntimeError):
+    """A stop ended a wait before what it waited for came."""
+
+
+_stops: list[Callable[[], bool]] = []
+"""Whether each stop of the `ended_by` blocks in progress is requested: any one ends every wait."""
+
+
+@contextmanager
+def ended_by(stop: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, a wait that goes on once ``stop()`` is true ends with `WaitEndedError`."""
+    _stops.append(stop)
+    try:
+        yield
+    finally:
+        _stops.remove(stop)
 
 
 class SharedWait:
@@ -53,7 +77,10 @@ class SharedWait:
             self._leave()
 
     def still(self) -> None:
-        """A waiting thread is still waiting: tell of the wait once it has lasted `NOTICE_AFTER_S`."""
+        """A waiting thread is still waiting: tell of the wait once it has lasted `NOTICE_AFTER_S`; raise
+        `WaitEndedError` if a stop came (`ended_by`)."""
+        if any(stopped() for stopped in _stops):
+            raise WaitEndedError(f"stopped while waiting for {self._describe()}")
         with self._lock:
             lasted = self._clock() - self._since
             if self._told is not None or self._waiters == 0 or lasted < NOTICE_AFTER_S:

@@ -26,7 +26,7 @@ from emulator.scale import (
 from emulator.server import EmulatorServer
 from emulator.service import Emulator, EmulatorOptions
 from emulator.state import TenantState
-from resources import AdmClient
+from resources.client import AdmClient
 from warehouse.commit import connect
 
 # Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a

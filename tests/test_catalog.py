@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from models import Position, PositionQuery, UserPosition
+from models.positions import Position
+from models.queries import PositionQuery
+from models.users import UserPosition
 from pipelines.assets import ASSET_PREFIX, TABLES, histories
-from pipelines.checks import CONFORMITY_CHECK
+from pipelines.check_names import CONFORMITY_CHECK
 from pipelines.definitions import defs
 from resources.catalog import DELEGATIONS, PAGED_LISTS, POSITIONS, USERS, PagedList
-from resources.contract import ContractMode, parse_modes
+from resources.contract_modes import ContractMode, parse_modes
 from resources.endpoints import EndpointName
 from tests import samples
 from warehouse.catalog import (

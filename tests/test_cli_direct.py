@@ -105,3 +105,23 @@ def test_a_signal_during_the_wait_for_a_retry_ends_it_at_once() -> None:
 
     assert stopped_by == signal.SIGTERM == received_signal()
     assert time.monotonic() - started < 10  # not the 60 s asked for
+
+
+@pytest.mark.parametrize(
+    "home", ["data/dagster_home", "/nonexistent/dagster_home"], ids=["relative", "missing"]
+)
+def test_a_dagster_home_dagster_cannot_use_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: str
+) -> None:
+    # Before: Dagster's DagsterInvariantViolationError in a 60-line traceback, exit 1.
+    monkeypatch.setenv("DAGSTER_HOME", home)
+    with StandIn(tenant(decisions=[decision(1)])) as standin:
+        for name, value in cli_env(standin, tmp_path / "warehouse.duckdb").items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(app, ["extract"])
+        assert sum(standin.requests.values()) == 0
+    assert result.exit_code == 2
+    (line,) = result.output.splitlines()
+    assert line.startswith(
+        f"error: DAGSTER_HOME {home!r}" if home.startswith("/") else "error: DAGSTER_HOME must be"
+    )

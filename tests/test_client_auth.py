@@ -12,10 +12,14 @@ from emulator.faults import FaultConfig
 from emulator.scale import Scale
 from emulator.server import EmulatorServer
 from emulator.service import EmulatorOptions
-from models import DecisionQuery, UpdateGroup, UpdateUserEntities
+from models.groups import UpdateGroup
+from models.queries import DecisionQuery
+from models.users import UpdateUserEntities
 from pipelines.clients import AdmClientResource
 from pipelines.settings import SyncSettings, load_settings, tenant_variable_suffix
-from resources import AdmClient, AuthenticationError, ClientSettings, ServiceError
+from resources.client import AdmClient
+from resources.errors import AuthenticationError, ServiceError
+from resources.settings import ClientSettings
 from tests.conftest import DEMO_ACCESS_KEY, DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
 from tests.test_client_support import make_client, make_settings
 

@@ -12,26 +12,15 @@ import pytest
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
 from emulator.state import TenantState
-from models import (
-    DecisionField,
-    DecisionQuery,
-    DeleteActions,
-    GroupQuery,
-    NotificationStatus,
-    ReportOperation,
-    ReportStatus,
-    RevisionQuery,
-    SortOrder,
-    ToggleNotificationStatus,
-    UpdateAction,
-    UpdateGroup,
-    UpdateMatrix,
-    UpdateReportStatuses,
-    UpdateUserEntities,
-    UserQuery,
-    ValidateAction,
-)
-from resources import AdmClient, NotFoundError, PermissionDeniedError, ValidationError
+from models.actions import DeleteActions, UpdateAction, ValidateAction
+from models.groups import UpdateGroup
+from models.matrices import UpdateMatrix
+from models.notifications import NotificationStatus, ToggleNotificationStatus
+from models.queries import DecisionField, DecisionQuery, GroupQuery, RevisionQuery, SortOrder, UserQuery
+from models.reports import ReportOperation, ReportStatus, UpdateReportStatuses
+from models.users import UpdateUserEntities
+from resources.client import AdmClient
+from resources.errors import NotFoundError, PermissionDeniedError, ValidationError
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 
 

@@ -10,11 +10,11 @@ import pytest
 from pydantic import ValidationError as SettingsError
 
 from emulator.server import EmulatorServer
-from models import DecisionQuery, ErrorBody, ReportOperation, UpdateReportStatuses
-from resources import (
-    AdmClient,
-    ClientSettings,
-    Environment,
+from models.base import ErrorBody
+from models.queries import DecisionQuery
+from models.reports import ReportOperation, UpdateReportStatuses
+from resources.client import AdmClient
+from resources.errors import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -23,8 +23,9 @@ from resources import (
     ServiceError,
     ValidationError,
     WriteResponseFormatError,
-    clear_buckets,
 )
+from resources.ratelimit import clear_buckets
+from resources.settings import ClientSettings, Environment
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN
 from tests.test_client_support import FAST, make_client
 

@@ -16,8 +16,10 @@ import httpx
 import pytest
 
 from pipelines.settings import SettingsError, load_settings
-from resources import AdmClient, ClientSettings, clear_buckets
+from resources.client import AdmClient
 from resources.errors import TLSError
+from resources.ratelimit import clear_buckets
+from resources.settings import ClientSettings
 from resources.transport import network_transport
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, SMALL
 from tests.network_support import Certificates, RecordingProxy, TlsEmulator, make_certificates

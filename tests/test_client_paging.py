@@ -15,9 +15,12 @@ from pydantic import BaseModel
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
-from models import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, Page, SortOrder, UserQuery
-from resources import AdmClient, NotFoundError, PageStream, PagingDriftError
+from models.base import Page
+from models.queries import DecisionQuery, DecisionSortBy, DelegationQuery, GroupQuery, SortOrder, UserQuery
+from resources.client import AdmClient
 from resources.concurrency import Feed, bounded_map
+from resources.errors import NotFoundError, PagingDriftError
+from resources.paging import PageStream
 from tests.conftest import DEMO_TENANT_ID, set_faults
 from tests.test_client_support import make_client
 

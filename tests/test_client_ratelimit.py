@@ -13,8 +13,8 @@ import pytest
 
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
-from models import DecisionQuery
-from resources import AdmClient
+from models.queries import DecisionQuery
+from resources.client import AdmClient
 from resources.ratelimit import (
     JITTER_ALLOWANCE_S,
     RECOVERY_STEP,

@@ -12,9 +12,10 @@ import pytest
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
 from emulator.service import Emulator
-from models import DecisionQuery, UpdateGroup
-from resources import (
-    AdmClient,
+from models.groups import UpdateGroup
+from models.queries import DecisionQuery
+from resources.client import AdmClient
+from resources.errors import (
     APIConnectionError,
     ResponseFormatError,
     ServerError,

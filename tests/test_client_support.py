@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.server import EmulatorServer
-from resources import AdmClient, ClientSettings, clear_buckets
+from resources.client import AdmClient
+from resources.ratelimit import clear_buckets
+from resources.settings import ClientSettings
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN
 
 FAST = {

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from emulator.state import TenantState
-from models import DecisionProjection
+from models.decisions import DecisionProjection
 from models.queries import DecisionField
 from tests.conftest import DEMO_TENANT_ID, Params, data_of, error_of, fetch_all
 

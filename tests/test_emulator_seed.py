@@ -17,20 +17,16 @@ from emulator.scale import OTHER_TENANT_SCALE, SEED_EPOCH, Scale
 from emulator.server import EmulatorServer
 from emulator.service import Emulator, EmulatorOptions
 from emulator.state import TenantState
-from models import (
-    Action,
-    ActionTemplate,
-    Decision,
-    Delegation,
-    Group,
-    Matrix,
-    Notification,
-    Position,
-    User,
-    UserPosition,
-    format_timestamp,
-)
+from models.actions import Action, ActionTemplate
+from models.base import format_timestamp
+from models.decisions import Decision
+from models.delegations import Delegation
+from models.groups import Group
+from models.matrices import Matrix
+from models.notifications import Notification
+from models.positions import Position
 from models.queries import AuthorityLimitValueType
+from models.users import User, UserPosition
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, admin, data_of, fetch_all, stored
 
 SMALL = Scale(

@@ -11,7 +11,12 @@ import httpx
 import pytest
 
 from emulator.state import TenantState
-from models import Action, Group, Matrix, Notification, ReportStatusResult, User, ValidateActionResult
+from models.actions import Action, ValidateActionResult
+from models.groups import Group
+from models.matrices import Matrix
+from models.notifications import Notification
+from models.reports import ReportStatusResult
+from models.users import User
 from tests.conftest import (
     DEMO_TENANT_ID,
     OTHER_TENANT_ID,

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from resources.catalog import GROUP_DIRECTORY, GROUPS
-from resources.contract import ContractMode, RecordContract
+from resources.contract import RecordContract
+from resources.contract_modes import ContractMode
 from resources.errors import ResponseFormatError
 from tests import samples
 from tests.test_sync_quirks import check, group, rows, run, tenant, ts

@@ -9,42 +9,26 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from models import (
-    AccessKeyExchange,
-    AccessToken,
+from models.actions import (
     Action,
     ActionFileInput,
     ActionTemplate,
-    AddressUpdate,
-    Decision,
-    DecisionProjection,
-    Delegation,
     DeleteActions,
-    Envelope,
-    Group,
-    MarkAllReadResult,
-    Matrix,
-    Notification,
-    Page,
-    Permission,
-    Position,
-    ReportStatusResult,
-    RequestModel,
-    ServiceModel,
-    ToggleNotificationStatus,
     UpdateAction,
-    UpdateGroup,
-    UpdateMatrix,
-    UpdateReportStatuses,
-    UpdateUserEntities,
-    User,
-    UserPosition,
-    UserStatus,
     ValidateAction,
     ValidateActionResult,
 )
-from models.base import format_timestamp
+from models.auth import AccessKeyExchange, AccessToken
+from models.base import Envelope, Page, RequestModel, ServiceModel, format_timestamp
+from models.decisions import Decision, DecisionProjection, Permission
+from models.delegations import Delegation
+from models.groups import AddressUpdate, Group, UpdateGroup
+from models.matrices import Matrix, UpdateMatrix
+from models.notifications import MarkAllReadResult, Notification, ToggleNotificationStatus
+from models.positions import Position
 from models.queries import DecisionQuery
+from models.reports import ReportStatusResult, UpdateReportStatuses
+from models.users import UpdateUserEntities, User, UserPosition, UserStatus
 from tests import samples
 
 TENANT = samples.TENANT

@@ -149,7 +149,7 @@ def test_a_dagster_sync_with_no_service_refuses_in_one_line(tmp_path: Path) -> N
         run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance)
 
     assert not run.success and run.error is not None
-    assert "Failure: no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT" in run.error
+    assert run.error.startswith("no service address is configured: set ADM_BASE_URL or ADM_ENVIRONMENT")
     assert not (tmp_path / "wh.duckdb").exists()
 
 

@@ -27,8 +27,9 @@ from pipelines.settings import SettingsError, SyncSettings, load_settings
 from tests.conftest import fresh
 from tests.sync_support import ROOT, query, settings_for, sync, sync_job
 from warehouse.commit import writing
-from warehouse.parquet import MANIFEST, current_folder, published_files
-from warehouse.publish import PublishError, PublishTarget, publish, readable_as
+from warehouse.parquet import current_folder, published_files
+from warehouse.publish import PublishError, publish, readable_as
+from warehouse.publish_target import MANIFEST, PublishTarget
 
 ANALYST = """
 import sys

@@ -24,7 +24,7 @@ from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
 from warehouse import reads
 from warehouse.db import open_database
 from warehouse.locks import LockBusyError
-from warehouse.publish import DEFAULT_STORAGE_VERSION, storage_version_problem
+from warehouse.publish_target import DEFAULT_STORAGE_VERSION, storage_version_problem
 
 
 @pytest.fixture(autouse=True)

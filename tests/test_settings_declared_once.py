@@ -3,9 +3,6 @@ all read that one field (its default, validation, what it accepts and its descri
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Annotated
 
 import dagster as dg
@@ -79,28 +76,3 @@ def test_loading_the_settings_opens_no_database(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(duckdb, "connect", lambda *args, **kwargs: opened.append(args))
     load_settings()
     assert opened == []
-
-
-PROBE = """
-import sys
-from typer.testing import CliRunner
-from pipelines.cli import app
-import pipelines.analytics
-for arguments in (["--help"], ["sql", "SELECT 1", "--copy", sys.argv[1]]):
-    result = CliRunner().invoke(app, arguments)
-    assert result.exit_code == 0, result.output
-with pipelines.analytics.connect(sys.argv[1]) as con:
-    assert con.execute("SELECT 1").fetchone() == (1,)
-print(sorted({name.split(".")[0] for name in sys.modules} & {"dagster", "dagster_shared"}))
-"""
-
-
-def test_help_sql_and_analytics_load_no_dagster(tmp_path: Path) -> None:
-    # Before: `authority-sync --help` took 2.9 s and `sql "SELECT 1"` 4.5 s, most of it importing Dagster.
-    copy = tmp_path / "copy.duckdb"
-    duckdb.connect(str(copy)).close()
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, str(copy)], capture_output=True, text=True, check=False, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"

@@ -10,19 +10,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
 
 import duckdb
 import pytest
 
-from pipelines.stopping import RunOverBudgetError, received_signal
+from pipelines.stopping import ROW_WAIT_S, RunInterruptedError, RunOverBudgetError, received_signal
 from pipelines.sync import SyncOutcome
+from resources.waits import SharedWait
+from tests.dagster_support import new_dagster_home
 from tests.standin import Quirks, StandIn
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import delegation, tenant
 from warehouse import commit
+from warehouse.locks import held, writer_lock_path
 
 CLI = Path(sys.executable).with_name("authority-sync")
 DELEGATIONS = 60
@@ -32,10 +35,11 @@ idle machine exits in about 1 s; a suite on 2 busy cores took 6.9 s, so the boun
 
 
 def cli_env(tmp_path: Path, standin: StandIn) -> dict[str, str]:
-    """The CLI's environment: the stand-in, one request at a time, a warehouse of the test's own."""
+    """The CLI's environment: the stand-in, one request at a time, a warehouse of the test's own, a Dagster
+    instance with the project's settings."""
     return {
         "PATH": os.environ["PATH"],
-        "DAGSTER_HOME": str(tmp_path),
+        "DAGSTER_HOME": str(new_dagster_home(tmp_path)),  # with the project's python_logs at INFO
         "ADM_BASE_URL": standin.base_url,
         "ADM_TOKEN": STANDIN_TOKEN,
         "ADM_TENANTS": STANDIN_TENANT_ID,
@@ -113,7 +117,12 @@ def test_a_signal_stops_the_run_at_once_and_the_rerun_resumes(tmp_path: Path, st
     assert calls_after_signal <= 1  # the one in flight (one request at a time)
     said = [line for line in out.splitlines() if line.strip()]
     assert len(said) == 1, out
-    assert f"interrupted by {stop.name}: no further request sent, nothing committed" in said[0]
+    # Before: the line began `dagster._core.definitions.events.Failure:`, and stderr held the run's INFO log
+    # (the instance's python_logs raise the project's loggers to INFO) although --verbose was not given.
+    assert said[0].startswith(
+        f"tenant {STANDIN_TENANT_ID}: interrupted by {stop.name}: no further request sent, nothing committed"
+    )
+    assert "INFO" not in err
     assert "kept: the next run of tenant" in said[0]
     assert again.record.status == "succeeded"
     assert revisions_served(standin) == DELEGATIONS - fetched  # none asked twice: the rerun resumed
@@ -158,21 +167,28 @@ def test_a_killed_run_is_charged_every_call_it_made(tmp_path: Path) -> None:
     assert made <= calls <= made + 1  # counted before each request: at most the one about to leave
 
 
-@contextmanager
-def signalled_on_entering(function: Callable[..., object], number: signal.Signals) -> Iterator[list[float]]:
-    """Raise signal ``number`` in this (the main) thread when ``function`` is first called, through a
-    profile hook (the code under test runs unchanged); yields the moment it was raised, once it was."""
-    raised: list[float] = []
+def call_on_entering(
+    function: Callable[..., object], action: Callable[[], object], done: list[float]
+) -> None:
+    """Do ``action`` in this (the main) thread when ``function`` is next called, through a profile hook (the
+    code under test runs unchanged), noting the moment in ``done``."""
 
     def hook(frame: FrameType, event: str, _argument: object) -> None:
-        if event == "call" and frame.f_code is function.__code__ and not raised:
-            raised.append(time.monotonic())
+        if event == "call" and frame.f_code is function.__code__:
+            done.append(time.monotonic())
             sys.setprofile(None)  # once is enough, and the rest of the run at full speed
-            signal.raise_signal(number)
+            action()
 
     sys.setprofile(hook)
+
+
+@contextmanager
+def on_entering(function: Callable[..., object], action: Callable[[], object]) -> Iterator[list[float]]:
+    """`call_on_entering` for the block; yields the moment ``action`` was done, once it was."""
+    done: list[float] = []
+    call_on_entering(function, action, done)
     try:
-        yield raised
+        yield done
     finally:
         sys.setprofile(None)
 
@@ -183,7 +199,7 @@ def test_a_signal_during_the_commit_lets_it_finish_and_then_stops(tmp_path: Path
     its caller that a signal came (the CLI then starts no next tenant and exits with 143)."""
     warehouse = tmp_path / "warehouse.duckdb"
     with StandIn(tenant(delegations=[delegation(n) for n in range(5)])) as standin:
-        with signalled_on_entering(commit._move_cursors, signal.SIGTERM) as raised:
+        with on_entering(commit._move_cursors, lambda: signal.raise_signal(signal.SIGTERM)) as raised:
             outcome = sync_standin(standin, warehouse, concurrency=1)
             returned = time.monotonic()
         calls = served(standin)
@@ -199,3 +215,40 @@ def test_a_signal_during_the_commit_lets_it_finish_and_then_stops(tmp_path: Path
     # timings as the bound, plus a margin for the figures of the month read after them).
     phases = outcome.record.phase_seconds
     assert returned - raised[0] < phases["commit"] + phases["publish"] + EXIT_WITHIN_S
+
+
+@pytest.mark.parametrize("released", [True, False], ids=["writer-released", "writer-still-busy"])
+def test_a_signal_while_the_commit_waits_for_the_writer_ends_the_wait(tmp_path: Path, released: bool) -> None:
+    """SIGTERM while the commit waits for another holder of the warehouse's writer (an HR apply, another
+    tenant's commit): the wait ends at its next poll, not after ADM_LOCK_WAIT_S; nothing is committed. The
+    row says ``interrupted`` when the writer is free within `ROW_WAIT_S`; otherwise the run keeps its
+    progress report and the rerun records it ``killed`` with every call it made. The rerun resumes."""
+    # Before: the signal was noted and the wait went on for up to ADM_LOCK_WAIT_S (then committed).
+    warehouse = tmp_path / "warehouse.duckdb"
+    other_writer = ExitStack()
+    signalled: list[float] = []
+
+    def signal_while_waiting() -> None:
+        if released:
+            other_writer.close()
+        signal.raise_signal(signal.SIGTERM)
+
+    def hold_writer() -> None:  # a lock on another open of the file, which flock refuses this process too
+        other_writer.enter_context(held(writer_lock_path(warehouse), "hr apply of plan p-1", 0, "the writer"))
+        call_on_entering(SharedWait.still, signal_while_waiting, signalled)
+
+    with StandIn(tenant(delegations=[delegation(n) for n in range(5)])) as standin:
+        with on_entering(commit.commit_run, hold_writer), pytest.raises(RunInterruptedError):
+            sync_standin(standin, warehouse, concurrency=1, lock_wait_s=120)
+        returned = time.monotonic()
+        other_writer.close()
+        calls, fetched = served(standin), revisions_served(standin)
+        standin.requests.clear()
+        assert rerun(standin, tmp_path).record.status == "succeeded"
+        assert revisions_served(standin) == 5 - fetched  # none asked twice: the rerun resumed
+    assert returned - signalled[0] < ROW_WAIT_S + EXIT_WITHIN_S
+    (first_status, first_calls, first_error), (second_status, *_) = run_rows(warehouse)
+    assert (first_status, second_status) == ("interrupted" if released else "killed", "succeeded")
+    assert first_calls == calls
+    assert first_error is not None
+    assert first_error.startswith("interrupted by SIGTERM" if released else "killed: process")

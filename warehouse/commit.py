@@ -37,7 +37,8 @@ from warehouse.merge import (
     record_rechecks,
 )
 from warehouse.migrate import OlderWarehouseError, migrate, pending
-from warehouse.publish import Published, PublishTarget, publish_run, try_publish
+from warehouse.publish import Published, publish_run, try_publish
+from warehouse.publish_target import PublishTarget
 from warehouse.reads import TenantSizes, sizes_of, tables_of
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (

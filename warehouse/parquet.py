@@ -23,10 +23,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from warehouse.publish_target import MANIFEST
+
 # pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
 # then do without their 15 MB.
-MANIFEST = "manifest.json"
-"""The file, in the Parquet folder, that names the current publish's folder and files."""
 
 BATCH_ROWS = 100_000
 """Rows read from DuckDB and written at a time: a table of any size is written in bounded memory."""

@@ -39,20 +39,16 @@ from warehouse.changes import text_literal
 from warehouse.db import open_database
 from warehouse.files import share_with_group
 from warehouse.parquet import (
-    MANIFEST,
     current_folder,
     new_folder,
     remove_old,
     write_folder,
     write_manifest_aside,
 )
+from warehouse.publish_target import MANIFEST, PublishTarget, same_file_problem
 from warehouse.runs import RunRecord
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_STORAGE_VERSION = "v1.4.0"
-"""The storage format of the copy: DuckDB 1.4 and every later version open it (DuckDB names formats by the
-release that introduced them: ``v1.4.0``, ``v1.5.0``, …, or ``latest``)."""
 
 ALIAS = "adm_published"
 """The name the copy is attached under while it is written (not a name a warehouse file is likely to have)."""
@@ -63,50 +59,12 @@ class PublishError(AuthoritySyncError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class PublishTarget:
-    """Where and how the reader copy is published."""
-
-    path: Path
-    storage_version: str = DEFAULT_STORAGE_VERSION
-    parquet: bool = False
-    readers_group: str | None = None
-    """The group that may read the copy and its Parquet (else they are as private as the warehouse)."""
-
-    @property
-    def parquet_root(self) -> Path:
-        """The folder of the Parquet publishes, beside the copy: ``<copy stem>-parquet``."""
-        return self.path.with_name(f"{self.path.stem}-parquet")
-
-    @property
-    def parquet_manifest(self) -> Path:
-        """What Parquet readers read first: the manifest naming the last publish's folder and files."""
-        return self.parquet_root / MANIFEST
-
-
-@dataclass(frozen=True)
 class Published:
     """How a run's publish went: its seconds, or the one-line warning of its failure."""
 
     target: PublishTarget
     seconds: float | None = None
     error: str | None = None
-
-
-def same_file_problem(warehouse: Path, published: Path) -> str | None:
-    """Why ``published`` cannot be the published copy of ``warehouse`` (it is the warehouse), or None."""
-    if warehouse.resolve() == published.resolve():
-        return f"{published} is the warehouse itself"
-    return None
-
-
-def storage_version_problem(version: str) -> str | None:
-    """Why ``version`` cannot be the copy's storage version (this DuckDB does not know it), or None."""
-    with open_database() as con:
-        try:
-            con.execute("ATTACH ':memory:' AS probe (STORAGE_VERSION ?)", [version])
-        except duckdb.Error:
-            return f"not a storage version DuckDB {duckdb.__version__} knows"
-    return None
 
 
 def for_readers(warehouse: Path, published: Path) -> Path:

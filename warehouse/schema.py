@@ -3,6 +3,8 @@ the single source of truth for column names and types."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from functools import cache
 
 import pyarrow as pa
@@ -11,11 +13,26 @@ from warehouse.db import open_database
 from warehouse.migrate import migrate
 
 
+@dataclass(frozen=True)
+class _Described:
+    schemas: dict[str, pa.Schema]
+    keys: dict[str, tuple[str, ...]]
+
+
+_describing = threading.Lock()
+"""The extract's threads all ask at their first staged page: one of them migrates, the others wait for it
+(each migrating on its own took seconds of CPU at the start of every run)."""
+
+
+def _described() -> _Described:
+    with _describing:
+        return _migrated_in_memory()
+
+
 @cache
-def arrow_schemas() -> dict[str, pa.Schema]:
-    """Every base table's Arrow schema, by table name (built once, in memory)."""
-    con = open_database()
-    try:
+def _migrated_in_memory() -> _Described:
+    """Every base table's Arrow schema and primary key, from one in-memory migration a process."""
+    with open_database() as con:
         migrate(con, describe=False)
         tables = [
             row[0]
@@ -23,23 +40,24 @@ def arrow_schemas() -> dict[str, pa.Schema]:
                 "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
             ).fetchall()
         ]
-        return {
+        schemas = {
             table: con.sql(f'SELECT * FROM "{table}" LIMIT 0').to_arrow_table().schema for table in tables
         }
-    finally:
-        con.close()
-
-
-@cache
-def primary_keys() -> dict[str, tuple[str, ...]]:
-    """Every base table's primary-key columns, by table name (tables without one are left out)."""
-    with open_database() as con:
-        migrate(con, describe=False)
-        rows = con.execute(
+        keys = con.execute(
             "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
             "WHERE constraint_type = 'PRIMARY KEY'"
         ).fetchall()
-    return {str(table): tuple(columns) for table, columns in rows}
+    return _Described(schemas, {str(table): tuple(columns) for table, columns in keys})
+
+
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """Every base table's Arrow schema, by table name."""
+    return _described().schemas
+
+
+def primary_keys() -> dict[str, tuple[str, ...]]:
+    """Every base table's primary-key columns, by table name (tables without one are left out)."""
+    return _described().keys
 
 
 MERGE_COLUMNS = ("deleted_at", "synced_at", "run_id")

@@ -180,7 +180,7 @@ def apply_plan(
         # Closed first: a write still running on a worker thread must not journal any more.
         journal.close()
         with open_write() as con:
-            stopped = stop.error(_written(outcome_counts(con, plan.plan_id), plan.plan_id))
+            stopped = stop.error(written_so_far(outcome_counts(con, plan.plan_id), plan.plan_id))
             said = str(stopped or error)
             set_plan_status(con, plan.plan_id, PlanStatus.INCOMPLETE, run_id, datetime.now(UTC), said)
         if stopped is not None:
@@ -195,7 +195,7 @@ def apply_plan(
     return report
 
 
-def _written(outcomes: Mapping[str, int], plan_id: str) -> str:
+def written_so_far(outcomes: Mapping[str, int], plan_id: str) -> str:
     """What an interrupted apply leaves, in words: entities per journal status, and how to resume."""
     counts = ", ".join(f"{status} {count:,}" for status, count in sorted(outcomes.items()))
     return (

@@ -6,6 +6,9 @@ warehouse, a plan expired or applied already, the warehouse busy) or not all app
 ``incomplete``, a 401 included, or entities skipped: see the output and ``hr status PLAN_ID --problems``);
 2 a usage error (a missing file or a directory, a mistyped ``--allow`` kind, an unknown encoding); 3 a plan
 blocked by safety thresholds. The service's token is never printed.
+
+Like `pipelines.cli`, the module holds the commands' signatures only: each command and helper imports the
+HR workflow, the warehouse and the HTTP client it uses in its body, so ``hr --help`` loads none of them.
 """
 
 from __future__ import annotations
@@ -16,74 +19,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from models.hr.status import EntityStatus, PlanStatus
-from models.hr.thresholds import watched_kind
-from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
-from pipelines.clients import AdmClientResource
-from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError, expired
-from pipelines.hr.exports import write_change_rows, write_error_reports, write_plan_csv, write_plan_json
-from pipelines.hr.mapping import SAMPLES, Mapping, MappingError, load_mapping, with_file_options
-from pipelines.hr.policy import HrPolicyResource
-from pipelines.hr.report import (
-    pending_summary,
-    plan_detail,
-    plan_summary,
-    print_apply,
-    print_journal,
-    print_pending,
-    print_plan,
-    print_plans,
-    print_problems,
-    print_stored_plan,
-)
-from pipelines.hr.revert import NotRevertibleError, revert_stored
-from pipelines.hr.snapshot import StaleWarehouseError
-from pipelines.hr.workflow import (
-    FourEyesError,
-    PlanOutcome,
-    PlanRequest,
-    RefreshFailedError,
-    allow,
-    apply_stored,
-    os_user,
-    plan_upload,
-    plans_due,
-    refresh,
-    stored_plan,
-)
-from pipelines.settings import SyncSettings
-from pipelines.stopping import RunInterruptedError, exit_at_once
-from pipelines.warehouse_resource import WarehouseResource
-from resources.client import AdmClient
-from resources.errors import ServiceError
-from warehouse.hr_store import (
-    AllowancesFinalError,
-    PlanNotFoundError,
-    StoredPlan,
-    allowances,
-    find_plan,
-    journal_entries,
-    list_plans,
-    pending_changes,
-    plan_items,
-)
-from warehouse.locks import LockBusyError
-from warehouse.migrate import OlderWarehouseError
-from warehouse.reads import read_only
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from pipelines.hr.mapping import Mapping
+    from pipelines.hr.policy import HrPolicyResource
+    from pipelines.hr.workflow import PlanOutcome, PlanRequest
+    from pipelines.settings import SyncSettings
+    from pipelines.warehouse_resource import WarehouseResource
+    from resources.client import AdmClient
+    from warehouse.hr_store import StoredPlan
 
 DEFAULT_REPORTS = Path("data/hr/reports")
 TROUBLED = frozenset({PlanStatus.BLOCKED, PlanStatus.APPLYING, PlanStatus.INCOMPLETE})
 """Plan statuses ``hr status --problems`` lists."""
 BLOCKED = 3
 """Exit code of a plan that safety thresholds block (2 is click's usage error)."""
-DEMO_FILES = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
 SETTLED = frozenset({EntityStatus.APPLIED, EntityStatus.SCHEDULED, EntityStatus.SUPERSEDED})
 """Entity outcomes of an apply that exits 0: applied, waiting for its effective date, or cancelled by a
 later upload."""
@@ -164,6 +123,12 @@ def plan_command(
     limit: Annotated[int, typer.Option(help="Changes and problems printed at most.")] = 200,
 ) -> None:
     """Validate HR files, diff them against the warehouse and store a plan (nothing is written)."""
+    from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
+    from pipelines.hr.exports import write_plan_csv, write_plan_json
+    from pipelines.hr.policy import HrPolicyResource
+    from pipelines.hr.workflow import PlanRequest, os_user
+    from pipelines.warehouse_resource import WarehouseResource
+
     console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
@@ -204,6 +169,18 @@ def apply_command(
     ] = True,
 ) -> None:
     """Apply a plan once (or resume an interrupted apply), then refresh the warehouse."""
+    from pipelines.cli_support import service_or_exit, settings_or_exit
+    from pipelines.clients import AdmClientResource
+    from pipelines.hr.apply import PlanBlockedError, PlanNotApplicableError
+    from pipelines.hr.policy import HrPolicyResource
+    from pipelines.hr.report import print_apply, print_unsettled
+    from pipelines.hr.workflow import FourEyesError, apply_stored
+    from pipelines.stopping import RunInterruptedError, exit_at_once
+    from pipelines.warehouse_resource import WarehouseResource
+    from resources.errors import ServiceError
+    from warehouse.hr_store import journal_entries
+    from warehouse.locks import LockBusyError
+
     console = hr_console()
     settings = service_or_exit(settings_or_exit(warehouse))
     store, policy = WarehouseResource(settings), HrPolicyResource(settings)
@@ -228,6 +205,9 @@ def apply_command(
             console.print(f"[red]{escape(str(error))}[/]")
             raise typer.Exit(1) from None
     print_apply(console, report)
+    if report.status == PlanStatus.INCOMPLETE:
+        with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
+            print_unsettled(console, report, journal_entries(con, plan_id))
     if refresh_after:
         _refresh(console, stored.tenant_id, settings)
     raise typer.Exit(0 if set(report.outcomes) <= SETTLED else 1)
@@ -243,6 +223,12 @@ def apply_due_command(
 ) -> None:
     """Apply the changes of scheduled plans whose effective date has come (what Dagster's
     ``hr_apply_due`` schedule runs every night), then refresh the warehouse."""
+    from pipelines.cli_support import service_or_exit, settings_or_exit, tenant_or_exit
+    from pipelines.clients import AdmClientResource
+    from pipelines.hr.policy import HrPolicyResource
+    from pipelines.hr.workflow import plans_due
+    from pipelines.warehouse_resource import WarehouseResource
+
     console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
@@ -265,6 +251,12 @@ def _apply_due(
     console: Console, store: WarehouseResource, plan_id: str, client: AdmClient, policy: HrPolicyResource
 ) -> bool:
     """Apply one plan's due changes and print what happened; whether everything settled."""
+    from pipelines.hr.apply import PlanNotApplicableError
+    from pipelines.hr.report import print_apply
+    from pipelines.hr.workflow import FourEyesError, apply_stored
+    from resources.errors import ServiceError
+    from warehouse.locks import LockBusyError
+
     try:
         report = apply_stored(store, plan_id, client, str(uuid.uuid4()), policy)
     except (PlanNotApplicableError, FourEyesError, ServiceError, LockBusyError) as error:
@@ -291,6 +283,18 @@ def status_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the same as JSON (for scripts).")] = False,
 ) -> None:
     """List the latest plans and pending dated changes, or show one plan's entities and their outcomes."""
+    from pipelines.cli_support import settings_or_exit, tenant_or_exit
+    from pipelines.hr.apply import expired
+    from pipelines.hr.report import (
+        pending_summary,
+        plan_detail,
+        plan_summary,
+        print_journal,
+        print_pending,
+        print_plans,
+    )
+    from warehouse.hr_store import allowances, journal_entries, list_plans, pending_changes
+
     console = hr_console()
     settings = settings_or_exit(warehouse)
     tenant = tenant_or_exit(settings, tenant) if tenant else None
@@ -339,6 +343,12 @@ def show_command(
     limit: Annotated[int, typer.Option(help="Changes printed at most.")] = 200,
 ) -> None:
     """Print a stored plan as it was planned (or write its changes with --csv), at any time later."""
+    from pipelines.cli_support import settings_or_exit
+    from pipelines.hr.apply import expired
+    from pipelines.hr.exports import write_change_rows
+    from pipelines.hr.report import print_stored_plan
+    from warehouse.hr_store import plan_items
+
     console = hr_console()
     settings = settings_or_exit(warehouse)
     with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
@@ -361,6 +371,13 @@ def revert_command(
 ) -> None:
     """Plan the revert of an applied plan: its entities' values from before it, except for an entity
     changed since (listed, left alone). Apply the new plan with `hr apply`."""
+    from pipelines.cli_support import settings_or_exit
+    from pipelines.hr.report import print_plan
+    from pipelines.hr.revert import NotRevertibleError, revert_stored
+    from pipelines.hr.snapshot import StaleWarehouseError
+    from pipelines.hr.workflow import os_user
+    from pipelines.warehouse_resource import WarehouseResource
+
     console = hr_console()
     store = WarehouseResource(settings_or_exit(warehouse))
     try:
@@ -382,6 +399,12 @@ def show_plan(
     console: Console, store: WarehouseResource, request: PlanRequest, errors: Path, limit: int
 ) -> PlanOutcome:
     """Plan an upload and print its problems, error reports and plan (or why there is none)."""
+    from pipelines.hr.exports import write_error_reports
+    from pipelines.hr.report import print_plan, print_problems
+    from pipelines.hr.snapshot import StaleWarehouseError
+    from pipelines.hr.workflow import FourEyesError, plan_upload
+    from warehouse.migrate import OlderWarehouseError
+
     try:
         outcome = plan_upload(store, request, progress=lambda line: console.print(f"[dim]{escape(line)}[/]"))
     except (StaleWarehouseError, FourEyesError, OlderWarehouseError) as error:
@@ -401,9 +424,13 @@ def show_plan(
 
 def show_demo_plan(console: Console, store: WarehouseResource, tenant_id: str) -> None:
     """The demo's last step: a dry-run plan of the shipped HR export against the demo warehouse."""
+    from pipelines.hr.mapping import SAMPLES, load_mapping
+    from pipelines.hr.workflow import PlanRequest
+
     console.rule("HR reverse sync: dry-run plan of the demo HR export (nothing is written)")
     # The sample files describe the seeded tenant as of now, however long ago they were checked out.
-    request = PlanRequest(DEMO_FILES, tenant_id, load_mapping(), as_of=datetime.now(UTC))
+    files = (SAMPLES / "demo_users.csv", SAMPLES / "demo_groups.csv")
+    request = PlanRequest(files, tenant_id, load_mapping(), as_of=datetime.now(UTC))
     show_plan(console, store, request, store.file.parent / "hr", limit=60)
     console.print("(The demo stops here: its emulator is gone, so this plan is for reading, not applying.)")
 
@@ -414,6 +441,8 @@ def _mapping(
     delimiter: str | None = None,
     date_formats: list[str] | None = None,
 ) -> Mapping:
+    from pipelines.hr.mapping import MappingError, load_mapping, with_file_options
+
     try:
         loaded = load_mapping(path)
     except MappingError as error:
@@ -427,6 +456,8 @@ def _mapping(
 def _approver(named: str | None, settings: SyncSettings) -> str:
     """Who lifts thresholds: ``--approved-by``, else the OS user. Under ``ADM_HR_FOUR_EYES`` only the OS
     user: a name typed for someone else would defeat the rule."""
+    from pipelines.hr.workflow import os_user
+
     if settings.hr_four_eyes and named and named.casefold() != os_user().casefold():
         message = "ADM_HR_FOUR_EYES: the approver is who runs the command; --approved-by cannot name another"
         raise typer.BadParameter(message, param_hint="--approved-by")
@@ -434,6 +465,8 @@ def _approver(named: str | None, settings: SyncSettings) -> str:
 
 
 def _allowances(kinds: list[str] | None, reason: str | None) -> dict[str, str]:
+    from models.hr.thresholds import watched_kind
+
     if not kinds:
         return {}
     if not reason or not reason.strip():
@@ -455,6 +488,9 @@ def _allow(
     policy: HrPolicyResource,
 ) -> StoredPlan:
     """Lift ``kinds`` for a plan; a plan that began applying keeps its lifts, and nothing is applied."""
+    from pipelines.hr.workflow import FourEyesError, allow
+    from warehouse.hr_store import AllowancesFinalError
+
     try:
         return allow(store, plan_id, kinds, approved_by, policy)
     except (AllowancesFinalError, FourEyesError) as error:
@@ -467,6 +503,9 @@ def _reading(console: Console, path: Path, wait_s: float) -> Iterator[duckdb.Duc
     """The warehouse opened read-only (never migrated: a command that only reads changes nothing),
     waiting up to ``wait_s`` for a writer's statement to end; a missing warehouse or one that stays busy
     ends the command with one line (exit 1) instead of a traceback."""
+    from warehouse.locks import LockBusyError
+    from warehouse.reads import read_only
+
     try:
         with read_only(path, wait_s) as con:
             if con is None:
@@ -480,6 +519,8 @@ def _reading(console: Console, path: Path, wait_s: float) -> Iterator[duckdb.Duc
 
 def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
     """The plan of an id or a unique prefix of it; a usage error (exit 2) saying why when there is none."""
+    from warehouse.hr_store import PlanNotFoundError, find_plan
+
     try:
         return find_plan(con, plan_id)
     except PlanNotFoundError as error:
@@ -488,6 +529,10 @@ def _loaded(con: duckdb.DuckDBPyConnection, plan_id: str) -> StoredPlan:
 
 def _stored(store: WarehouseResource, plan_id: str) -> StoredPlan:
     """`_loaded`, opening the warehouse for it."""
+    from pipelines.hr.workflow import stored_plan
+    from warehouse.hr_store import PlanNotFoundError
+    from warehouse.locks import LockBusyError
+
     try:
         return stored_plan(store, plan_id)
     except PlanNotFoundError as error:
@@ -499,6 +544,10 @@ def _stored(store: WarehouseResource, plan_id: str) -> StoredPlan:
 
 def _refresh(console: Console, tenant_id: str, settings: SyncSettings) -> None:
     """The incremental tenant sync, so that the warehouse holds what the service holds now."""
+    from pipelines.clients import AdmClientResource
+    from pipelines.hr.workflow import RefreshFailedError, refresh
+    from pipelines.warehouse_resource import WarehouseResource
+
     adm = AdmClientResource(settings)
     try:
         run_id = refresh(settings, tenant_id, adm, WarehouseResource(settings))

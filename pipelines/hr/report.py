@@ -18,7 +18,7 @@ from rich.table import Table
 
 from models.hr.plan import Change, Plan
 from models.hr.thresholds import ThresholdCheck
-from pipelines.hr.apply import ApplyReport
+from pipelines.hr.apply import UNFINISHED, ApplyReport, written_so_far
 from pipelines.hr.problems import Problem
 from warehouse.hr_store import Allowance, JournalEntry, PendingChange, StoredPlan
 
@@ -127,6 +127,16 @@ def print_apply(console: Console, report: ApplyReport) -> None:
         f"Plan {report.plan_id}: {report.status} (run {report.run_id[:8]}): {outcomes}; "
         f"{report.writes} write(s) sent, {report.read_backs} read-back(s)."
     )
+
+
+def print_unsettled(console: Console, report: ApplyReport, entries: Iterable[JournalEntry]) -> None:
+    """After an incomplete apply: each entity left unwritten (or refused: ``failed``) with what the service
+    answered its writes, as journaled, then what was written and how to resume."""
+    for entry in entries:
+        if entry.status in UNFINISHED:
+            answer = entry.message or "no answer recorded"
+            console.print(f"  {escape(entry.entity.hr_key)} ({entry.status}): {escape(answer)}")
+    console.print(escape(written_so_far(report.outcomes, report.plan_id)))
 
 
 def print_plans(console: Console, plans: list[StoredPlan], expired: Collection[str] = ()) -> None:
