@@ -12,7 +12,7 @@ import pytest
 from emulator.server import EmulatorServer
 from pipelines.warehouse_resource import WarehouseResource
 from tests.test_hr_cli import hr, service_env
-from tests.test_hr_support import faults, plan, row_of, user_rows, write_users, writes
+from tests.test_hr_support import faults, half_applicable_plan, writes
 
 pytest_plugins = ["tests.test_hr_support"]
 __all__ = ["service_env"]  # the CLI tests' fixture, used here
@@ -26,12 +26,7 @@ def test_a_503_during_hr_apply_shows_the_answer_what_was_written_and_how_to_resu
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")  # lines unwrapped
-    rows = user_rows()
-    for key in ("E100010", "E100012"):
-        row_of(rows, key)["last_name"] = "Halfway"
-    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
-    assert made is not None and len(made.entities) == 2
-    faults(server, error_rate=1.0, error_status=503, methods=["PATCH"], after_writes=1)
+    made = half_applicable_plan(hr_store, server, tmp_path)
     apply = ("apply", made.plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
     code, output = hr(*apply)
     assert code == 1, output

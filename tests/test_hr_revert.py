@@ -24,6 +24,7 @@ from tests.test_hr_support import (
     SETTINGS,
     apply,
     faults,
+    half_applicable_plan,
     plan,
     row_of,
     seeded_snapshot,
@@ -131,12 +132,7 @@ def test_reverting_an_incomplete_plan_closes_it(
     tmp_path: Path,
 ) -> None:
     # ``adm`` first: made before ``service_env`` puts the token in the environment (it stays a value).
-    rows = user_rows()
-    for key in ("E100010", "E100012"):
-        row_of(rows, key)["last_name"] = "Halfway"
-    made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
-    assert made is not None and len(made.entities) == 2
-    faults(server, error_rate=1.0, error_status=503, methods=["PATCH"], after_writes=1)
+    made = half_applicable_plan(hr_store, server, tmp_path)
     report = apply(hr_store, adm, made.plan_id)
     assert (report.status, report.outcomes) == ("incomplete", {"applied": 1, "planned": 1})
     faults(server)

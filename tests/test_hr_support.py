@@ -27,6 +27,7 @@ from emulator.seed import seed_tenant
 from emulator.server import EmulatorServer
 from emulator.state import TenantState
 from models.groups import Group
+from models.hr.plan import Plan
 from models.users import User
 from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import ApplyReport
@@ -212,3 +213,15 @@ def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, str]:
 def faults(server: EmulatorServer, **config: object) -> None:
     """Set the emulator's faults."""
     set_faults(server, FaultConfig.model_validate(config))
+
+
+def half_applicable_plan(store: WarehouseResource, server: EmulatorServer, folder: Path) -> Plan:
+    """A stored plan of two users' new last name, with the emulator answering 503 to every write after the
+    first: an apply of it ends incomplete, one written and one not."""
+    rows = user_rows()
+    for key in ("E100010", "E100012"):
+        row_of(rows, key)["last_name"] = "Halfway"
+    made = plan(store, write_users(folder / "u.csv", rows)).plan
+    assert made is not None and len(made.entities) == 2
+    faults(server, error_rate=1.0, error_status=503, methods=["PATCH"], after_writes=1)
+    return made
