@@ -20,7 +20,7 @@ import duckdb
 
 from models.errors import AuthoritySyncError
 from resources.waits import SharedWait
-from warehouse.catalog import FAMILIES, REVISIONS
+from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, open_database
 from warehouse.files import default_publish_path
@@ -230,7 +230,7 @@ def _commit(
             try:
                 now = datetime.now(UTC)
                 record.row_counts = _merge_all(con, staged, record, now)
-                record_changes(con, record.tenant_id, record.run_id, now)
+                record_changes(con, record.tenant_id, record.run_id, now, _revisions_written(staged))
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
@@ -406,11 +406,25 @@ def _merge_staged(
     if "revision_checks" in files:
         merge_revision_checks(ctx)
     for table, revisions in REVISIONS.items():
-        if staged.modes.get(revisions.named_by.name) == "full":
+        if _prunes(staged, revisions):
             pruned = prune_orphan_revisions(ctx, table)
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned
     return counts
+
+
+def _prunes(staged: StagedRun, revisions: RevisionList) -> bool:
+    """Whether the commit drops the revision lists left orphan: after a full read of the list naming them."""
+    return staged.modes.get(revisions.named_by.name) == "full"
+
+
+def _revisions_written(staged: StagedRun) -> list[str]:
+    """The revision tables the commit writes: those staged, and those it prunes."""
+    return [
+        table
+        for table, revisions in REVISIONS.items()
+        if table in staged.tables or _prunes(staged, revisions)
+    ]
 
 
 def _note_rechecks(record: RunRecord, rechecked: int, found_new: int) -> None:
