@@ -88,7 +88,8 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
 def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
     """Replace the revision lists of the parents checked in this run (``checked``: the run staged
     ``revision_checks``; an older staging only the parents with revisions), keeping when each revision id
-    was first seen. A parent checked with an empty list, or not found, keeps no revisions."""
+    was first seen. A parent checked with an empty list, or not found, keeps no revisions. Lists that all
+    stay as they were are only stamped."""
     parent_column, kind = REVISIONS[table].parent_column, REVISIONS[table].kind
     parents = (
         f"SELECT parent_id FROM stg_revision_checks WHERE parent_kind = '{kind}'"
@@ -97,6 +98,10 @@ def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
     )
     scope = f"{parent_column} IN ({parents})"
     counts, _ = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
+    if not counts["inserted"] + counts["updated"] + counts["deleted"]:
+        # Every list as it was (each id in its place, first seen when it was): only stamped.
+        _stamp_equal(ctx, table, parent_column, scope, differing=False)
+        return counts
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE rev_{table} AS "
         f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at, "
