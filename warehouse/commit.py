@@ -245,7 +245,7 @@ def _commit(
                 raise
             _checkpoint(con, record)
             record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
-            rebuilt = publish is not None and not readable_as(warehouse, publish.storage_version)
+            rebuilt = _rebuilds(warehouse, publish)
             published = None if rebuilt else _publish_committed(con, record, publish)
         if publish is not None and rebuilt:
             published = _publish_rebuilt(warehouse, record, publish, deadline)
@@ -291,6 +291,15 @@ def _publish_committed(
         logger.warning("could not store the timings of run %s or publish it: %s", record.run_id, error)
         return None
     return published
+
+
+def _rebuilds(warehouse: Path, publish: PublishTarget | None) -> bool:
+    """Whether the publish rebuilds the copy (``COPY FROM DATABASE``) rather than copying the file. The run
+    is committed: a header that cannot be read is the publish's to report (as its warning), not the run's."""
+    try:
+        return publish is not None and not readable_as(warehouse, publish.storage_version)
+    except OSError:
+        return False
 
 
 def _publish_rebuilt(
