@@ -228,7 +228,10 @@ def stopped_then_resumed(server: EmulatorServer, settings: SyncSettings, stop: C
     assert calls == served(server)  # every call it made is charged
     server.emulator.reset_stats()
     sync_direct(settings, DEMO_TENANT_ID, full_refresh=True)
-    assert revisions_served(server) == revision_lists(server) - fetched  # none fetched twice: it resumed
+    # It resumed: none fetched twice, but for the one request out when the stop came (concurrency 1), which
+    # the service may have answered after the run stopped keeping answers.
+    missing = revision_lists(server) - fetched
+    assert missing <= revisions_served(server) <= missing + 1
     return after
 
 
