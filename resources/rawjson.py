@@ -1,10 +1,12 @@
 """The service's own text of each record of a page, so that ``raw`` stores what the service sent (its
 number formats, offsets and key order), not a re-serialisation of our model.
 
-The standard library's JSON decoder parses one value from any position (`json.JSONDecoder.raw_decode`) and
-reports where it ended; walking the envelope down to ``data.data`` with it gives each record's span. The
-items of a record's member arrays are cut out by msgspec's ``Raw`` (the text of a value, left undecoded):
-walking every key of every record in Python cost more than the rest of flattening it (issue 31).
+msgspec's ``Raw`` (the text of a value, left undecoded) cuts the records out of ``data.data`` and the items
+out of a record's member arrays, in C: walking every key of every record in Python cost more than the rest of
+flattening it (issue 31). Where a key comes twice the last one counts, as for the models' own parser
+(pydantic), so that each record gets its own text. What msgspec refuses and the standard library reads
+(``NaN``, ``Infinity``) is walked in Python instead: `json.JSONDecoder.raw_decode` parses one value from
+any position and reports where it ended.
 """
 
 from __future__ import annotations
@@ -20,6 +22,18 @@ _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class _Array(msgspec.Struct):
+    data: list[msgspec.Raw]
+
+
+class _Paged(msgspec.Struct):
+    data: _Array
+
+
+_PAGED = msgspec.json.Decoder(_Paged)
+_ARRAY = msgspec.json.Decoder(_Array)
 
 
 class RawJsonError(AuthoritySyncError, ValueError):
@@ -39,13 +53,27 @@ def exact_value(text: str | bytes) -> Any:
 
 def page_records(body: str) -> list[str]:
     """The JSON text of each item of ``data.data`` of a list's envelope, in order."""
-    start = _member(body, _skip(body, 0), "data")
-    return _items(body, _member(body, start, "data"))
+    try:
+        return _texts(_PAGED.decode(body).data.data)
+    except msgspec.ValidationError as error:
+        raise RawJsonError(f"not a page's envelope: {error}") from None
+    except msgspec.DecodeError:
+        start = _member(body, _skip(body, 0), "data")
+        return _items(body, _member(body, start, "data"))
 
 
 def array_records(body: str) -> list[str]:
     """The JSON text of each item of ``data`` of an envelope holding an array (E9), in order."""
-    return _items(body, _member(body, _skip(body, 0), "data"))
+    try:
+        return _texts(_ARRAY.decode(body).data)
+    except msgspec.ValidationError as error:
+        raise RawJsonError(f"not an envelope holding an array: {error}") from None
+    except msgspec.DecodeError:
+        return _items(body, _member(body, _skip(body, 0), "data"))
+
+
+def _texts(values: list[msgspec.Raw]) -> list[str]:
+    return [bytes(value).decode("utf-8") for value in values]
 
 
 def member_objects(record: str, key: str) -> list[str] | None:
@@ -65,13 +93,13 @@ def member_objects(record: str, key: str) -> list[str] | None:
         items = _ITEMS.decode(found)
     except msgspec.ValidationError:  # not an array
         return None
-    return [text for text in (bytes(item).decode("utf-8") for item in items) if text.startswith("{")]
+    return [text for text in _texts(items) if text.startswith("{")]
 
 
 def _walked_member_objects(record: str, key: str) -> list[str] | None:
     """`member_objects` by the standard library's decoder, key by key (slow: for what msgspec refuses)."""
     try:
-        position = _member(record, _skip(record, 0), key, last=True)
+        position = _member(record, _skip(record, 0), key)
         items = _items(record, position)
     except (RawJsonError, ValueError, IndexError):
         return None
@@ -84,9 +112,9 @@ def _skip(text: str, position: int) -> int:
     return position
 
 
-def _member(text: str, position: int, wanted: str, *, last: bool = False) -> int:
-    """Where the value of key ``wanted`` of the object at ``position`` starts: its first occurrence (an
-    envelope's, found without reading the rest), or with ``last`` its last one."""
+def _member(text: str, position: int, wanted: str) -> int:
+    """Where the value of the last key ``wanted`` of the object at ``position`` starts (the one a JSON
+    parser keeps)."""
     if text[position : position + 1] != "{":
         raise RawJsonError(f"expected an object at {position}")
     found = None
@@ -98,8 +126,6 @@ def _member(text: str, position: int, wanted: str, *, last: bool = False) -> int
             raise RawJsonError(f"expected ':' at {position}")
         position = _skip(text, position + 1)
         if key == wanted:
-            if not last:
-                return position
             found = position
         _, position = _DECODER.raw_decode(text, position)
         position = _skip(text, position)
