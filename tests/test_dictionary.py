@@ -16,6 +16,7 @@ import pytest
 from warehouse import dictionary, dictionary_page
 from warehouse import migrate as migrations
 from warehouse.migrate import migrate
+from warehouse.schema import arrow_schemas
 
 
 @pytest.fixture
@@ -163,3 +164,19 @@ def test_a_failed_apply_leaves_no_comment_and_no_fingerprint(monkeypatch: pytest
 def test_a_dictionary_that_contradicts_itself_is_refused(text: str, error: str) -> None:
     with pytest.raises(dictionary.DictionaryError, match=re.escape(error)):
         dictionary.load(text)
+
+
+def test_the_schemas_a_run_stages_in_are_the_migrated_warehouses(con: duckdb.DuckDBPyConnection) -> None:
+    # The extract stages with the Arrow schemas `warehouse.schema` builds from the described columns (not a
+    # migration a process): each must be exactly what the migrated table gives, column by column.
+    tables = [
+        str(row[0])
+        for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT internal"
+        ).fetchall()
+    ]
+    assert tables
+    built = arrow_schemas()
+    for table in tables:
+        migrated = con.sql(f'SELECT * FROM "{table}" LIMIT 0').to_arrow_table().schema  # noqa: S608 (names from the catalog of DuckDB)
+        assert built.get(table) == migrated, table

@@ -4,6 +4,7 @@ commits a few runs of one tenant and reads the tables back."""
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from warehouse.commit import CommitResult, StagedRun, StagingMismatchError, commit_run
 from warehouse.merge import CommitConstraintError
+from warehouse.publish_target import PublishTarget
 from warehouse.reads import CheckEvidence
 from warehouse.runs import RunRecord
 from warehouse.schema import staging_schema
@@ -302,6 +304,99 @@ def test_revisions_keep_when_they_were_first_seen_and_count_a_new_order(warehous
         "deleted": 0,
     }
     assert after["r1"] == before["r1"] and after["r2"] == before["r2"] and after["r3"] > before["r1"]
+
+
+CURRENT_STATE = {
+    "decisions": "SELECT id, rowid FROM decisions",
+    "decision_authorities": "SELECT decision_id, item_order, rowid FROM decision_authorities",
+    "delegation_revisions": "SELECT delegation_id, revision_id, rowid FROM delegation_revisions",
+    "histories": "SELECT (SELECT count(*) FROM decisions_history), (SELECT count(*) FROM "
+    "decision_authorities_history), (SELECT count(*) FROM delegation_revisions_history)",
+    "change_log": "SELECT count(*) FROM change_log",
+}
+"""Where each row is stored and how many versions and changes there are: what a commit that rewrites,
+versions or logs anything changes."""
+
+
+def test_a_commit_of_what_is_stored_writes_nothing_but_the_stamps(warehouse: Path) -> None:
+    tables = {
+        "decisions": [decision("a", "A"), decision("b", "B")],
+        "decision_authorities": [authority("x1", "a", "10"), authority("x2", "b", "20", order=1)],
+        "delegations": [delegation("d")],
+        "delegation_revisions": [revision("d", "r1", 1), revision("d", "r2", 2)],
+    }
+    commit(warehouse, tables)
+    before = {name: sorted(read(warehouse, sql)) for name, sql in CURRENT_STATE.items()}
+
+    run_id, result = commit(warehouse, tables)
+
+    assert {name: sorted(read(warehouse, sql)) for name, sql in CURRENT_STATE.items()} == before
+    assert all(counts["unchanged"] == sum(counts.values()) for counts in result.row_counts.values())
+    for table in ("decisions", "decision_authorities", "delegations", "delegation_revisions"):
+        assert read(warehouse, f"SELECT DISTINCT run_id FROM {table}") == [(run_id,)]  # noqa: S608
+
+
+def test_a_full_read_that_drops_a_revision_list_ends_its_versions_though_no_revision_was_staged(
+    warehouse: Path,
+) -> None:
+    cited = {
+        "tenant_id": TENANT,
+        "id": "a-p",
+        "decision_id": "a",
+        "item_order": 1,
+        "document_id": "p",
+        "raw": "{}",
+    }
+    listed = {"tenant_id": TENANT, "document_id": "p", "revision_id": "r1", "revision_order": 1}
+    commit(
+        warehouse,
+        {"decisions": [decision("a", "A")], "decision_documents": [cited], "document_revisions": [listed]},
+    )
+    commit(warehouse, {"delegations": [delegation("d")]})  # writes no revision list: keeps their versions
+    versions = "SELECT document_id, revision_id, is_current, ended_run_id FROM document_revisions_history"
+    assert read(warehouse, versions) == [("p", "r1", True, None)]
+
+    # A full read finds the decision citing no document any more: the document's list is pruned.
+    run_id, _ = commit(warehouse, {"decisions": [decision("a", "A")], "decision_documents": []}, full=True)
+
+    assert read(warehouse, "SELECT count(*) FROM document_revisions") == [(0,)]
+    assert read(warehouse, versions) == [("p", "r1", False, run_id)]
+
+
+def test_the_copy_published_by_a_commit_holds_the_state_it_committed(warehouse: Path) -> None:
+    """Published on the commit's own connection, after its COMMIT and CHECKPOINT: every table of the copy
+    is the warehouse's as committed; the run's row learns its commit's and publish's times afterwards."""
+    commit(warehouse, {"decisions": [decision("a", "A")], "decision_authorities": [authority("x", "a", "1")]})
+    folder, counts = stage(warehouse.parent, {"decisions": [decision("a", "A2"), decision("b", "B")]})
+    record = RunRecord(f"run-{next(_runs)}", TENANT, "incremental", datetime.now(UTC))
+    target = PublishTarget(warehouse.parent / "copy.duckdb")
+
+    result = commit_run(warehouse, StagedRun(folder, counts, {"decisions": "incremental"}), record, 5, target)
+
+    assert result.published is not None and result.published.error is None
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        con.execute("ATTACH ? AS copy (READ_ONLY)", [str(target.path)])
+        names = [
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                "current_database() AND NOT internal"
+            ).fetchall()
+        ]
+        late = "EXCLUDE (phase_seconds, warnings)"
+        for name in names:
+            columns = late if name == "sync_runs" else ""
+            differing = con.execute(
+                f"SELECT count(*) FROM ((SELECT * {columns} FROM main.{name} EXCEPT ALL "  # noqa: S608
+                f"SELECT * {columns} FROM copy.{name}) UNION ALL (SELECT * {columns} FROM copy.{name} "
+                f"EXCEPT ALL SELECT * {columns} FROM main.{name}))"
+            ).fetchone()
+            assert differing == (0,), name
+        assert con.execute("SELECT count(*) FROM copy.decisions").fetchone() == (2,)
+    phases = json.loads(
+        read(warehouse, "SELECT phase_seconds FROM sync_runs WHERE run_id = ?", [record.run_id])[0][0]
+    )
+    assert {"commit", "publish"} <= set(phases)
 
 
 def test_tenants_do_not_touch_each_other(warehouse: Path) -> None:

@@ -12,6 +12,7 @@ Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 import duckdb
@@ -19,17 +20,27 @@ import duckdb
 from warehouse.catalog import FAMILIES, REVISIONS, Child, Family, RevisionList
 
 
-def record_changes(con: duckdb.DuckDBPyConnection, tenant_id: str, run_id: str, now: datetime) -> None:
-    """Bring the revision histories up to the current lists, then append the changes the commit at
-    ``now`` made to the tenant's histories to ``change_log`` (inside the caller's transaction)."""
-    for revisions in REVISIONS.values():
-        _record_revision_history(con, revisions, tenant_id, run_id, now)
+def record_changes(
+    con: duckdb.DuckDBPyConnection,
+    tenant_id: str,
+    run_id: str,
+    now: datetime,
+    revisions_written: Iterable[str] | None = None,
+) -> None:
+    """Bring the revision histories up to the current lists (those of ``revisions_written``, the revision
+    tables the commit wrote, when given: the others' lists are as their histories hold them), then append
+    the changes the commit at ``now`` made to the tenant's histories to ``change_log`` (inside the
+    caller's transaction)."""
+    written = REVISIONS.keys() if revisions_written is None else frozenset(revisions_written)
+    for table in written:
+        _record_revision_history(con, REVISIONS[table], tenant_id, run_id, now)
+    changed = _changed(con, tenant_id, now)
     for family in FAMILIES.values():
-        if _ended_at(con, family.history, tenant_id, now):
+        if family.history in changed:
             for call in root_calls(family, COMMIT):
                 _append(con, call, tenant_id, now)
         for child in family.children:
-            if _ended_at(con, child.history, tenant_id, now) or _added_at(con, family, child, tenant_id, now):
+            if child.history in changed:
                 _append(con, item_call(family, child, COMMIT), tenant_id, now)
 
 
@@ -52,33 +63,37 @@ def item_call(family: Family, child: Child, scope: str) -> str:
     return f"item_changes({', '.join(map(text_literal, names))}, {scope})"
 
 
-def _ended_at(con: duckdb.DuckDBPyConnection, history: str, tenant_id: str, now: datetime) -> bool:
-    """Whether a version of the tenant in ``history`` ended at ``now``: a record changed then only so (its
-    next version began). Cheap looks like this one spare the change macros, whose planning alone costs a
-    tenth of a second each, and a full refresh's first commit their whole work."""
-    return _exists(
-        con, f"SELECT 1 FROM {history} WHERE tenant_id = $tenant AND valid_to = $now", tenant_id, now
-    )
+def _changed(con: duckdb.DuckDBPyConnection, tenant_id: str, now: datetime) -> frozenset[str]:
+    """The history tables in which the commit at ``now`` changed a record of the tenant, asked in one
+    statement: only their change macros run (the planning of one alone costs a tenth of a second, and a
+    full refresh's first commit would pay their whole work for nothing).
+
+    A record changed when one of its versions ended at ``now`` (its next version began then); an item
+    list also when an item began a version at ``now`` in the list of a record seen before (an item that
+    came with its record's first version is no change)."""
+    probes: dict[str, list[str]] = {}
+    for family in FAMILIES.values():
+        probes[family.history] = [_ended(family.history)]
+        for child in family.children:
+            probes[child.history] = [_ended(child.history), _added(family, child)]
+    histories = list(probes)
+    columns = ", ".join(" OR ".join(f"EXISTS ({probe})" for probe in probes[name]) for name in histories)
+    found = con.execute(f"SELECT {columns}", {"tenant": tenant_id, "now": now}).fetchone()
+    return frozenset(name for name, changed in zip(histories, found or (), strict=True) if changed)
 
 
-def _added_at(
-    con: duckdb.DuckDBPyConnection, family: Family, child: Child, tenant_id: str, now: datetime
-) -> bool:
-    """Whether an item began a version at ``now`` in the list of a record seen before: an item that came
-    with its record's first version is no change."""
-    return _exists(
-        con,
+def _ended(history: str) -> str:
+    """The tenant's versions in ``history`` that ended at ``$now``."""
+    return f"SELECT 1 FROM {history} WHERE tenant_id = $tenant AND valid_to = $now"
+
+
+def _added(family: Family, child: Child) -> str:
+    """The tenant's items that began a version at ``$now`` in the list of a record seen before."""
+    return (
         f"SELECT 1 FROM {child.history} i WHERE i.tenant_id = $tenant AND i.valid_from = $now "
         f"AND EXISTS (SELECT 1 FROM {family.history} r WHERE r.tenant_id = i.tenant_id "
-        f"AND r.id = i.{child.parent_column} AND r.valid_from < $now)",
-        tenant_id,
-        now,
+        f"AND r.id = i.{child.parent_column} AND r.valid_from < $now)"
     )
-
-
-def _exists(con: duckdb.DuckDBPyConnection, rows: str, tenant_id: str, now: datetime) -> bool:
-    found = con.execute(f"SELECT EXISTS ({rows})", {"tenant": tenant_id, "now": now}).fetchone()
-    return bool(found and found[0])
 
 
 def _append(con: duckdb.DuckDBPyConnection, call: str, tenant_id: str, now: datetime) -> None:
@@ -100,21 +115,22 @@ def _record_revision_history(
     version is a revision id in a parent's list; the id's place there is not its content."""
     table, parent = revisions.table, revisions.parent_column
     history = f"{table}_history"
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE held_{table} AS SELECT tenant_id, {parent}, revision_id, "
-        f"CAST(row_number() OVER (PARTITION BY {parent}, revision_id ORDER BY revision_order) AS INTEGER) "
-        f"AS occurrence, first_seen_at FROM {table} WHERE tenant_id = ?",
-        [tenant_id],
+    # The lists as versions (a CTE of each statement: a temp table cost a statement of its own).
+    held = (
+        f"WITH held AS (SELECT tenant_id, {parent}, revision_id, CAST(row_number() OVER (PARTITION BY "
+        f"{parent}, revision_id ORDER BY revision_order) AS INTEGER) AS occurrence, first_seen_at "
+        f"FROM {table} WHERE tenant_id = $tenant) "
     )
     same = f"n.{parent} = h.{parent} AND n.revision_id = h.revision_id AND n.occurrence = h.occurrence"
+    arguments = {"tenant": tenant_id, "now": now, "run": run_id}
     con.execute(
-        f"UPDATE {history} h SET valid_to = ?, ended_run_id = ?, is_current = FALSE "
-        f"WHERE h.tenant_id = ? AND h.is_current AND NOT EXISTS (SELECT 1 FROM held_{table} n WHERE {same})",
-        [now, run_id, tenant_id],
+        f"{held}UPDATE {history} h SET valid_to = $now, ended_run_id = $run, is_current = FALSE "
+        f"WHERE h.tenant_id = $tenant AND h.is_current AND NOT EXISTS (SELECT 1 FROM held n WHERE {same})",
+        arguments,
     )
     con.execute(
-        f"INSERT INTO {history} BY NAME SELECT n.*, ?::TIMESTAMPTZ AS valid_from, ? AS run_id, "
-        f"TRUE AS is_current FROM held_{table} n WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {history} h WHERE h.tenant_id = ? AND h.is_current AND {same})",
-        [now, run_id, tenant_id],
+        f"{held}INSERT INTO {history} BY NAME SELECT n.*, $now::TIMESTAMPTZ AS valid_from, $run AS run_id, "
+        f"TRUE AS is_current FROM held n WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {history} h WHERE h.tenant_id = $tenant AND h.is_current AND {same})",
+        arguments,
     )

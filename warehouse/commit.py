@@ -20,7 +20,7 @@ import duckdb
 
 from models.errors import AuthoritySyncError
 from resources.waits import SharedWait
-from warehouse.catalog import FAMILIES, REVISIONS
+from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, open_database
 from warehouse.files import default_publish_path
@@ -37,7 +37,7 @@ from warehouse.merge import (
     record_rechecks,
 )
 from warehouse.migrate import OlderWarehouseError, migrate, pending
-from warehouse.publish import Published, publish_run, try_publish
+from warehouse.publish import Published, publish_run, readable_as, try_publish
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import TenantSizes, sizes_of, tables_of
 from warehouse.rehash import rehash_if_stale
@@ -230,7 +230,7 @@ def _commit(
             try:
                 now = datetime.now(UTC)
                 record.row_counts = _merge_all(con, staged, record, now)
-                record_changes(con, record.tenant_id, record.run_id, now)
+                record_changes(con, record.tenant_id, record.run_id, now, _revisions_written(staged))
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
@@ -243,10 +243,12 @@ def _commit(
                 record.status, record.finished_at = RunStatus.FAILED, None
                 _roll_back(con)
                 raise
-        # The COMMIT writes the data to disk (DuckDB's checkpoint), a good part of the commit's time, so
-        # the row learns it afterwards, in a small write of its own.
-        record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
-        published = _publish_committed(warehouse, record, publish, deadline)
+            _checkpoint(con, record)
+            record.phase_seconds["commit"] = round(time.perf_counter() - started, 3)
+            rebuilt = _rebuilds(warehouse, publish)
+            published = None if rebuilt else _publish_committed(con, record, publish)
+        if publish is not None and rebuilt:
+            published = _publish_rebuilt(warehouse, record, publish, deadline)
     return CommitResult(record.row_counts, counts, sizes, published)
 
 
@@ -259,27 +261,59 @@ def _roll_back(con: duckdb.DuckDBPyConnection) -> None:
         logger.debug("nothing to roll back: the transaction ended with its failed COMMIT")
 
 
+def _checkpoint(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
+    """Write what the COMMIT made durable in the WAL into the file itself (DuckDB's checkpoint, a good
+    part of a commit's time, counted in it). The run is committed: a failure is only logged, and the
+    publish's own CHECKPOINT or the connection's close tries again."""
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error as error:
+        logger.warning("could not checkpoint the commit of run %s: %s", record.run_id, error)
+
+
 def _left(deadline: float) -> float:
     return max(0.0, deadline - time.monotonic())
 
 
 def _publish_committed(
-    warehouse: Path, record: RunRecord, publish: PublishTarget | None, deadline: float
+    con: duckdb.DuckDBPyConnection, record: RunRecord, publish: PublishTarget | None
 ) -> Published | None:
-    """Store the committed run's late figures and publish, still under the writer lock: the copy is
-    exactly the state just committed (no other writer can slip in between), and publishes take turns with
-    commits, so an older state never replaces a newer one. On a connection of its own: the commit's buffer
-    is full of the merge's pages, and building the copy's indexes in what is left of the bounded buffer
-    ran out of memory. It never raises: the run is committed, and the OutOfMemory retry of `commit_run`
-    must not commit it twice."""
+    """Publish the state just committed on ``con`` and store the run's late figures (its commit's time,
+    the publish's time or warning), still under the writer lock: the copy is exactly the state just
+    committed (no other writer can slip in between), and publishes take turns with commits, so an older
+    state never replaces a newer one. On the commit's own connection, whose checkpoint the byte copy needs
+    anyway: a second connection paid a second open and checkpoint. It never raises: the run is committed,
+    and the OutOfMemory retry of `commit_run` must not commit it twice."""
     try:
-        with closing(connect(warehouse, MEMORY_LIMIT, _left(deadline))) as con:
-            published = publish_run(con, publish, record) if publish is not None else None
-            _store_late(con, record)
-    except (duckdb.Error, LockBusyError) as error:
+        published = publish_run(con, publish, record) if publish is not None else None
+        _store_late(con, record)
+    except duckdb.Error as error:
         logger.warning("could not store the timings of run %s or publish it: %s", record.run_id, error)
         return None
     return published
+
+
+def _rebuilds(warehouse: Path, publish: PublishTarget | None) -> bool:
+    """Whether the publish rebuilds the copy (``COPY FROM DATABASE``) rather than copying the file. The run
+    is committed: a header that cannot be read is the publish's to report (as its warning), not the run's."""
+    try:
+        return publish is not None and not readable_as(warehouse, publish.storage_version)
+    except OSError:
+        return False
+
+
+def _publish_rebuilt(
+    warehouse: Path, record: RunRecord, publish: PublishTarget, deadline: float
+) -> Published | None:
+    """`_publish_committed` on a connection of its own, for a copy DuckDB rebuilds (``COPY FROM
+    DATABASE``, the warehouse's storage format being newer than the readers'): building the copy's indexes
+    in what the merge's pages left of the commit's bounded buffer ran out of memory."""
+    try:
+        with closing(connect(warehouse, MEMORY_LIMIT, _left(deadline))) as con:
+            return _publish_committed(con, record, publish)
+    except (duckdb.Error, LockBusyError) as error:
+        logger.warning("could not store the timings of run %s or publish it: %s", record.run_id, error)
+        return None
 
 
 def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
@@ -381,11 +415,25 @@ def _merge_staged(
     if "revision_checks" in files:
         merge_revision_checks(ctx)
     for table, revisions in REVISIONS.items():
-        if staged.modes.get(revisions.named_by.name) == "full":
+        if _prunes(staged, revisions):
             pruned = prune_orphan_revisions(ctx, table)
             counts.setdefault(table, {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0})
             counts[table]["deleted"] += pruned
     return counts
+
+
+def _prunes(staged: StagedRun, revisions: RevisionList) -> bool:
+    """Whether the commit drops the revision lists left orphan: after a full read of the list naming them."""
+    return staged.modes.get(revisions.named_by.name) == "full"
+
+
+def _revisions_written(staged: StagedRun) -> list[str]:
+    """The revision tables the commit writes: those staged, and those it prunes."""
+    return [
+        table
+        for table, revisions in REVISIONS.items()
+        if table in staged.tables or _prunes(staged, revisions)
+    ]
 
 
 def _note_rechecks(record: RunRecord, rechecked: int, found_new: int) -> None:

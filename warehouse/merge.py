@@ -65,14 +65,14 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
             key = (child.parent_column, child.order_column)
             counts[child.table], unequal = _diff(ctx, child.table, scope, key)
             if unequal or counts[child.table]["deleted"]:
-                _note_differing(ctx, child.table, gone=True)
+                _note_differing(ctx, child.table, scope, key, gone=True)
                 _replace(ctx, child.table, child.parent_column, scope)
                 _record_item_history(ctx, child)
             else:
                 _stamp_equal(ctx, child.table, child.parent_column, scope, differing=False)
     if roots_unequal:
         # A root the scope holds but the run did not stage is not replaced (a full refresh marks it deleted).
-        _note_differing(ctx, root, gone=False)
+        _note_differing(ctx, root, _root_scope(ctx, root), gone=False)
         _replace_roots(ctx, root)
     else:
         _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})", differing=False)
@@ -88,7 +88,8 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
 def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
     """Replace the revision lists of the parents checked in this run (``checked``: the run staged
     ``revision_checks``; an older staging only the parents with revisions), keeping when each revision id
-    was first seen. A parent checked with an empty list, or not found, keeps no revisions."""
+    was first seen. A parent checked with an empty list, or not found, keeps no revisions. Lists that all
+    stay as they were are only stamped."""
     parent_column, kind = REVISIONS[table].parent_column, REVISIONS[table].kind
     parents = (
         f"SELECT parent_id FROM stg_revision_checks WHERE parent_kind = '{kind}'"
@@ -97,6 +98,10 @@ def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
     )
     scope = f"{parent_column} IN ({parents})"
     counts, _ = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
+    if not counts["inserted"] + counts["updated"] + counts["deleted"]:
+        # Every list as it was (each id in its place, first seen when it was): only stamped.
+        _stamp_equal(ctx, table, parent_column, scope, differing=False)
+        return counts
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE rev_{table} AS "
         f"SELECT s.* EXCLUDE (first_seen_at), coalesce(c.first_seen_at, ?) AS first_seen_at, "
@@ -182,31 +187,40 @@ def _diff(
     ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)
 ) -> tuple[Counts, int]:
     """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope, and
-    how many staged rows are new or differ from their current row in some staged column.
-    Keeps the comparison for `_note_differing`: each staged row's parent (``compare[0]``, the root's id)
-    in ``compared_<table>``, whether it is new, the same (`_same`) and equal in every staged column, and
-    the parents of the scope's rows no staged row replaces in ``gone_<table>``."""
-    on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
-    parent = compare[0]
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE compared_{table} AS "
-        f"WITH c AS (SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = ? AND {scope}) "
-        f"SELECT s.{parent} AS parent, c.tenant_id IS NULL AS inserted, ({_same(table)}) AS same, "
-        f"({_SAME_ROW}) AS equal FROM stg_{table} s LEFT JOIN c ON {on}",
-        [ctx.tenant_id],
-    )
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE gone_{table} AS SELECT c.{parent} AS parent FROM {table} c "
-        f"WHERE c.tenant_id = ? AND {scope} AND NOT EXISTS (SELECT 1 FROM stg_{table} s WHERE {on})",
-        [ctx.tenant_id],
-    )
+    how many staged rows are new or differ from their current row in some staged column: one statement,
+    which is all a table of unchanged rows costs (`_note_differing` compares again the few that change)."""
+    compared = _compared(table, scope, compare)
+    # MATERIALIZED: inlined, each count's filter cast every row to text again (twice the time).
     result = ctx.con.execute(
+        f"WITH compared AS MATERIALIZED ({compared}) "
         f"SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted AND NOT same), "
-        f"count(*) FILTER (WHERE NOT inserted AND same), (SELECT count(*) FROM gone_{table}), "
-        f"count(*) FILTER (WHERE inserted OR NOT equal) FROM compared_{table}"
+        f"count(*) FILTER (WHERE NOT inserted AND same), ({_gone(table, scope, compare)}), "
+        f"count(*) FILTER (WHERE inserted OR NOT equal) FROM compared",
+        {"tenant": ctx.tenant_id},
     ).fetchone()
     inserted, updated, unchanged, gone, unequal = result if result else (0, 0, 0, 0, 0)
     return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone}, unequal
+
+
+def _compared(table: str, scope: str, compare: tuple[str, ...]) -> str:
+    """Each staged row of ``table`` beside its current one in the scope (``compare``: the columns that
+    pair them, the parent's first): its parent, whether it is new, the same (`_same`) and equal in every
+    staged column. The tenant is the parameter ``$tenant``."""
+    on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
+    return (
+        f"SELECT s.{compare[0]} AS parent, c.tenant_id IS NULL AS inserted, ({_same(table)}) AS same, "
+        f"({_SAME_ROW}) AS equal FROM stg_{table} s LEFT JOIN "
+        f"(SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = $tenant AND {scope}) c ON {on}"
+    )
+
+
+def _gone(table: str, scope: str, compare: tuple[str, ...], what: str = "count(*)") -> str:
+    """``what`` of the rows of the scope that no staged row replaces (``c``; the tenant is ``$tenant``)."""
+    on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
+    return (
+        f"SELECT {what} FROM {table} c WHERE c.tenant_id = $tenant AND {scope} "
+        f"AND NOT EXISTS (SELECT 1 FROM stg_{table} s WHERE {on})"
+    )
 
 
 def _staged_columns(table: str) -> str:
@@ -231,14 +245,17 @@ def _same(table: str) -> str:
     return _SAME_ROW
 
 
-def _note_differing(ctx: MergeContext, table: str, *, gone: bool) -> None:
-    """Keep in ``differing_<table>`` the parents (root ids) whose rows the staged ones change, from the
-    comparison `_diff` kept: a staged row with no current row equal in every staged column, and (``gone``)
-    a row of the scope that no staged row replaces. Only those parents' rows are written again."""
-    gone_parents = f"UNION SELECT parent FROM gone_{table}" if gone else ""
+def _note_differing(
+    ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",), *, gone: bool
+) -> None:
+    """Keep in ``differing_<table>`` the parents (root ids) whose rows the staged ones change: a staged
+    row with no current row equal in every staged column, and (``gone``) a row of the scope that no staged
+    row replaces. Only those parents' rows are written again."""
+    gone_parents = f"UNION {_gone(table, scope, compare, f'c.{compare[0]}')}" if gone else ""
     ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT parent AS id FROM compared_{table} "
-        f"WHERE inserted OR NOT equal {gone_parents}"
+        f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT parent AS id "
+        f"FROM ({_compared(table, scope, compare)}) WHERE inserted OR NOT equal {gone_parents}",
+        {"tenant": ctx.tenant_id},
     )
 
 

@@ -293,10 +293,10 @@ def run_summaries(warehouse: Path, run_ids: list[str]) -> list[tuple[Any, ...]]:
 
 
 def table_rows(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: list[str]) -> dict[str, int]:
-    """Rows each table holds for the tenant."""
-    return {table: _count(con, table, tenant_id) for table in tables}
-
-
-def _count(con: duckdb.DuckDBPyConnection, table: str, tenant_id: str) -> int:
-    found = con.execute(f'SELECT count(*) FROM "{table}" WHERE tenant_id = ?', [tenant_id]).fetchone()  # noqa: S608 - fixed names
-    return int(found[0]) if found else 0
+    """Rows each table holds for the tenant, counted in one statement (a statement costs milliseconds,
+    and a commit counts about thirty tables); ``tables`` is not empty."""
+    counted = " UNION ALL ".join(
+        f"SELECT '{table}', count(*) FROM \"{table}\" WHERE tenant_id = $tenant"  # noqa: S608 - fixed names
+        for table in tables
+    )
+    return {str(table): int(rows) for table, rows in con.execute(counted, {"tenant": tenant_id}).fetchall()}
