@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, PrivateAttr
 from pydantic.alias_generators import to_camel
@@ -94,15 +94,45 @@ class ServiceModel(BaseModel):
         serialize_by_alias=True,
         extra="allow",
     )
-    _received: str | None = PrivateAttr(default=None)
+    # The service's text of the record in a slot, not a pydantic private attribute: a model with one runs
+    # Python for every instance it validates (a page of decisions builds ~750 of them, nested items
+    # included), which was half of validating a page (issue 31). Copies and pickles carry it below.
+    __slots__ = ("_received",)
 
     def keep_received(self, text: str) -> None:
         """Remember the service's own JSON text of this record (see `raw_json`)."""
         self._received = text
 
+    def received(self) -> str | None:
+        """The service's own JSON text of this record, when it was kept."""
+        return getattr(self, "_received", None)
+
     def raw_json(self) -> str:
         """The record's JSON as the service sent it when known, else re-serialised (unknown fields kept)."""
-        return self._received if self._received is not None else self.model_dump_json(by_alias=True)
+        text = self.received()
+        return text if text is not None else self.model_dump_json(by_alias=True)
+
+    def __copy__(self) -> Self:
+        return self._carried(super().__copy__())
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return self._carried(super().__deepcopy__(memo))
+
+    def __getstate__(self) -> dict[Any, Any]:
+        return {**super().__getstate__(), "_received": self.received()}
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        text = state.pop("_received", None)
+        super().__setstate__(state)
+        if text is not None:
+            self.keep_received(text)
+
+    def _carried(self, copy: Self) -> Self:
+        """``copy`` holding this record's text too (pydantic copies its own attributes only)."""
+        text = self.received()
+        if text is not None:
+            copy.keep_received(text)
+        return copy
 
 
 class RequestModel(BaseModel):

@@ -1,8 +1,12 @@
 """The service's own text of each record of a page, so that ``raw`` stores what the service sent (its
 number formats, offsets and key order), not a re-serialisation of our model.
 
-The standard library's JSON decoder parses one value from any position (`json.JSONDecoder.raw_decode`) and
-reports where it ended; walking the envelope down to ``data.data`` with it gives each record's span.
+msgspec's ``Raw`` (the text of a value, left undecoded) cuts the records out of ``data.data`` and the items
+out of a record's member arrays, in C: walking every key of every record in Python cost more than the rest of
+flattening it (issue 31). Where a key comes twice the last one counts, as for the models' own parser
+(pydantic), so that each record gets its own text. What msgspec refuses and the standard library reads
+(``NaN``, ``Infinity``) is walked in Python instead: `json.JSONDecoder.raw_decode` parses one value from
+any position and reports where it ended.
 """
 
 from __future__ import annotations
@@ -10,10 +14,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from models.errors import AuthoritySyncError
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class _Array(msgspec.Struct):
+    data: list[msgspec.Raw]
+
+
+class _Paged(msgspec.Struct):
+    data: _Array
+
+
+_PAGED = msgspec.json.Decoder(_Paged)
+_ARRAY = msgspec.json.Decoder(_Array)
 
 
 class RawJsonError(AuthoritySyncError, ValueError):
@@ -33,13 +53,27 @@ def exact_value(text: str | bytes) -> Any:
 
 def page_records(body: str) -> list[str]:
     """The JSON text of each item of ``data.data`` of a list's envelope, in order."""
-    start = _member(body, _skip(body, 0), "data")
-    return _items(body, _member(body, start, "data"))
+    try:
+        return _texts(_PAGED.decode(body).data.data)
+    except msgspec.ValidationError as error:
+        raise RawJsonError(f"not a page's envelope: {error}") from None
+    except msgspec.DecodeError:
+        start = _member(body, _skip(body, 0), "data")
+        return _items(body, _member(body, start, "data"))
 
 
 def array_records(body: str) -> list[str]:
     """The JSON text of each item of ``data`` of an envelope holding an array (E9), in order."""
-    return _items(body, _member(body, _skip(body, 0), "data"))
+    try:
+        return _texts(_ARRAY.decode(body).data)
+    except msgspec.ValidationError as error:
+        raise RawJsonError(f"not an envelope holding an array: {error}") from None
+    except msgspec.DecodeError:
+        return _items(body, _member(body, _skip(body, 0), "data"))
+
+
+def _texts(values: list[msgspec.Raw]) -> list[str]:
+    return [bytes(value).decode("utf-8") for value in values]
 
 
 def member_objects(record: str, key: str) -> list[str] | None:
@@ -47,7 +81,25 @@ def member_objects(record: str, key: str) -> list[str] | None:
     as a JSON parser keeps it), items that are not objects left out: None when ``record`` has no array
     there (or is not valid JSON)."""
     try:
-        position = _member(record, _skip(record, 0), key, last=True)
+        members = _MEMBERS.decode(record)
+    except msgspec.ValidationError:  # valid JSON, not an object
+        return None
+    except msgspec.DecodeError:  # NaN or Infinity, which the standard library reads and msgspec does not
+        return _walked_member_objects(record, key)
+    found = members.get(key)
+    if found is None:
+        return None
+    try:
+        items = _ITEMS.decode(found)
+    except msgspec.ValidationError:  # not an array
+        return None
+    return [text for text in _texts(items) if text.startswith("{")]
+
+
+def _walked_member_objects(record: str, key: str) -> list[str] | None:
+    """`member_objects` by the standard library's decoder, key by key (slow: for what msgspec refuses)."""
+    try:
+        position = _member(record, _skip(record, 0), key)
         items = _items(record, position)
     except (RawJsonError, ValueError, IndexError):
         return None
@@ -60,9 +112,9 @@ def _skip(text: str, position: int) -> int:
     return position
 
 
-def _member(text: str, position: int, wanted: str, *, last: bool = False) -> int:
-    """Where the value of key ``wanted`` of the object at ``position`` starts: its first occurrence (an
-    envelope's, found without reading the rest), or with ``last`` its last one."""
+def _member(text: str, position: int, wanted: str) -> int:
+    """Where the value of the last key ``wanted`` of the object at ``position`` starts (the one a JSON
+    parser keeps)."""
     if text[position : position + 1] != "{":
         raise RawJsonError(f"expected an object at {position}")
     found = None
@@ -74,8 +126,6 @@ def _member(text: str, position: int, wanted: str, *, last: bool = False) -> int
             raise RawJsonError(f"expected ':' at {position}")
         position = _skip(text, position + 1)
         if key == wanted:
-            if not last:
-                return position
             found = position
         _, position = _DECODER.raw_decode(text, position)
         position = _skip(text, position)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -475,3 +477,27 @@ def test_names_with_control_characters_or_line_breaks_are_refused(name: str) -> 
         UpdateUserEntities(tenant_id=TENANT, first_name=name)
     with pytest.raises(ValidationError, match="control characters and line breaks"):
         UpdateGroup(group_name=name)
+
+
+class _Sent(ServiceModel):
+    id: str
+
+
+@pytest.mark.parametrize(
+    "duplicate",
+    [
+        copy.copy,
+        copy.deepcopy,
+        lambda record: record.model_copy(update={"id": "b"}),
+        lambda record: pickle.loads(pickle.dumps(record)),  # noqa: S301 - our own bytes, just written
+    ],
+    ids=["copy", "deepcopy", "model_copy", "pickle"],
+)
+def test_a_copy_of_a_record_keeps_the_text_the_service_sent(duplicate: Callable[[_Sent], _Sent]) -> None:
+    # the text is held outside pydantic's own attributes (issue 31): a copy that lost it would store a
+    # re-serialisation (1500.0) as raw
+    sent = '{"id": "a", "n": 1500.00}'
+    record = _Sent.model_validate_json(sent)
+    assert record.raw_json() == '{"id":"a","n":1500.0}'
+    record.keep_received(sent)
+    assert duplicate(record).raw_json() == sent

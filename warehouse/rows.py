@@ -80,8 +80,10 @@ class OwnContent:
     """List field -> the fields of each item that copy another record (the item's own fields and the
     referenced id stay)."""
 
+    @functools.cached_property
     def exclude(self) -> dict[str, Any]:
-        """The pydantic ``exclude`` argument that leaves out everything but own content."""
+        """The pydantic ``exclude`` argument that leaves out everything but own content (built once: it was
+        built anew for every record)."""
         return {
             **dict.fromkeys(self.left_out | self.by_id, True),
             **{name: {"__all__": set(copies)} for name, copies in self.item_copies.items()},
@@ -177,7 +179,7 @@ def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
     """The record's JSON as the service sent it (unknown fields kept) and a hash of its own content (over
     the validated record, so a change of number format is not a change)."""
     raw = record.raw_json()
-    hashed = record.model_dump_json(by_alias=True, exclude=content.exclude())
+    hashed = record.model_dump_json(by_alias=True, exclude=content.exclude)
     references = "".join(
         f"|{name}={getattr(getattr(record, name), 'id', None)}" for name in sorted(content.by_id)
     )
