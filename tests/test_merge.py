@@ -17,7 +17,18 @@ import pytest
 from pipelines.checks import ids_unique
 from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
-from warehouse.commit import CommitResult, StagedRun, StagingMismatchError, commit_run
+from warehouse.commit import (
+    COMMIT_BUFFERS,
+    MEMORY_LIMIT_MB,
+    ONE_THREAD,
+    UNBOUNDED,
+    CommitBuffer,
+    CommitResult,
+    StagedRun,
+    StagingMismatchError,
+    buffers_for,
+    commit_run,
+)
 from warehouse.merge import CommitConstraintError
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import CheckEvidence
@@ -430,6 +441,37 @@ def test_a_failing_merge_leaves_the_warehouse_as_it_was(warehouse: Path) -> None
     assert read(warehouse, "SELECT * FROM decisions") == before
     assert read(warehouse, "SELECT count(*) FROM decisions_history") == [(1,)]
     assert read(warehouse, "SELECT count(*) FROM sync_runs") == [(1,)]
+
+
+def test_a_commit_that_outgrows_its_buffer_is_committed_once_with_the_next(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Records of 50 kB each: a 4 MB buffer cannot hold the commit, the next (unbounded) one can.
+    rows = [
+        decision(f"d{i}", "N") | {"raw": json.dumps({"id": f"d{i}", "pad": "p" * 50_000})} for i in range(100)
+    ]
+    folder, counts = stage(tmp_path, {"decisions": rows})
+    record = RunRecord("run-oom", TENANT, "incremental", datetime.now(UTC))
+    staged = StagedRun(folder, counts, {"decisions": "incremental"})
+
+    result = commit_run(tmp_path / "w.duckdb", staged, record, 5, buffers=(CommitBuffer("4MB", 1), UNBOUNDED))
+
+    assert result.row_counts["decisions"] == {"inserted": 100, "updated": 0, "unchanged": 0, "deleted": 0}
+    warehouse = tmp_path / "w.duckdb"
+    assert read(warehouse, "SELECT count(*), count(DISTINCT id) FROM decisions") == [(100, 100)]
+    assert read(warehouse, "SELECT count(*) FROM decisions_history") == [(100,)]
+    assert read(warehouse, "SELECT run_id, status FROM sync_runs") == [("run-oom", "succeeded")]
+    assert "needs more than 4MB on 1 thread: trying an unbounded buffer on a thread per core" in caplog.text
+
+
+def test_a_staging_larger_than_the_buffer_commits_on_one_thread_first(tmp_path: Path) -> None:
+    staged = StagedRun(tmp_path, {}, {})
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(MEMORY_LIMIT_MB * 2**20)  # sparse: the size is what counts
+    assert buffers_for(staged) == COMMIT_BUFFERS
+    with (tmp_path / "decision_groups.parquet").open("wb") as file:
+        file.truncate(1)
+    assert buffers_for(staged) == (ONE_THREAD, UNBOUNDED)
 
 
 def test_staging_that_differs_from_the_extract_is_never_committed(tmp_path: Path) -> None:
