@@ -226,8 +226,11 @@ def commit_run(
         try:
             return _commit(warehouse, staged, record, wait_s, buffer, publish)
         except duckdb.OutOfMemoryException:
-            # The transaction rolled back, so nothing was written: once more with the next buffer.
-            logger.warning("commit of run %s needs more than %s: trying %s", record.run_id, buffer, larger)
+            # The transaction rolled back, so nothing was written: once more with the next buffer. The run's
+            # row keeps the warning: a commit that went unbounded may have taken most of the machine.
+            warning = f"the commit needed more memory than {buffer} and was tried again with {larger}"
+            logger.warning("run %s: %s", record.run_id, warning)
+            record.warnings.append(warning)
     return _commit(warehouse, staged, record, wait_s, attempts[-1], publish)
 
 
