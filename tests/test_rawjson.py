@@ -92,3 +92,39 @@ def test_a_page_holding_nan_still_gives_each_record_as_sent() -> None:
     body = '{"data": {"data": [{"id": "old"}]}, "data": {"data": [{"id": "x", "n": NaN}, {"n": 1.50}]}}'
     assert page_records(body) == ['{"id": "x", "n": NaN}', '{"n": 1.50}']
     assert array_records('{"data": [{"n": Infinity}]}') == ['{"n": Infinity}']
+
+
+WHITESPACE = st.text(alphabet=" \t\n\r", max_size=2)
+"""What RFC 8259 allows between tokens."""
+DATA_KEY = st.sampled_from(['"data"', '"d\\u0061ta"', '"\\u0064ata"'])
+"""The member name ``data`` as JSON may spell it (escapes are the same name)."""
+
+
+@st.composite
+def page_bodies(draw: st.DrawFn) -> str:
+    """A page envelope as JSON allows it: ``data`` (and ``data.data``) possibly sent more than once, with
+    escaped names, any whitespace, and records of any JSON values in any formatting."""
+
+    def obj(members: list[tuple[str, str]]) -> str:
+        gap = draw(WHITESPACE)
+        return "{" + ",".join(f"{gap}{key}{draw(WHITESPACE)}:{gap}{value}" for key, value in members) + "}"
+
+    def records() -> str:
+        found = draw(st.lists(st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=3), max_size=3))
+        indent, ascii_only = draw(st.sampled_from([None, 0, 2])), draw(st.booleans())
+        return "[" + ",".join(json.dumps(r, indent=indent, ensure_ascii=ascii_only) for r in found) + "]"
+
+    def envelope() -> str:
+        inner = [(draw(DATA_KEY), records()) for _ in range(draw(st.integers(1, 2)))]
+        return obj([*inner, ('"page"', "1")])
+
+    outer = [(draw(DATA_KEY), envelope()) for _ in range(draw(st.integers(1, 3)))]
+    return draw(WHITESPACE) + obj([('"message"', '"ok"'), *outer]) + draw(WHITESPACE)
+
+
+@given(body=page_bodies())
+def test_each_record_of_any_page_json_allows_is_the_text_of_a_record_the_models_read(body: str) -> None:
+    # The records a JSON parser keeps (the last of a repeated name, as pydantic reads them), each as its text.
+    found = page_records(body)
+    assert all(text in body for text in found)
+    assert [json.loads(text) for text in found] == json.loads(body)["data"]["data"]
