@@ -78,8 +78,10 @@ class CommitBuffer:
     threads: int | None = None
 
     def __str__(self) -> str:
-        threads = "a thread per core" if self.threads is None else f"{self.threads} thread"
-        threads += "s" if self.threads not in (None, 1) else ""
+        if self.threads is None:
+            threads = "a thread per core"
+        else:
+            threads = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
         return f"{self.memory_limit or 'an unbounded buffer'} on {threads}"
 
 
