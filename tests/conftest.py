@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from emulator.server import EmulatorServer
 from emulator.service import Emulator, EmulatorOptions
 from emulator.state import TenantState
 from resources.client import AdmClient
+from resources.tls import tls_context
 from warehouse.commit import connect
 
 # Both emulator tenants are configured, as a deployment would list its tenants, so that each can be a
@@ -38,6 +40,20 @@ os.environ.setdefault("ADM_TENANTS", f"{DEMO_TENANT_ID},{OTHER_TENANT_ID}")
 settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def loopback(base_url: str = "", **options: Any) -> httpx.Client:
+    """An HTTP client of a test server (``options`` as `httpx.Client` takes them) on the process's one TLS
+    context: a client that builds its own reads a few hundred certificates, about 40 ms of CPU, and the
+    suite's tests open thousands (the servers are plain HTTP on the loopback; nothing is verified)."""
+    return httpx.Client(base_url=base_url, verify=tls_context(), **options)
+
+
+@cache
+def shared_http() -> httpx.Client:
+    """One client for the process's requests by full URL (admin routes, GraphQL probes): what
+    ``shared_http().get(url)`` does, without a client (and a TLS context) per request."""
+    return loopback()
 
 
 @pytest.fixture(scope="session")
@@ -93,20 +109,20 @@ def emulator(server: EmulatorServer) -> Emulator:
 @pytest.fixture
 def http(server: EmulatorServer) -> Iterator[httpx.Client]:
     """A raw HTTP client of the demo tenant (bearer token set)."""
-    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as client:
+    with loopback(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as client:
         yield client
 
 
 @pytest.fixture
 def other_http(server: EmulatorServer) -> Iterator[httpx.Client]:
     """A raw HTTP client of the second tenant."""
-    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {OTHER_TOKEN}"}) as client:
+    with loopback(base_url=server.base_url, headers={"Authorization": f"Bearer {OTHER_TOKEN}"}) as client:
         yield client
 
 
 def set_faults(server: EmulatorServer, faults: FaultConfig) -> None:
     """Replace the emulator's faults through its admin route."""
-    response = httpx.put(f"{server.base_url}/_admin/faults", json=faults.model_dump(mode="json"))
+    response = shared_http().put(f"{server.base_url}/_admin/faults", json=faults.model_dump(mode="json"))
     response.raise_for_status()
 
 
@@ -144,7 +160,7 @@ def _untouched() -> _Untouched:
 
 @pytest.fixture(scope="session")
 def _admin_client(emulator_server: EmulatorServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=emulator_server.base_url) as client:
+    with loopback(base_url=emulator_server.base_url) as client:
         yield client
 
 
@@ -171,10 +187,10 @@ def seeded(
 @pytest.fixture(scope="session")
 def _seeded_clients(emulator_server: EmulatorServer) -> Iterator[dict[str, httpx.Client]]:
     with (
-        httpx.Client(
+        loopback(
             base_url=emulator_server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}
         ) as demo,
-        httpx.Client(
+        loopback(
             base_url=emulator_server.base_url, headers={"Authorization": f"Bearer {OTHER_TOKEN}"}
         ) as other,
     ):
@@ -337,8 +353,10 @@ __all__ = [
     "endpoint_calls",
     "error_of",
     "fetch_all",
+    "loopback",
     "made_once",
     "set_faults",
+    "shared_http",
     "stored",
 ]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import httpx
 
 from emulator.faults import FaultConfig
 from emulator.scale import DEMO_TENANT_ID
@@ -19,7 +18,7 @@ from pipelines.definitions import code_location
 from pipelines.location import sync_definitions
 from pipelines.settings import SyncSettings, load_settings
 from pipelines.tenant_runs import NIGHTLY_JOB
-from tests.conftest import set_faults
+from tests.conftest import set_faults, shared_http
 from tests.sync_support import ROOT, query, sync, sync_env
 
 PARTITION = {"dagster/partition": DEMO_TENANT_ID}
@@ -68,7 +67,7 @@ def tenant_rows(warehouse: Path, table: str, tenant: str = DEMO_TENANT_ID) -> in
 
 def mutate(server: EmulatorServer, **changes: int) -> dict[str, list[str]]:
     """Change the service behind the sync's back."""
-    response = httpx.post(f"{server.base_url}/_admin/mutate", json=changes)
+    response = shared_http().post(f"{server.base_url}/_admin/mutate", json=changes)
     response.raise_for_status()
     result: dict[str, list[str]] = response.json()
     return result
@@ -76,7 +75,7 @@ def mutate(server: EmulatorServer, **changes: int) -> dict[str, list[str]]:
 
 def too_many_requests(server: EmulatorServer) -> int:
     """429 answers the emulator gave since its counters were reset."""
-    return int(httpx.get(f"{server.base_url}/_admin/stats").json()["faults"].get("429", 0))
+    return int(shared_http().get(f"{server.base_url}/_admin/stats").json()["faults"].get("429", 0))
 
 
 def new_dagster_home(tmp_path: Path) -> Path:

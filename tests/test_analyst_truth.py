@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 import pytest
 from pydantic import SecretStr
 
 from emulator.server import EmulatorServer
 from pipelines.settings import SyncSettings
 from pipelines.sync import SyncOutcome
-from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, copy_of
+from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, copy_of, loopback, shared_http
 from tests.sync_support import only_run, query, settings_for, sync_direct
 from warehouse.locks import LockBusyError
 
@@ -89,12 +88,12 @@ def synced(
         "WHERE tenant_id = ? AND raw ->> '$.customAttributes.costCenter' IS NOT NULL ORDER BY id LIMIT 1",
         [DEMO_TENANT_ID],
     )[0]
-    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as http:
+    with loopback(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as http:
         http.patch(
             f"/auth/v1/user/update-entities/{user_id}",
             json={"tenantId": DEMO_TENANT_ID, "customAttributes": {"costCenter": NEW_COST_CENTER}},
         ).raise_for_status()
-    httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 2}).raise_for_status()
+    shared_http().post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 2}).raise_for_status()
     nightly = sync_direct(settings, DEMO_TENANT_ID, full_refresh=False)
     status = query(settings.publish_file, STATUS, [DEMO_TENANT_ID])
     error = failing_run(settings)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -24,7 +23,7 @@ from pipelines.analytics import NoPublishedCopyError, connect
 from pipelines.cli import app
 from pipelines.settings import SyncSettings
 from pipelines.tenant_runs import TenantRun
-from tests.conftest import DEMO_TENANT_ID, copy_of
+from tests.conftest import DEMO_TENANT_ID, copy_of, shared_http
 from tests.sync_support import ROOT, only_run, query, settings_for, sync
 from warehouse import dictionary
 from warehouse.examples import EXAMPLES
@@ -61,7 +60,7 @@ def synced(
     settings = settings_for(server, warehouse)
     full = TenantRun(DEMO_TENANT_ID, only_run(warehouse)[0], success=True, error=None)
     changes = {"decisionsUpdated": 2, "usersUpdated": 2}
-    httpx.post(f"{server.base_url}/_admin/mutate", json=changes).raise_for_status()
+    shared_http().post(f"{server.base_url}/_admin/mutate", json=changes).raise_for_status()
     yield Synced(settings, full, sync(settings))
     server.emulator.reset()
 

@@ -7,7 +7,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -15,7 +14,7 @@ from emulator.server import EmulatorServer
 from pipelines.budget import runs_a_month
 from pipelines.cli import app
 from pipelines.settings import NO_TENANT
-from tests.conftest import DEMO_TENANT_ID, fresh
+from tests.conftest import DEMO_TENANT_ID, fresh, shared_http
 from tests.sync_support import settings_for, sync_direct
 
 
@@ -44,7 +43,7 @@ def test_the_projection_is_what_the_next_runs_cost_and_a_month_past_the_share_wa
     server: EmulatorServer, synced: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = settings_for(server, synced)  # after its first run
-    httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 3}).raise_for_status()
+    shared_http().post(f"{server.base_url}/_admin/mutate", json={"decisionsUpdated": 3}).raise_for_status()
     night = sync_direct(settings, DEMO_TENANT_ID, full_refresh=False).record
     changed = sum(night.api_calls.get(e, 0) for e in ("E11", "E12")) - (night.revisions_rechecked or 0)
     monkeypatch.setenv("ADM_TENANTS", DEMO_TENANT_ID)

@@ -20,7 +20,7 @@ from pipelines.settings import SyncSettings, load_settings, tenant_variable_suff
 from resources.client import AdmClient
 from resources.errors import AuthenticationError, ServiceError
 from resources.settings import ClientSettings
-from tests.conftest import DEMO_ACCESS_KEY, DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults
+from tests.conftest import DEMO_ACCESS_KEY, DEMO_TENANT_ID, OTHER_TENANT_ID, set_faults, shared_http
 from tests.test_client_support import make_client, make_settings
 
 SECRET_KEY = "sk-TOPSECRET-123"
@@ -28,11 +28,11 @@ ENVELOPE = {"statusCode": 201, "timestamp": "2026-01-01T00:00:00.000Z", "message
 
 
 def revoke_tokens(server: EmulatorServer) -> None:
-    httpx.post(f"{server.base_url}/_admin/tokens/revoke").raise_for_status()
+    shared_http().post(f"{server.base_url}/_admin/tokens/revoke").raise_for_status()
 
 
 def exchanges(server: EmulatorServer) -> int:
-    count: int = httpx.get(f"{server.base_url}/_admin/stats").json()["exchanges"]
+    count: int = shared_http().get(f"{server.base_url}/_admin/stats").json()["exchanges"]
     return count
 
 

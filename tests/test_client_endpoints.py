@@ -6,7 +6,6 @@ import json
 from dataclasses import FrozenInstanceError
 from typing import Any
 
-import httpx
 import pytest
 
 from emulator.server import EmulatorServer
@@ -21,7 +20,7 @@ from models.reports import ReportOperation, ReportStatus, UpdateReportStatuses
 from models.users import UpdateUserEntities
 from resources.client import AdmClient
 from resources.errors import NotFoundError, PermissionDeniedError, ValidationError
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, shared_http
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ def state(emulator: Emulator) -> TenantState:
 
 def admin_record(server: EmulatorServer, kind: str, record_id: str) -> dict[str, Any]:
     """A stored record read through the emulator's admin route (for records no endpoint of the 14 reads)."""
-    response = httpx.get(f"{server.base_url}/_admin/records/{kind}/{record_id}")
+    response = shared_http().get(f"{server.base_url}/_admin/records/{kind}/{record_id}")
     response.raise_for_status()
     record: dict[str, Any] = response.json()
     return record

@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -21,7 +20,7 @@ from resources.client import AdmClient
 from resources.concurrency import Feed, bounded_map
 from resources.errors import NotFoundError, PagingDriftError
 from resources.paging import PageStream
-from tests.conftest import DEMO_TENANT_ID, set_faults
+from tests.conftest import DEMO_TENANT_ID, set_faults, shared_http
 from tests.test_client_support import make_client
 
 A = TypeVar("A")
@@ -29,7 +28,7 @@ R = TypeVar("R")
 
 
 def stats(server: EmulatorServer) -> dict[str, Any]:
-    response = httpx.get(f"{server.base_url}/_admin/stats")
+    response = shared_http().get(f"{server.base_url}/_admin/stats")
     response.raise_for_status()
     body: dict[str, Any] = response.json()
     return body

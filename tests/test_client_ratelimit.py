@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
 from emulator.faults import FaultConfig
@@ -23,12 +22,12 @@ from resources.ratelimit import (
     TokenBucket,
     shared_bucket,
 )
-from tests.conftest import set_faults
+from tests.conftest import set_faults, shared_http
 from tests.test_client_support import make_client, make_settings
 
 
 def statuses(server: EmulatorServer) -> dict[str, int]:
-    response = httpx.get(f"{server.base_url}/_admin/stats")
+    response = shared_http().get(f"{server.base_url}/_admin/stats")
     response.raise_for_status()
     counts: dict[str, int] = response.json()["statuses"]
     return counts

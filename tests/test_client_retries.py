@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-import httpx
 import pytest
 
 from emulator.faults import FaultConfig
@@ -22,7 +21,7 @@ from resources.errors import (
     WriteOutcomeUnknown,
     WriteResponseFormatError,
 )
-from tests.conftest import DEMO_TENANT_ID, set_faults
+from tests.conftest import DEMO_TENANT_ID, set_faults, shared_http
 from tests.test_client_support import make_client
 
 
@@ -32,7 +31,7 @@ def group_id(emulator: Emulator) -> str:
 
 
 def stats(server: EmulatorServer) -> dict[str, Any]:
-    response = httpx.get(f"{server.base_url}/_admin/stats")
+    response = shared_http().get(f"{server.base_url}/_admin/stats")
     response.raise_for_status()
     body: dict[str, Any] = response.json()
     return body

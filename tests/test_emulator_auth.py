@@ -24,6 +24,7 @@ from tests.conftest import (
     data_of,
     endpoint_calls,
     error_of,
+    loopback,
 )
 
 EXCHANGE = "/auth/v1/tenants/access-key/exchange"
@@ -45,7 +46,7 @@ def first(records: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def _no_auth(emulator_server: EmulatorServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=emulator_server.base_url) as client:
+    with loopback(base_url=emulator_server.base_url) as client:
         yield client
 
 

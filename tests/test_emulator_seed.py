@@ -27,7 +27,7 @@ from models.notifications import Notification
 from models.positions import Position
 from models.queries import AuthorityLimitValueType
 from models.users import User, UserPosition
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, admin, data_of, fetch_all, stored
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, admin, data_of, fetch_all, loopback, stored
 
 SMALL = Scale(
     users=12,
@@ -106,7 +106,7 @@ def test_scale_options_are_honoured() -> None:
     """A custom scale gives exactly its counts in the demo tenant, also over HTTP."""
     with (
         EmulatorServer(EmulatorOptions(scale=SMALL)) as server,
-        httpx.Client(base_url=server.base_url) as client,
+        loopback(base_url=server.base_url) as client,
     ):
         assert counts(server.emulator.tenants[DEMO_TENANT_ID]) == dataclasses.asdict(SMALL)
         headers = {"Authorization": f"Bearer {server.emulator.options.token}"}

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
-import httpx
 import pytest
 from duckdb import connect as duckdb_connect
 
@@ -35,7 +34,7 @@ from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
 from resources.errors import AuthenticationError
-from tests.conftest import stored
+from tests.conftest import loopback, shared_http, stored
 from tests.sync_support import adm_for, query, settings_for, sync, sync_env
 from tests.test_hr_support import (
     SETTINGS,
@@ -68,7 +67,7 @@ def demo_plan(store: WarehouseResource) -> Plan:
 
 def current(server: EmulatorServer, kind: str, entity_id: str) -> Values:
     """An entity's values as the emulator holds them now."""
-    with httpx.Client(base_url=server.base_url) as client:
+    with loopback(base_url=server.base_url) as client:
         record = stored(client, f"{kind}s", entity_id)
     if kind == "user":
         return user_values(User.model_validate(record))
@@ -129,7 +128,7 @@ def test_an_entity_changed_since_planning_is_skipped(
     row_of(rows, "E100011")["manager"] = "E100003"
     made = plan(hr_store, write_users(tmp_path / "u.csv", rows)).plan
     assert made is not None and len(made.entities) == 2
-    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+    with loopback(base_url=server.base_url, headers=adm_headers()) as http:
         for employee, body in (
             ("E100011", {"managerId": user_id("E100001")}),
             ("E100010", {"lastName": "Moss"}),
@@ -230,7 +229,7 @@ def test_429s_during_apply_are_absorbed(hr_store: WarehouseResource, server: Emu
     limited = adm_for(server, rate_per_minute=3000.0, burst=20)
     report = apply(hr_store, limited, made.plan_id)
     assert (report.status, report.outcomes) == ("applied", {"applied": 19})
-    statuses = httpx.get(f"{server.base_url}/_admin/stats").json()["statuses"]
+    statuses = shared_http().get(f"{server.base_url}/_admin/stats").json()["statuses"]
     assert statuses.get("429", 0) > 0
     assert each_written_once(server, made)
 
@@ -320,7 +319,9 @@ def quick_once_received(server: EmulatorServer, endpoint: str, count: int) -> No
     received still take their time), so the requests that follow are answered quickly."""
 
     def received() -> int:
-        counted: int = httpx.get(f"{server.base_url}/_admin/stats").json()["requests"].get(endpoint, 0)
+        counted: int = (
+            shared_http().get(f"{server.base_url}/_admin/stats").json()["requests"].get(endpoint, 0)
+        )
         return counted
 
     deadline = time.monotonic() + 30

@@ -10,7 +10,6 @@ import unicodedata
 from datetime import date
 from pathlib import Path
 
-import httpx
 import pytest
 
 from emulator.scale import DEMO_TENANT_ID
@@ -25,6 +24,7 @@ from pipelines.hr.upload import read_upload
 from pipelines.hr.validate import Validation, validate
 from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
+from tests.conftest import loopback
 from tests.test_hr_apply import adm_headers
 from tests.test_hr_support import MAPPING, SETTINGS, plan, row_of, seeded_snapshot, user_id, user_rows
 
@@ -249,7 +249,7 @@ def test_a_name_in_another_unicode_form_is_no_change_and_is_written_composed(
 ) -> None:
     # The service holds "José" decomposed (typed on a Mac); HR's export has it composed, and back.
     decomposed, composed = unicodedata.normalize("NFD", "José"), unicodedata.normalize("NFC", "José")
-    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+    with loopback(base_url=server.base_url, headers=adm_headers()) as http:
         body = {"tenantId": DEMO_TENANT_ID, "firstName": decomposed}
         http.patch(f"/auth/v1/user/update-entities/{user_id('E100010')}", json=body).raise_for_status()
     refresh(SETTINGS, DEMO_TENANT_ID, adm, hr_store)

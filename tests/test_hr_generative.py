@@ -49,7 +49,7 @@ from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import os_user
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
-from tests.conftest import fresh, stored
+from tests.conftest import fresh, loopback, stored
 from tests.sync_support import adm_for
 from tests.test_hr_identity import (
     globex_groups,
@@ -446,7 +446,7 @@ def test_every_write_is_one_a_person_sees_about_the_record_the_row_identifies_by
                 by_dagster(server, warehouse, exports, tags)
             users, units = expected_users(upload.users), expected_units(upload.units)
             whole = refused_whole(upload, users, units)
-            with httpx.Client(base_url=server.base_url) as client:
+            with loopback(base_url=server.base_url) as client:
                 for expected, drawn in ((users, upload.users), (units, upload.units)):
                     for key, values in expected.after(whole).items():
                         assert expected.held(client, key) == values, (key, events(drawn, key))

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
-import httpx
 import pytest
 
 from emulator.scale import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TENANT_SCALE
@@ -33,7 +32,7 @@ from pipelines.hr.demo_export import (
 )
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.warehouse_resource import WarehouseResource
-from tests.conftest import stored
+from tests.conftest import loopback, stored
 from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
     MAPPING,
@@ -75,7 +74,7 @@ def write_untenanted(path: Path, rows: list[Row]) -> Path:
 
 def service_user(server: EmulatorServer, employee_id: str) -> Values:
     """A seeded employee's values as the emulator holds them now (read over HTTP)."""
-    with httpx.Client(base_url=server.base_url) as client:
+    with loopback(base_url=server.base_url) as client:
         return user_values(User.model_validate(stored(client, "users", user_id(employee_id))))
 
 
@@ -204,7 +203,7 @@ def globex_groups() -> list[Row]:
 
 def service_group(server: EmulatorServer, external_id: str) -> Values:
     """A seeded org unit's values as the emulator holds them now (read over HTTP)."""
-    with httpx.Client(base_url=server.base_url) as client:
+    with loopback(base_url=server.base_url) as client:
         return group_values(Group.model_validate(stored(client, "groups", group_id(external_id))))
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 
 from emulator.scale import DEMO_TENANT_ID
@@ -17,6 +16,7 @@ from pipelines.clients import AdmClientResource
 from pipelines.hr.revert import NotRevertibleError, revert_stored
 from pipelines.hr.workflow import refresh
 from pipelines.warehouse_resource import WarehouseResource
+from tests.conftest import loopback
 from tests.test_hr_apply import adm_headers, current
 from tests.test_hr_cli import hr, service_env
 from tests.test_hr_support import (
@@ -68,7 +68,7 @@ def test_a_revert_restores_the_before_values_and_leaves_an_entity_changed_since(
 ) -> None:
     plan_id = applied_plan(hr_store, adm, tmp_path)
     # Someone moves E100011 again after the plan: the revert must not undo that.
-    with httpx.Client(base_url=server.base_url, headers=adm_headers()) as http:
+    with loopback(base_url=server.base_url, headers=adm_headers()) as http:
         path = f"/auth/v1/user/update-entities/{user_id('E100011')}"
         http.patch(
             path, json={"tenantId": DEMO_TENANT_ID, "managerId": user_id("E100001")}

@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 
 import dagster as dg
-import httpx
 import pytest
 
 from emulator import render
@@ -51,7 +50,7 @@ from pipelines.hr.workflow import PlanOutcome, PlanRequest, apply_stored, plan_u
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from resources.client import AdmClient
-from tests.conftest import made_once, set_faults
+from tests.conftest import made_once, set_faults, shared_http
 from tests.sync_support import adm_for, settings_for, sync
 
 MAPPING = load_mapping()
@@ -196,7 +195,7 @@ def apply(store: WarehouseResource, adm: AdmClientResource, plan_id: str) -> App
 
 def writes(server: EmulatorServer) -> dict[str, int]:
     """The emulator's applied writes per entity (``user:<id>``, ``group:<id>``)."""
-    counted: dict[str, int] = httpx.get(f"{server.base_url}/_admin/stats").json()["writes"]
+    counted: dict[str, int] = shared_http().get(f"{server.base_url}/_admin/stats").json()["writes"]
     return counted
 
 

@@ -21,7 +21,7 @@ from dagster_graphql import DagsterGraphQLClient
 from emulator.server import EmulatorServer
 from pipelines.settings import SyncSettings
 from pipelines.tenant_tags import TENANT_NAME_TAG, TENANT_TAG
-from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
+from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh, shared_http
 from tests.dagster_support import (
     PARTITION,
     new_dagster_home,
@@ -140,7 +140,7 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[DagsterGraphQLClien
 def _location_loaded(address: str) -> bool:
     """Whether the webserver at ``address`` answers and its code location has loaded."""
     try:
-        response = httpx.post(f"{address}/graphql", json={"query": LOCATION}, timeout=5)
+        response = shared_http().post(f"{address}/graphql", json={"query": LOCATION}, timeout=5)
         response.raise_for_status()
     except httpx.HTTPError:
         return False

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 import orjson
 import pytest
 
@@ -27,7 +26,15 @@ from pipelines.extract import DEFAULT_OVERLAP
 from pipelines.settings import SyncSettings
 from pipelines.tenant_runs import TenantRun
 from resources.catalog import PAGED_LISTS
-from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, fresh, set_faults
+from tests.conftest import (
+    DEMO_TENANT_ID,
+    DEMO_TOKEN,
+    OTHER_TENANT_ID,
+    fresh,
+    loopback,
+    set_faults,
+    shared_http,
+)
 from tests.sync_support import query, settings_for
 from tests.sync_support import sync as run_sync
 
@@ -87,7 +94,7 @@ def listed_ids(settings: SyncSettings, table: str) -> set[str]:
 
 def mutate(server: EmulatorServer, **changes: Any) -> dict[str, list[str]]:
     """Change the service behind the client's back."""
-    response = httpx.post(f"{server.base_url}/_admin/mutate", json=changes)
+    response = shared_http().post(f"{server.base_url}/_admin/mutate", json=changes)
     response.raise_for_status()
     result: dict[str, list[str]] = response.json()
     return result
@@ -95,7 +102,7 @@ def mutate(server: EmulatorServer, **changes: Any) -> dict[str, list[str]]:
 
 def requests_by_endpoint(server: EmulatorServer) -> dict[str, int]:
     """What the emulator served since its counters were last reset."""
-    counts: dict[str, int] = httpx.get(f"{server.base_url}/_admin/stats").json()["requests"]
+    counts: dict[str, int] = shared_http().get(f"{server.base_url}/_admin/stats").json()["requests"]
     return counts
 
 
@@ -283,7 +290,7 @@ def test_a_group_disabled_with_remove_associations_loses_its_members_at_the_next
     members = {user_id for user_id, user in state.users.items() if group_id in _group_ids(user)}
     stamps = {user_id: state.users[user_id]["updatedOn"] for user_id in members}
     body = {"status": "INACTIVE", "disableOption": "REMOVE_ASSOCIATIONS"}
-    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as http:
+    with loopback(base_url=server.base_url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"}) as http:
         http.patch(f"/settings/v1/groups/{group_id}", json=body).raise_for_status()
     assert {user_id: state.users[user_id]["updatedOn"] for user_id in members} == stamps
 

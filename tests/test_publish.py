@@ -13,7 +13,6 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
-import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -24,7 +23,7 @@ from emulator.server import EmulatorServer
 from pipelines.cli import app
 from pipelines.console import run_summary
 from pipelines.settings import SettingsError, SyncSettings, load_settings
-from tests.conftest import fresh
+from tests.conftest import fresh, shared_http
 from tests.sync_support import ROOT, query, settings_for, sync, sync_job
 from warehouse.commit import writing
 from warehouse.parquet import current_folder, published_files
@@ -97,7 +96,9 @@ def count(path: Path, sql: str) -> int:
 
 def insert_decisions(server: EmulatorServer, inserted: int) -> None:
     """New decisions in the service, for the next sync to commit."""
-    httpx.post(f"{server.base_url}/_admin/mutate", json={"decisionsInserted": inserted}).raise_for_status()
+    shared_http().post(
+        f"{server.base_url}/_admin/mutate", json={"decisionsInserted": inserted}
+    ).raise_for_status()
 
 
 def temporary_files(folder: Path) -> list[str]:
