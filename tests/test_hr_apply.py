@@ -10,11 +10,15 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
 import pytest
+from duckdb import DuckDBPyConnection
 from duckdb import connect as duckdb_connect
 
 from emulator.scale import DEMO_TENANT_ID, DEMO_TOKEN
@@ -23,7 +27,7 @@ from models.groups import Group
 from models.hr.fields import Values, group_values, user_values
 from models.hr.kinds import ChangeKind
 from models.hr.plan import Change, EntityPlan, Plan
-from models.hr.status import PlanStatus
+from models.hr.status import EntityStatus, PlanStatus
 from models.users import UpdateUserEntities, User
 from pipelines.clients import AdmClientResource
 from pipelines.hr.apply import PlanNotApplicableError, group_body, settle_window, user_body
@@ -51,7 +55,7 @@ from tests.test_hr_support import (
 )
 from warehouse.commit import writing
 from warehouse.files import default_publish_path
-from warehouse.hr_store import Journal
+from warehouse.hr_store import Journal, JournalClosedError
 
 pytest_plugins = ["tests.test_hr_support"]
 
@@ -157,8 +161,12 @@ def test_a_dropped_connection_mid_apply_never_writes_twice(
     assert report.status == "applied"
     outcomes = journal(hr_store, made.plan_id).values()
     assert {(status, count) for status, count, _ in outcomes} == {("applied", 1)}
-    # About 14 of 19 answers are cut (concurrent writes can race past the fifth): each is read back.
-    assert sum(1 for *_, message in outcomes if message == "read back: the write was applied") >= 10
+    # Each cut answer is read back. Only writes that reach the service before its fifth is applied are
+    # answered: the fifth and at most the others in flight with it (the journal's marks are committed in
+    # groups, so a whole window of writes can leave at once).
+    answered = 5 + adm.settings.concurrency - 1
+    read_back = sum(1 for *_, message in outcomes if message == "read back: the write was applied")
+    assert read_back >= len(outcomes) - answered > 0, (read_back, len(outcomes))
     faults(server)
     with pytest.raises(PlanNotApplicableError):
         apply(hr_store, adm, made.plan_id)
@@ -425,3 +433,79 @@ def test_a_sync_commits_while_an_hr_apply_of_the_same_warehouse_waits_on_the_ser
     assert "applied 2" in output
     statuses = query(hr_store.file, "SELECT status FROM sync_runs ORDER BY started_at")
     assert statuses[-1] == ("succeeded",)
+
+
+def in_flight(store: WarehouseResource, plan_id: str, entity: EntityPlan) -> bool:
+    """Whether the warehouse file holds ``entity`` as ``in_flight`` (read under the writer lock)."""
+    with writing(store.file, "check", 30) as con:
+        found = con.execute(
+            "SELECT status FROM hr_plan_entities WHERE plan_id = ? AND entity_id = ?",
+            [plan_id, entity.entity_id],
+        ).fetchone()
+    return found is not None and found[0] == "in_flight"
+
+
+def test_marks_of_concurrent_workers_share_short_writes_and_each_is_durable_when_it_returns(
+    hr_store: WarehouseResource,
+) -> None:
+    made = demo_plan(hr_store)
+    opened = itertools.count()
+
+    @contextmanager
+    def counted() -> Iterator[DuckDBPyConnection]:
+        next(opened)
+        with writing(hr_store.file, "test", 30) as con:
+            yield con
+
+    journal = Journal(counted, made.plan_id, "group")
+    deadline = datetime.now(UTC) + timedelta(minutes=1)
+    start = threading.Barrier(len(made.entities))
+
+    def mark(entity: EntityPlan) -> bool:
+        start.wait()
+        journal.mark_in_flight(entity, deadline)
+        return in_flight(hr_store, made.plan_id, entity)  # before any other write can follow
+
+    with ThreadPoolExecutor(len(made.entities)) as pool:
+        durable = list(pool.map(mark, made.entities))
+    journal.close()
+    assert all(durable)
+    # 19 marks in fewer short writes: the workers that arrive during a write go together in the next.
+    assert next(opened) < len(made.entities)
+
+
+def test_a_failed_short_write_unmarks_each_entity_of_its_group_and_keeps_the_outcomes(
+    hr_store: WarehouseResource,
+) -> None:
+    made = demo_plan(hr_store)
+    first, second, third = made.entities[:3]
+    failing = threading.Event()
+
+    @contextmanager
+    def flaky() -> Iterator[DuckDBPyConnection]:
+        if failing.is_set():
+            raise OSError("disk gone")
+        with writing(hr_store.file, "test", 30) as con:
+            yield con
+
+    journal = Journal(flaky, made.plan_id, "flaky")
+    deadline = datetime.now(UTC) + timedelta(minutes=1)
+    journal.mark_in_flight(first, deadline)
+    journal.record(first, EntityStatus.APPLIED, "written", sent=True)
+    failing.set()
+    with pytest.raises(OSError, match="disk gone"):
+        journal.mark_in_flight(second, deadline)
+    failing.clear()
+    journal.mark_in_flight(third, deadline)
+    journal.close()
+    # The failed mark is not in the file (its write is never sent); the outcome kept before it is.
+    rows = dict(
+        query(
+            hr_store.file,
+            "SELECT entity_id, status FROM hr_plan_entities WHERE plan_id = ? AND entity_id IN (?, ?, ?)",
+            [made.plan_id, first.entity_id, second.entity_id, third.entity_id],
+        )
+    )
+    assert rows == {first.entity_id: "applied", second.entity_id: "planned", third.entity_id: "in_flight"}
+    with pytest.raises(JournalClosedError):
+        journal.mark_in_flight(second, deadline)

@@ -12,6 +12,7 @@ outcome, so a later apply writes exactly the changes that came due since.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from dataclasses import asdict, dataclass
@@ -566,21 +567,35 @@ def outcome_counts(con: duckdb.DuckDBPyConnection, plan_id: str) -> dict[str, in
     return {str(status): int(count) for status, count in rows}
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """A journal statement not yet written: its ticket (order of recording), parameters, and whether it is a
+    mark (`Journal.mark_in_flight`) whose worker waits for it."""
+
+    ticket: int
+    parameters: list[Any]
+    mark: bool
+
+
 class Journal:
     """The apply journal of one plan and run. Thread-safe: writes run on the client's worker threads.
 
     The warehouse is never held while a request is out: the journal writes in short writes of its own
     (``open_write``: the writer lock and a connection, released at once), so a sync of any tenant commits
     between two of them. `mark_in_flight` is durable when it returns: it is what keeps a write from ever
-    being sent twice. An outcome (`record`) is kept until the next `mark_in_flight` or `close` writes it,
-    in the same short write: if the process dies before that, its entity is still ``in_flight`` and the
-    next apply settles it by reading it back, as it would for a write whose answer never came. One short
-    write per entity instead of two halves what the journal costs (about 25-35 ms per write of a
-    warehouse file).
+    being sent twice. An outcome (`record`) is kept until the next short write, which writes it with the
+    marks: if the process dies before that, its entity is still ``in_flight`` and the next apply settles it
+    by reading it back, as it would for a write whose answer never came.
+
+    Short writes are group commits: the marks of workers that arrive while a write is running wait for it,
+    then go together in the next one (a write of the warehouse file costs 30-70 ms of CPU, most of it
+    DuckDB opening the file; the requests they precede take a few). Each mark still returns only once a
+    write that held it has committed; a write that fails un-marks every entity of its own, and each of
+    their workers raises, so none of those writes is sent.
 
     `close` writes what is kept and ends the journal: a worker still running after the apply stopped (an
     error elsewhere, a kill) can then neither start a write nor journal; its entity stays ``in_flight``
-    for the next apply to settle by reading it back.
+    for the next apply to settle by reading it back (a mark that the closing write committed included).
 
     ``today`` is the apply's day: an entity applied with changes still held back (`EntityPlan.later`) is
     recorded ``scheduled``, and an applied entity is written through ``today``."""
@@ -598,26 +613,45 @@ class Journal:
         self.run_id = run_id
         self.today = today or datetime.now(UTC).date()
         self._lock = threading.Lock()
+        """Guards the fields below; never held during a write."""
+        self._writer = threading.Lock()
+        """Held by the one thread writing (or closing), for the whole short write."""
         self._open = True
-        self._kept: list[list[Any]] = []
-        """Outcomes not yet written, in the order they were recorded."""
+        self._kept: list[_Kept] = []
+        """Statements not yet written, in the order they were recorded."""
+        self._failed: dict[int, BaseException] = {}
+        """Marks a failed write dropped, by ticket, with the error their workers raise."""
+        self._tickets = 0
+        self._written = 0
+        """Every ticket up to this one is settled: written, or in `_failed`."""
 
     def close(self) -> None:
-        """Write the outcomes kept, then refuse every later call (waits for one in progress)."""
-        with self._lock:
-            try:
-                if self._open:
-                    self._write()
-            finally:
-                self._open = False
+        """Write the outcomes kept, then refuse every later call (waits for a write in progress)."""
+        with self._writer:
+            with self._lock:
+                was_open, self._open = self._open, False
+            if was_open:
+                self._write()
 
     def mark_in_flight(self, entity: EntityPlan, settle_after: datetime) -> None:
         """Before a write: the entity's write is about to be sent, and its request may run until
         ``settle_after`` (if the process dies now, the next apply waits for that before reading it back).
         Durable when it returns, with every outcome kept before it."""
-        self._update(
-            entity, EntityStatus.IN_FLIGHT, None, sent=False, settle_after=settle_after, keep=False, now=True
+        ticket = self._update(
+            entity, EntityStatus.IN_FLIGHT, None, sent=False, settle_after=settle_after, keep=False, mark=True
         )
+        with self._writer:
+            with self._lock:
+                settled = ticket <= self._written
+            if not settled:
+                with contextlib.suppress(BaseException):  # kept per mark in `_failed`, raised below
+                    self._write()
+        with self._lock:
+            error = self._failed.pop(ticket, None)
+            if error is None and not self._open:  # committed by `close`: the apply stopped, send nothing
+                error = JournalClosedError(f"the apply stopped before {entity.kind} {entity.hr_key} was sent")
+        if error is not None:
+            raise error
 
     def record(
         self,
@@ -629,7 +663,7 @@ class Journal:
         still_running: bool = False,
     ) -> None:
         """After a write, or after reading the record back: the entity's outcome (written with the next
-        `mark_in_flight` or at `close`). ``sent``: the service received a write for it (counted in
+        short write or at `close`). ``sent``: the service received a write for it (counted in
         ``write_count``). ``still_running``: no answer came back, so the request may still run at the
         service until the deadline set by `mark_in_flight` (kept)."""
         self._update(entity, status, message, sent=sent, settle_after=None, keep=still_running)
@@ -643,49 +677,56 @@ class Journal:
         sent: bool,
         settle_after: datetime | None,
         keep: bool,
-        now: bool = False,
-    ) -> None:
-        """Keep one statement for the next write (``now``: write it and every one kept before it at
-        once, under the same lock as the check that the journal is open); ``keep`` leaves
-        ``settle_after`` as it is, else it is set."""
+        mark: bool = False,
+    ) -> int:
+        """Keep one statement for the next write, under the same lock as the check that the journal is
+        open; its ticket. ``keep`` leaves ``settle_after`` as it is, else it is set."""
         applied = status == EntityStatus.APPLIED
         if applied and entity.later:
             status, message = EntityStatus.SCHEDULED, entity.waiting
+        parameters = [
+            status,
+            message,
+            datetime.now(UTC),
+            self.run_id,
+            int(sent),
+            keep,
+            settle_after,
+            applied,
+            self.today,
+            self._plan_id,
+            entity.kind,
+            entity.entity_id,
+        ]
         with self._lock:
             if not self._open:
                 raise JournalClosedError(
                     f"the apply stopped before {entity.kind} {entity.hr_key} was settled"
                 )
-            self._kept.append(
-                [
-                    status,
-                    message,
-                    datetime.now(UTC),
-                    self.run_id,
-                    int(sent),
-                    keep,
-                    settle_after,
-                    applied,
-                    self.today,
-                    self._plan_id,
-                    entity.kind,
-                    entity.entity_id,
-                ]
-            )
-            if now:
-                try:
-                    self._write()
-                except BaseException:
-                    self._kept.pop()  # not marked: its write must not be sent, nor look sent later
-                    raise
+            self._tickets += 1
+            self._kept.append(_Kept(self._tickets, parameters, mark))
+            return self._tickets
 
     def _write(self) -> None:
-        """Write the kept statements in one short transaction, in order (the lock is held)."""
-        if not self._kept:
+        """Write every kept statement in one short transaction, in order (`_writer` is held). On failure
+        the batch's marks are dropped (their workers raise) and its outcomes kept for the next write."""
+        with self._lock:
+            batch = list(self._kept)
+        if not batch:
             return
-        with self._open_write() as con:
-            con.begin()
-            for parameters in self._kept:
-                con.execute(self._STATEMENT, parameters)
-            con.commit()
-        self._kept.clear()
+        try:
+            with self._open_write() as con:
+                con.begin()
+                for kept in batch:
+                    con.execute(self._STATEMENT, kept.parameters)
+                con.commit()
+        except BaseException as error:
+            with self._lock:
+                dropped = {kept.ticket for kept in batch if kept.mark}
+                self._kept = [kept for kept in self._kept if kept.ticket not in dropped]
+                self._failed.update(dict.fromkeys(dropped, error))
+                self._written = max(self._written, batch[-1].ticket)
+            raise
+        with self._lock:
+            del self._kept[: len(batch)]
+            self._written = max(self._written, batch[-1].ticket)
