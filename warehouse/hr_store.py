@@ -12,7 +12,6 @@ outcome, so a later apply writes exactly the changes that came due since.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 from dataclasses import asdict, dataclass
@@ -644,8 +643,13 @@ class Journal:
             with self._lock:
                 settled = ticket <= self._written
             if not settled:
-                with contextlib.suppress(BaseException):  # kept per mark in `_failed`, raised below
+                try:
                     self._write()
+                except BaseException as failure:  # raised below, as each mark of the failed group raises
+                    with self._lock:
+                        # Not sent unless proven written: a failure before `_write` noted its group
+                        # still leaves this mark unsent.
+                        self._failed.setdefault(ticket, failure)
         with self._lock:
             error = self._failed.pop(ticket, None)
             if error is None and not self._open:  # committed by `close`: the apply stopped, send nothing
