@@ -52,7 +52,7 @@ def loopback(base_url: str = "", **options: Any) -> httpx.Client:
 @cache
 def shared_http() -> httpx.Client:
     """One client for the process's requests by full URL (admin routes, GraphQL probes): what
-    ``shared_http().get(url)`` does, without a client (and a TLS context) per request."""
+    ``httpx.get(url)`` does, without a client (and a TLS context) per request."""
     return loopback()
 
 
