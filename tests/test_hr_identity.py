@@ -1,8 +1,9 @@
 """Identity evidence over real HTTP and DuckDB: a row changes the user its key found only when it agrees
-with that user beyond the key (the email, or the first and last name); another tenant's export with the
-same employee ids is refused whole, in the CLI's planning and in a Dagster run alike; a rename or an
-email change still plans and applies, and a renamed person's display name follows their name. Org units
-alike: a row changes the unit its org unit id found only when it agrees on the name or the legal name."""
+with that user beyond the key (the email, or the first and last name with the start date: a shared name
+is no proof); another tenant's export with the same employee ids is refused whole, in the CLI's planning
+and in a Dagster run alike; a rename or an email change still plans and applies, and a renamed person's
+display name follows their name. Org units alike: a row changes the unit its org unit id found only when
+it agrees on the name or the legal name."""
 
 from __future__ import annotations
 
@@ -127,11 +128,50 @@ def test_a_row_naming_someone_else_is_refused_and_the_rest_applies(
     line = 2 + rows.index(wrong)
     assert problems == [(line, "Employee ID", "identity_mismatch")]
     message = outcome.validation.problems[0].message
-    assert stranger["email"] in message and "neither the email nor the first and last name" in message
+    assert stranger["email"] in message
+    assert "neither the email nor the first and last name with the start date agrees" in message
     assert [entity.hr_key for entity in outcome.plan.entities] == ["E100030"]
     assert apply(hr_store, adm, outcome.plan.plan_id).status == "applied"
     assert service_user(server, "E100020") == seeded_snapshot().user_values[user_id("E100020")]
     assert service_user(server, "E100030")["mobile_phone"] == "+1 555 0100"
+
+
+def test_another_tenants_person_of_the_same_name_is_no_proof_and_writes_nothing_of_theirs(
+    hr_store: WarehouseResource, adm: AdmClientResource, tmp_path: Path, server: EmulatorServer
+) -> None:
+    """Every tenant's E100000 is "Integration Admin": Globex's row, among this tenant's own, agrees on the
+    name alone, and would otherwise take Acme's admin as Globex's (its email, start date and roles)."""
+    rows = user_rows()
+    theirs = row_of(globex_rows(), "E100000")
+    ours = row_of(rows, "E100000")
+    assert (theirs["first_name"], theirs["last_name"]) == (ours["first_name"], ours["last_name"])
+    assert theirs["email"] != ours["email"] and theirs["start_date"] != ours["start_date"]
+    rows[rows.index(ours)] = theirs
+    row_of(rows, "E100030")["mobile_phone"] = "+1 555 0100"
+    outcome = plan(hr_store, write_untenanted(tmp_path / "u.csv", rows))
+    assert outcome.plan is not None
+    problems = [(p.line, p.rule) for p in outcome.validation.problems]
+    assert problems == [(2 + rows.index(theirs), "identity_mismatch")]
+    assert [entity.hr_key for entity in outcome.plan.entities] == ["E100030"]
+    assert apply(hr_store, adm, outcome.plan.plan_id).status == "applied"
+    assert writes(server) == {f"user:{user_id('E100030')}": 1}
+    assert service_user(server, "E100000") == seeded_snapshot().user_values[user_id("E100000")]
+
+
+def test_an_email_change_is_proven_by_the_name_with_the_start_date_and_by_nothing_less(
+    hr_store: WarehouseResource, tmp_path: Path
+) -> None:
+    moved = row_of(user_rows(), "E100012") | {"email": "moved.12@acme-hr.example.com"}
+    for start, planned in (({}, True), ({"start_date": "2001-02-03"}, False), ({"start_date": ""}, False)):
+        rows = user_rows()
+        rows[rows.index(row_of(rows, "E100012"))] = moved | start
+        outcome = plan(hr_store, write_users(tmp_path / "u.csv", rows))
+        problems = [(p.column, p.rule) for p in outcome.validation.problems]
+        assert problems == ([] if planned else [("Employee ID", "identity_mismatch")]), start
+        assert outcome.plan is not None
+        entities = outcome.plan.entities
+        fields = [(entity.hr_key, change.field) for entity in entities for change in entity.changes]
+        assert fields == ([("E100012", "email")] if planned else []), start
 
 
 def test_a_rename_applies_and_the_display_name_follows(

@@ -5,8 +5,11 @@ HR systems number employees and org units alike (``E100011`` and ``ORG-0007`` ex
 key match alone proves nothing: another company's export would rewrite this tenant's records into its own.
 Before a row may change any field of the record it matched, it must agree with the record on one piece of
 identity other than the key it matched by (`EVIDENCE`): for a user the email, the employee id, or the
-first and last name together; for an org unit its name, its legal name, or its org unit id. A legitimate
-rename keeps the email (or the legal name); a legitimate email change keeps the name; a row changing
+first and last name together with the start date; for an org unit its name, its legal name, or its org
+unit id. A name alone is no evidence of a person: names repeat across companies (every tenant may have an
+"Integration Admin" numbered ``E100000``), and another company's row naming the same person would take
+this tenant's record as its own, roles and all; the day they started is theirs. A legitimate rename keeps
+the email (or the legal name); a legitimate email change keeps the name and the start date; a row changing
 every piece at once proves nothing and is refused (`IDENTITY_RULE`): change one, let it apply, then the
 other. A file where a material share (`FOREIGN_SHARE`) of the matched rows disagrees is about another
 tenant's records and is refused whole (`FOREIGN_RULE`).
@@ -45,7 +48,7 @@ EVIDENCE: dict[EntityKind, dict[str, tuple[str, ...]]] = {
     "user": {
         "the email": ("email",),
         "the employee id": ("employee_id",),
-        "the first and last name": ("first_name", "last_name"),
+        "the first and last name with the start date": ("first_name", "last_name", "start_date"),
     },
     "group": {
         "the name": ("group_name",),
