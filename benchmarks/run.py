@@ -624,8 +624,8 @@ SCENARIOS: dict[str, Callable[[Console, Options], dict[str, Any]]] = {
 }
 
 
-def main() -> None:
-    """Run the chosen scenarios (all by default) and print their tables."""
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m benchmarks.run``."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -644,10 +644,17 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"scenarios {' and '.join(QUICK)} only, at {QUICK_DECISIONS:,} decisions and {QUICK_SHARE:.0%} "
-        "of the other lists (make bench-quick: ours beside dlt in about two minutes)",
+        # argparse %-formats a help text: the share's percent sign is doubled
+        help=f"scenarios {' and '.join(QUICK)} only, at {QUICK_DECISIONS:,} decisions and "
+        f"{QUICK_SHARE * 100:.0f}%% of the other lists (make bench-quick: ours beside dlt in about two "
+        "minutes)",
     )
-    arguments = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    """Run the chosen scenarios (all by default) and print their tables."""
+    arguments = argument_parser().parse_args()
     options = Options(
         QUICK_DECISIONS if arguments.quick else arguments.decisions,
         tuple(arguments.memory_decisions),
