@@ -157,22 +157,27 @@ T = TypeVar("T")
 class Page(ServiceModel, Generic[T]):
     """A paged list: ``total`` counts items across all pages, not pages. A service that leaves ``total``
     out is still read (to a short page); ``served`` is how many records the service put on the page,
-    including any a record contract kept out of ``data``."""
+    including those a record contract kept out of ``data`` (``kept_out``: their JSON texts as served)."""
 
     page: int
     limit: int
     total: int | None = None
     data: list[T]
-    _served: int | None = PrivateAttr(default=None)
+    _kept_out: tuple[str, ...] = PrivateAttr(default=())
 
     @property
     def served(self) -> int:
         """Records the service served on this page."""
-        return len(self.data) if self._served is None else self._served
+        return len(self.data) + len(self._kept_out)
 
-    def served_as(self, count: int) -> Page[T]:
-        """This page, noting that the service served ``count`` records on it (``data`` may hold fewer)."""
-        self._served = count
+    @property
+    def kept_out(self) -> tuple[str, ...]:
+        """The JSON texts of the records served on this page that ``data`` does not hold."""
+        return self._kept_out
+
+    def keeping_out(self, texts: list[str]) -> Page[T]:
+        """This page, noting the records the service served on it that ``data`` does not hold."""
+        self._kept_out = tuple(texts)
         return self
 
 

@@ -195,8 +195,8 @@ class RecordContract:
         # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
         raw = Envelope[Page[Any]].model_validate_json(body)
         texts = page_records(body.decode("utf-8"))
-        kept = self._kept(source, page, raw.data.data, texts)
-        page_read = raw.data.model_copy(update={"data": kept}).served_as(len(raw.data.data))
+        kept, rejected = self._kept(source, page, raw.data.data, texts)
+        page_read = raw.data.model_copy(update={"data": kept}).keeping_out(rejected)
         return raw.model_copy(update={"data": page_read})
 
     def read_array(self, source: Source, body: bytes) -> Envelope[Any]:
@@ -209,7 +209,7 @@ class RecordContract:
         if envelope is not None and self._all_fit(envelope.data, body, array_records):
             return envelope
         raw = Envelope[list[Any]].model_validate_json(body)
-        kept = self._kept(source, 1, raw.data, array_records(body.decode("utf-8")))
+        kept, _ = self._kept(source, 1, raw.data, array_records(body.decode("utf-8")))
         return raw.model_copy(update={"data": kept})
 
     def _all_fit(self, items: list[Any], body: bytes, texts: Callable[[str], list[str]]) -> bool:
@@ -226,16 +226,22 @@ class RecordContract:
                 item.keep_received(text)
         return True
 
-    def _kept(self, source: Source, page: int, items: list[Any], texts: list[str]) -> list[BaseModel]:
-        """The records of one page read one by one: valid or mended ones kept, the others rejected."""
-        kept = []
+    def _kept(
+        self, source: Source, page: int, items: list[Any], texts: list[str]
+    ) -> tuple[list[BaseModel], list[str]]:
+        """The records of one page read one by one: valid or mended ones kept, the others rejected; the
+        kept records, and the JSON texts of the rejected ones."""
+        kept: list[BaseModel] = []
+        rejected: list[str] = []
         for position, (item, text) in enumerate(zip(items, texts, strict=True), start=1):
             found = self._record(_Where(source, page, position, item, text))
+            if found is None:
+                rejected.append(text)
+                continue
             if isinstance(found, ServiceModel):
                 found.keep_received(text)
-            if found is not None:
-                kept.append(found)
-        return kept
+            kept.append(found)
+        return kept, rejected
 
     def _foreign(self, tenant: Any) -> bool:
         """Whether a record's ``tenantId`` names a tenant other than the one being read."""

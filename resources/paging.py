@@ -52,8 +52,10 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    the service's own count), or as many as it served counting its repeats (a record listed twice on one page,
    which the total counts twice), and is ``reread``; one that served fewer records than the total twice is
    known to be short and raises `PagingDriftError` naming the total and the ids read: never returned as if it
-   were whole. A pass with records the contract kept out (rejected: no id to count them by) is accepted only
-   so, as one such record read on two pages would count twice. A list still changing after ``MAX_PASSES``
+   were whole. Records the contract kept out (rejected) have no id: they are told apart by their content
+   (two alike to the byte are one), and a pass with any is accepted only so, the pass before it having read
+   each of them on the same page (a list reshuffled for every request, whose repeats of rejected records
+   hid one it missed, places them anew and is never accepted). A list still changing after ``MAX_PASSES``
    raises `PagingDriftError`: a set known to be short is never returned as if it were whole. A pass in an
    order not trusted that lists a record on two different pages is never accepted, whatever it agrees with:
    the order moved while it read, so it may have missed records, and so may the pass before it (two passes of
@@ -70,8 +72,10 @@ fetches; the service soft-deletes (``status`` DELETED, ``isDeleted``), so remova
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,6 +86,8 @@ from resources.errors import PagingDriftError
 
 T = TypeVar("T")
 A = TypeVar("A")
+Listing = tuple[frozenset[str], frozenset[tuple[int, tuple[str, ...]]]]
+"""What a pass listed (`_Pass.listing`): its ids, and each page's kept-out records."""
 R = TypeVar("R")
 
 MAX_PASSES = 3
@@ -124,13 +130,30 @@ class _Pass:
     """The ids listed on two different pages (a move while the pass read, unless the order is trusted)."""
     filled: set[int] = field(default_factory=lambda: {1})
     past_end: set[int] = field(default_factory=set)
-    kept_out: dict[int, int] = field(default_factory=dict)
+    kept_out: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Page number -> the fingerprints (`fingerprint`) of the records its latest answer served that the
+    record contract kept out: they have no usable id, so they are told apart by their content."""
     served: dict[int, int] = field(default_factory=dict)
     """Page number -> the records its latest answer served, repeats and kept-out ones included."""
 
+    def kept_out_counts(self) -> Counter[str]:
+        """Each kept-out record's fingerprint -> how often the pass read it."""
+        return Counter(key for keys in self.kept_out.values() for key in keys)
+
     def listed(self) -> int:
-        """Distinct records the pass listed, the kept-out ones included."""
-        return len(self.ids) + sum(self.kept_out.values())
+        """Distinct records the pass listed, the kept-out ones included (alike to the byte: one)."""
+        return len(self.ids) + len(self.kept_out_counts())
+
+    def listing(self) -> Listing:
+        """What a second pass must list to show that nothing moved: the same ids, and each kept-out
+        record on the same page (a list reshuffled for every request places them anew)."""
+        placed = frozenset((number, tuple(sorted(keys))) for number, keys in self.kept_out.items() if keys)
+        return frozenset(self.ids), placed
+
+
+def fingerprint(text: str) -> str:
+    """A kept-out record's identity within a read: a digest of its JSON text as served."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 class Mapper(Protocol):
@@ -207,7 +230,7 @@ class PageStream(Generic[T]):
         if self._started:
             raise RuntimeError("a PageStream can be iterated only once")
         self._started = True
-        previous: set[str] | None = None
+        previous: Listing | None = None
         for number in range(1, self._max_passes + 1):
             self.passes = number
             current = _Pass()
@@ -215,7 +238,7 @@ class PageStream(Generic[T]):
             if self._settled(current, previous):
                 self.vanished = sorted(self._seen - current.ids)
                 return
-            previous = current.ids
+            previous = current.listing()
             logger.info(
                 "the list changed during pass %d of at most %d (totals %s; %d listed, %d twice)",
                 number,
@@ -340,7 +363,7 @@ class PageStream(Generic[T]):
             current.totals.append(page.total)
             self.totals_seen.add(page.total)
         self._check_order(page)
-        current.kept_out[number] = page.served - len(page.data)
+        current.kept_out[number] = tuple(fingerprint(text) for text in page.kept_out)
         current.served[number] = page.served
         new = []
         for item in page.data:
@@ -385,7 +408,7 @@ class PageStream(Generic[T]):
             logger.warning("the service ignored the requested order; judging passes by equal totals only")
             self._order_key = None
 
-    def _settled(self, current: _Pass, previous: set[str] | None) -> bool:
+    def _settled(self, current: _Pass, previous: Listing | None) -> bool:
         """Whether a pass can be trusted: by its totals and by the ids it listed agreeing with them, or by
         a second pass that lists exactly the records of the one before (when the service gives no total,
         nothing else can reveal a removal; when the ids disagree with the total, nothing moved between
@@ -393,17 +416,19 @@ class PageStream(Generic[T]):
         if current.crossed and not self.append_only:
             return False  # the order moved during the pass: whatever it agrees with, it may have missed some
         totals = current.totals
-        again = previous is not None and current.ids == previous
+        again = previous is not None and current.listing() == previous
         if not totals:
             return again
         steady = min(totals) >= totals[0] if self.append_only else all(t == totals[0] for t in totals)
         if not steady:
             return False
         short = self.last_total is not None and current.listed() < self.last_total
-        moved = bool(current.repeated) and not self.append_only
-        # A record the contract kept out has no id to tell it from another: read on two pages, it would
-        # count twice and hide a record the pass missed. Only a second pass listing the same can show it.
-        kept_out = sum(current.kept_out.values()) > 0
+        kept_out = current.kept_out_counts()
+        read_twice = bool(current.repeated) or any(count > 1 for count in kept_out.values())
+        moved = read_twice and not self.append_only
+        # A record the contract kept out has no id: it is told apart by its content, and two records
+        # alike to the byte are one. Only a second pass listing the same, each kept-out record on the
+        # same page, shows that none was read twice in place of one missed.
         if not (short or moved or kept_out):
             return True
         self.reread = again

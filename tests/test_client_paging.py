@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -9,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from emulator.faults import FaultConfig
@@ -231,6 +234,49 @@ def test_a_list_that_never_settles_raises_after_the_last_pass() -> None:
     with pytest.raises(PagingDriftError, match="3 passes"):
         list(stream)
     assert stream.passes == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    usable=st.integers(1, 6),
+    rejected=st.lists(st.sampled_from(['{"id": ""}', '{"id": null}', '{"name": "x"}', "{}"]), max_size=6),
+    limit=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_list_reshuffled_for_every_request_never_completes_short_of_a_record(
+    usable: int, rejected: list[str], limit: int, seed: int
+) -> None:
+    """A service that ignores the order asked for and serves its list in a new order at each request
+    (as RFC 9110 lets a GET answer differ from one request to the next): a pass may read a record the
+    contract rejects on two pages, its repeat filling the place of a record it missed. The stream yields
+    every usable record, or fails naming the drift; never a list short of one. Rejected records alike to
+    the byte are one record, as the service serves them."""
+    records: list[Record | str] = [
+        Record(id=f"r{n}", created=datetime(2025, 1, 1, tzinfo=UTC)) for n in range(usable)
+    ]
+    records += rejected
+    shuffler = random.Random(seed)
+
+    def fetch(number: int, size: int) -> Page[Record]:
+        order = shuffler.sample(records, len(records))
+        served = order[(number - 1) * size : number * size]
+        data = [record for record in served if isinstance(record, Record)]
+        page = Page[Record](page=number, limit=size, total=len(records), data=data)
+        return page.keeping_out([record for record in served if isinstance(record, str)])
+
+    stream = PageStream(
+        fetch,
+        limit=limit,
+        record_id=lambda record: record.id,
+        mapper=in_order,
+        order_key=None,
+        describe=PagingDriftError,
+    )
+    try:
+        read = set(ids_of(stream.items()))
+    except PagingDriftError:
+        return
+    assert read == {f"r{n}" for n in range(usable)}
 
 
 def test_a_stream_is_read_once() -> None:
