@@ -53,9 +53,10 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    which the total counts twice), and is ``reread``; one that served fewer records than the total twice is
    known to be short and raises `PagingDriftError` naming the total and the ids read: never returned as if it
    were whole. Records the contract kept out (rejected) have no id: they are told apart by their content
-   (two alike to the byte are one), and a pass with any is accepted only so, the pass before it having read
-   each of them on the same page (a list reshuffled for every request, whose repeats of rejected records
-   hid one it missed, places them anew and is never accepted). A list still changing after ``MAX_PASSES``
+   (two alike to the byte are one) and held to the same rules (one served on two different pages of a pass
+   in an order not trusted is a move), and a pass with any is accepted only so, the pass before it having
+   read each of them on the same page: a list reshuffled for every request, serving a rejected record twice
+   in place of a usable one it missed, never is. A list still changing after ``MAX_PASSES``
    raises `PagingDriftError`: a set known to be short is never returned as if it were whole. A pass in an
    order not trusted that lists a record on two different pages is never accepted, whatever it agrees with:
    the order moved while it read, so it may have missed records, and so may the pass before it (two passes of
@@ -133,6 +134,10 @@ class _Pass:
     kept_out: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Page number -> the fingerprints (`fingerprint`) of the records its latest answer served that the
     record contract kept out: they have no usable id, so they are told apart by their content."""
+    kept_out_page: dict[str, int] = field(default_factory=dict)
+    """Kept-out record's fingerprint -> the page that served it first in this pass."""
+    kept_out_crossed: set[str] = field(default_factory=set)
+    """The kept-out records served on two different pages (as `crossed`, for records without an id)."""
     served: dict[int, int] = field(default_factory=dict)
     """Page number -> the records its latest answer served, repeats and kept-out ones included."""
 
@@ -250,7 +255,8 @@ class PageStream(Generic[T]):
         raise self._describe(
             f"the list changed during each of {self._max_passes} passes (totals seen: "
             f"{sorted(self.totals_seen)}; the last pass listed {current.listed()} records, "
-            f"{len(current.repeated)} of them twice, {len(current.crossed)} of them on two pages); "
+            f"{len(current.repeated)} of them twice, "
+            f"{len(current.crossed) + len(current.kept_out_crossed)} of them on two pages); "
             "no consistent read"
         )
 
@@ -364,6 +370,9 @@ class PageStream(Generic[T]):
             self.totals_seen.add(page.total)
         self._check_order(page)
         current.kept_out[number] = tuple(fingerprint(text) for text in page.kept_out)
+        for key in current.kept_out[number]:
+            if current.kept_out_page.setdefault(key, number) != number:
+                current.kept_out_crossed.add(key)
         current.served[number] = page.served
         new = []
         for item in page.data:
@@ -413,7 +422,7 @@ class PageStream(Generic[T]):
         a second pass that lists exactly the records of the one before (when the service gives no total,
         nothing else can reveal a removal; when the ids disagree with the total, nothing moved between
         the two reads). See the module docstring, 4 to 6."""
-        if current.crossed and not self.append_only:
+        if (current.crossed or current.kept_out_crossed) and not self.append_only:
             return False  # the order moved during the pass: whatever it agrees with, it may have missed some
         totals = current.totals
         again = previous is not None and current.listing() == previous

@@ -236,11 +236,11 @@ def test_a_list_that_never_settles_raises_after_the_last_pass() -> None:
     assert stream.passes == 3
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
-    usable=st.integers(1, 6),
-    rejected=st.lists(st.sampled_from(['{"id": ""}', '{"id": null}', '{"name": "x"}', "{}"]), max_size=6),
-    limit=st.integers(1, 4),
+    usable=st.integers(1, 4),  # small lists: two passes of a reshuffled one often read alike
+    rejected=st.lists(st.sampled_from(['{"id": ""}', '{"id": null}', '{"name": "x"}', "{}"]), max_size=4),
+    limit=st.integers(1, 3),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_a_list_reshuffled_for_every_request_never_completes_short_of_a_record(

@@ -292,13 +292,17 @@ def _run(
 
 def _unprovable(served: Served, name: str, error: str) -> bool:
     """Whether a run may fail naming list ``name``: its order changed between requests, it changed while
-    it was read, or its total says more records than it serves (a list known to be short)."""
+    it was read, its total says more records than it serves (a list known to be short), or it holds two
+    unusable records alike to the byte (with no id, one served on two pages is a move or a repeat, and
+    nothing tells which)."""
     quirks, service = served.service.quirks, served.service
     overcounted = quirks.total_skew.get(name, 0) > 0 and name not in quirks.no_total
+    unusable = [encode(item) for item in served.tenant.lists[name] if not _usable(item)]
     return (
         service.orders[name] == "shuffled"
         or service.changed_while_paged(name)
         or (overcounted and "its total says" in error)
+        or len(set(unusable)) < len(unusable)
     )
 
 
