@@ -181,7 +181,9 @@ class StandIn:
                 return status, _error(status, "Moved"), {"Location": location}
             if path.startswith(MOVED + "/"):
                 self.requests["moved"] += 1
-            return self._route(path.removeprefix(MOVED), query)
+            while path.startswith(MOVED + "/"):  # a redirected request redirected again moved twice
+                path = path.removeprefix(MOVED)
+            return self._route(path, query)
 
     def body(self, answer: Any) -> bytes:
         """The bytes of one answer's JSON, with a byte order mark when the quirks say."""

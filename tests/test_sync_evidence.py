@@ -411,6 +411,19 @@ def test_a_redirect_to_the_same_origin_is_followed(warehouse: Path, status: int)
     )
 
 
+def test_a_redirect_redirected_again_is_followed_to_the_end(warehouse: Path) -> None:
+    # Two answers in a row sent the request on (the first request to /moved, the next to /moved/moved):
+    # each hop is same-origin, within the redirects followed for one request.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+
+    quirks = Quirks(transport={0: "redirect_307", 1: "redirect_308"})
+    outcome, standin = run(served, warehouse, quirks, concurrency=1)  # one request at a time: 0, then 1
+
+    assert outcome.record.status == "succeeded"
+    assert rows(warehouse, "SELECT count(*) FROM decisions") == [(1,)]
+    assert standin.requests["moved"] >= 1
+
+
 def test_a_redirect_to_another_origin_is_refused_and_no_credential_crosses(warehouse: Path) -> None:
     served = tenant(decisions=[decision(1)])
     quirks = Quirks()
