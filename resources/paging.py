@@ -87,9 +87,9 @@ from resources.errors import PagingDriftError
 
 T = TypeVar("T")
 A = TypeVar("A")
+R = TypeVar("R")
 Listing = tuple[frozenset[str], frozenset[tuple[int, tuple[str, ...]]]]
 """What a pass listed (`_Pass.listing`): its ids, and each page's kept-out records."""
-R = TypeVar("R")
 
 MAX_PASSES = 3
 """Passes over a drifting list before giving up with `PagingDriftError`."""
