@@ -9,9 +9,9 @@ every revision list as served; or the run failed loudly naming the list it could
 order changed between requests, that changed while it was read, or whose total says more records than it
 serves) and left the warehouse as it was.
 A record changed while its list was read may be stored as any copy it had during the read; the next
-(incremental) run must then store its latest. (Two lists of one endpoint share the stand-in's request count,
-so a change due during one may come after the other's read: `_touched_late`.) A run holds the records the service removed marked deleted
-once it read their list whole.
+(incremental) run must then store its latest; a record removed while paged may still be live, and one
+inserted while another list of its endpoint was read may be missing, until the next run (`_touched_late`).
+A run holds the records the service removed marked deleted once it read their list whole.
 
 CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 4, three runs each); `make generative` runs 300.
 ``ADM_GENERATIVE_DUMP=<file>`` writes each example as JSON (the last one is the failing one).
@@ -301,17 +301,24 @@ SHARED_ENDPOINT = frozenset(
 
 
 def _touched_late(service: Service, earlier: dict[tuple[str, str], Any]) -> set[tuple[str, str]]:
-    """(list, id) of the records a change while paged touched in a list of `SHARED_ENDPOINT`. The stand-in
-    counts a path's requests, not a list's, so such a change, due at the path's n-th request, may come
-    after the list's own read ended (in the other list's read): the run rightly has not seen it, and may
-    store the record as it was before (or not at all, if the change inserted it). The next run must."""
+    """(list, id) of the records a change while paged touched after the run's consistent point may have
+    passed; the run may have them as they were before the change, and the next run must have them right:
+
+    - a record removed: the pass the run accepted may have read the removed record's page before the
+      removal and the later pages (which the removal leaves as they were) after it; nothing served tells
+      the two apart, so the record may still be live;
+    - a record inserted into a list of `SHARED_ENDPOINT`: the stand-in counts a path's requests, not a
+      list's, so a change due at the path's n-th request may come after this list's read ended (in the
+      other list's): the record may be missing.
+    """
     inserted = {
         (change.list_name, _key(change.new))
         for change in service.while_paged
         if change.done and change.kind == "insert" and change.new is not None
     }
-    touched = inserted | {(name, canonical_id(record_id)) for name, record_id in earlier}
-    return {(name, record_id) for name, record_id in touched if name in SHARED_ENDPOINT}
+    held = _usable_ids(service.tenant)
+    removed = {(name, canonical_id(record_id)) for name, record_id in earlier} - held
+    return removed | {(name, record_id) for name, record_id in inserted if name in SHARED_ENDPOINT}
 
 
 def _unprovable(served: Served, name: str, error: str) -> bool:
@@ -351,7 +358,7 @@ def _every_record_as_served(
     """Every usable record the service holds is stored live under its id, every field of ``raw`` as the
     service wrote it (a record changed while paged: as one of its copies); no other record is live, but
     for those removed from a list the run did not read whole. A record touched late (`_touched_late`)
-    may be missing or still live."""
+    may be missing (inserted) or still live (removed)."""
     for name in SPEC["lists"]:
         held = {_key(item): item for item in served.tenant.lists[name] if _usable(item)}
         rows = con.execute(f"SELECT id, is_deleted, raw FROM {name}").fetchall()  # noqa: S608
