@@ -37,6 +37,9 @@ demo: $(VENV)/.synced
 test: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@# The project's bytecode, once: under PYTHONDONTWRITEBYTECODE every worker and every process a test
+	@# starts (the CLI, dagster) would compile the same sources again (test modules are pytest's to compile).
+	$(VENV)/bin/python -m compileall -q -x '/\.|/(test_[^/]*|conftest)\.py$$' .
 	@# Two workers per core: many tests wait (on latency, Retry-After, a subprocess) rather than compute,
 	@# so twice the cores overlaps those waits.
 	@$(VENV)/bin/mypy > $(VENV)/mypy.out 2>&1 & types=$$!; \

@@ -442,7 +442,9 @@ def synced(synced_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where a property test's examples keep their warehouses."""
+    """Where a property test's examples keep their warehouses, each in a folder of its own: the staging and
+    resume state beside a warehouse is its tenant's (a failed run's revision lists wait there for the next
+    run to reuse), and each example's service is a new one under the same tenant id."""
     return tmp_path_factory.mktemp("examples")
 
 
