@@ -54,13 +54,15 @@ if nothing before a page's offset changes between the fetch of page 1 and the fe
    known to be short and raises `PagingDriftError` naming the total and the ids read: never returned as if it
    were whole. Records the contract kept out (rejected) have no id: they are told apart by their content
    (two alike to the byte are one) and held to the same rules (one served on two different pages of a pass
-   in an order not trusted is a move), and a pass with any is accepted only so, the pass before it having
+   is a move), and a pass with any is accepted only so, the pass before it having
    read each of them on the same page: a list reshuffled for every request, serving a rejected record twice
    in place of a usable one it missed, never is. A list still changing after ``MAX_PASSES``
-   raises `PagingDriftError`: a set known to be short is never returned as if it were whole. A pass in an
-   order not trusted that lists a record on two different pages is never accepted, whatever it agrees with:
-   the order moved while it read, so it may have missed records, and so may the pass before it (two passes of
-   a list reshuffled for every request can repeat the same records and miss the same ones).
+   raises `PagingDriftError`: a set known to be short is never returned as if it were whole. A pass that
+   lists a record on two different pages is never accepted, whatever it agrees with and in whatever order:
+   the list shifted while it read, so it may have missed records, and so may the pass before it (two passes
+   of a list reshuffled for every request can repeat the same records and miss the same ones). The trusted
+   creation order is no exception: an append repeats a record only on the page read again, never on two
+   pages, and the order is judged within each page, where a page of one record always looks in order.
 7. **The newest copy.** A record met again with a later updated-at than the copy yielded (it changed while
    the list was read) is kept in ``newer`` (the latest copy per id); the caller replaces what it kept.
 
@@ -128,7 +130,7 @@ class _Pass:
     page_of: dict[str, int] = field(default_factory=dict)
     """Id -> the page that listed it first in this pass."""
     crossed: set[str] = field(default_factory=set)
-    """The ids listed on two different pages (a move while the pass read, unless the order is trusted)."""
+    """The ids listed on two different pages: the list shifted while the pass read."""
     filled: set[int] = field(default_factory=lambda: {1})
     past_end: set[int] = field(default_factory=set)
     kept_out: dict[int, tuple[str, ...]] = field(default_factory=dict)
@@ -422,8 +424,11 @@ class PageStream(Generic[T]):
         a second pass that lists exactly the records of the one before (when the service gives no total,
         nothing else can reveal a removal; when the ids disagree with the total, nothing moved between
         the two reads). See the module docstring, 4 to 6."""
-        if (current.crossed or current.kept_out_crossed) and not self.append_only:
-            return False  # the order moved during the pass: whatever it agrees with, it may have missed some
+        if current.crossed or current.kept_out_crossed:
+            # A record read on two pages: the list shifted during the pass, whatever it agrees with, so it may
+            # have missed one. In the trusted creation order too: an append only ever repeats a record on the
+            # page re-read, and order is judged page by page (a page of one record always looks in order).
+            return False
         totals = current.totals
         again = previous is not None and current.listing() == previous
         if not totals:
