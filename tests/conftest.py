@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -352,6 +353,7 @@ __all__ = [
     "data_of",
     "endpoint_calls",
     "error_of",
+    "example_warehouse",
     "fetch_all",
     "loopback",
     "made_once",
@@ -442,10 +444,15 @@ def synced(synced_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where a property test's examples keep their warehouses, each in a folder of its own: the staging and
-    resume state beside a warehouse is its tenant's (a failed run's revision lists wait there for the next
-    run to reuse), and each example's service is a new one under the same tenant id."""
+    """Where a property test's examples keep their warehouses (`example_warehouse`)."""
     return tmp_path_factory.mktemp("examples")
+
+
+def example_warehouse(template: Path, folder: Path) -> Path:
+    """A copy of ``template`` for one example of a property test, in a folder of its own under ``folder``:
+    the staging and resume state beside a warehouse is its tenant's (a failed run's revision lists wait
+    there for the next run to reuse), and each example's service is a new one under the same tenant id."""
+    return copy_of(template, folder / str(uuid.uuid4()) / "warehouse.duckdb")
 
 
 # -- the order of the test files -----------------------------------------------------------------------------

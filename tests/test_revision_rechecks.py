@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import copy_of
+from tests.conftest import example_warehouse
 from tests.spec_generators import record
 from tests.standin import SPEC, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
@@ -74,7 +74,7 @@ def tenants(draw: st.DrawFn) -> Tenant:
 def test_a_revision_added_to_an_unchanged_record_is_found_within_the_window(
     tenant: Tenant, days: int, target: str, pick: int, modes: list[bool], template: Path, folder: Path
 ) -> None:
-    warehouse = copy_of(template, folder / str(uuid.uuid4()) / "warehouse.duckdb")
+    warehouse = example_warehouse(template, folder)
     lists = {kind: len(revisions) for kind, revisions in tenant.revisions.items()}
     parents = sorted(_live(tenant)[target])
     assume(parents)
@@ -131,7 +131,7 @@ def test_every_list_is_re_verified_within_n_runs(
     """Whatever the number of lists, N, the runs before, and the lists checked in between because their
     owner changed: N runs in a row (an hour apart: no list is overdue) re-verify every list, each run no
     more than its share."""
-    warehouse = copy_of(template, folder / str(uuid.uuid4()) / "warehouse.duckdb")
+    warehouse = example_warehouse(template, folder)
     ordered, now = sorted(lists), datetime(2026, 1, 1, tzinfo=UTC)
     with duckdb.connect(str(warehouse)) as con:
         con.executemany(

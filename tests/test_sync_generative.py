@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -39,7 +38,7 @@ from pipelines.sync import SyncOutcome
 from resources.catalog import CALLER_POSITIONS, PAGED_LISTS
 from resources.contract import Source
 from resources.endpoints import ENDPOINTS
-from tests.conftest import copy_of
+from tests.conftest import example_warehouse
 from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, JsonText, StandIn, Tenant, encode
@@ -224,7 +223,7 @@ def _key(item: dict[str, Any]) -> str:
 def test_any_service_the_protocol_allows_leaves_every_value_exact_or_fails_naming_the_list(
     served: Served, template: Path, folder: Path
 ) -> None:
-    warehouse = copy_of(template, folder / str(uuid.uuid4()) / "warehouse.duckdb")
+    warehouse = example_warehouse(template, folder)
     removed: set[tuple[str, str]] = set()
     with StandIn(served.tenant, served.service.quirks) as standin:
         # Run 1, full, while the service changes lists as they are read.
