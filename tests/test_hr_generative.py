@@ -50,7 +50,7 @@ from pipelines.hr.workflow import os_user
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
 from tests.conftest import fresh, loopback, stored
-from tests.sync_support import adm_for
+from tests.sync_support import adm_for, in_memory_instance
 from tests.test_hr_identity import (
     globex_groups,
     globex_rows,
@@ -376,7 +376,7 @@ def by_dagster(server: EmulatorServer, warehouse: Path, exports: list[Path], tag
     """An ``hr_sync`` run of the exports launched with ``tags``."""
     store = WarehouseResource(SyncSettings(warehouse=warehouse))
     config = HrSyncConfig(files=list(map(str, exports)), errors_dir=str(exports[0].parent / "reports"))
-    with dg.instance_for_test() as instance:
+    with in_memory_instance() as instance:
         hr_sync.execute_in_process(
             run_config=dg.RunConfig(ops={"hr_plan": config}),
             resources={

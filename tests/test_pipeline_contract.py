@@ -26,7 +26,7 @@ from pipelines.settings import SyncSettings
 from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import DEMO_TENANT_ID, SMALL, copy_of, fresh, made_once, set_faults
 from tests.dagster_support import events
-from tests.sync_support import query, settings_for, sync, sync_env
+from tests.sync_support import in_memory_instance, query, settings_for, sync, sync_env
 
 RATE = 0.1
 """Every tenth record of a list deviates: with the small tenant, each deviation shows at least once."""
@@ -240,7 +240,7 @@ def test_a_run_tag_lets_a_blocking_check_warn_for_that_dagster_run_only(
 ) -> None:
     settings = settings_for(server, migrated, reject_max_count=0)
     job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
-    with dg.instance_for_test() as instance:
+    with in_memory_instance() as instance:
 
         def run(tags: dict[str, str]) -> dg.ExecuteInProcessResult:
             return job.execute_in_process(

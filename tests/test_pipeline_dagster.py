@@ -34,7 +34,7 @@ from pipelines.tenant_tags import TENANT_TAG
 from resources.waits import NOTICE_AFTER_S
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
-from tests.sync_support import query, settings_for, sync, sync_env, sync_job
+from tests.sync_support import in_memory_instance, query, settings_for, sync, sync_env, sync_job
 from warehouse.locks import held, tenant_lock_path, writer_lock_path
 
 
@@ -58,7 +58,15 @@ def settings(server: EmulatorServer, warehouse: Path) -> SyncSettings:
 
 @pytest.fixture
 def instance() -> Iterator[dg.DagsterInstance]:
-    """A persistent Dagster instance in a temporary folder."""
+    """A Dagster instance in memory (`in_memory_instance`): these tests read what a run recorded in it."""
+    with in_memory_instance() as temporary:
+        yield temporary
+
+
+@pytest.fixture
+def instance_on_disk() -> Iterator[dg.DagsterInstance]:
+    """A Dagster instance in a temporary folder, for the freshness checks: they read the schedules' state,
+    which an instance in memory does not keep."""
     with dg.instance_for_test() as temporary:
         yield temporary
 
@@ -189,7 +197,7 @@ def test_a_run_over_the_api_budget_is_refused_unless_allowed(
 
 
 def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
-    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+    server: EmulatorServer, warehouse: Path, instance_on_disk: dg.DagsterInstance
 ) -> None:
     """The second tenant's syncs keep failing (its credential is wrong): its check stays red while the
     demo tenant's turns green, evaluated by the sensor's own job, not by a sync."""
@@ -204,7 +212,7 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     }
 
     def freshness() -> dict[str, tuple[bool, str]]:
-        result = check_job.execute_in_process(instance=instance, run_config=QUIET_LOGS)
+        result = check_job.execute_in_process(instance=instance_on_disk, run_config=QUIET_LOGS)
         assert result.success
         return {
             check.check_name: (check.passed, check.description or "")
@@ -227,14 +235,14 @@ def test_freshness_is_red_for_a_tenant_that_never_committed_and_green_after(
     assert spec.description is not None and spec.description.startswith(f"Tenant acme ({DEMO_TENANT_ID}):")
 
     sensor = defs.resolve_sensor_def("tenant_freshness_sensor")
-    with dg.build_sensor_context(instance=instance, definitions=defs) as context:
+    with dg.build_sensor_context(instance=instance_on_disk, definitions=defs) as context:
         requests = sensor.evaluate_tick(context).run_requests
     assert sensor.job_name == FRESHNESS_JOB
     assert [request.run_key for request in requests or []] == [f"fresh:{datetime.now(UTC):%Y-%m-%dT%H}"]
 
 
 def test_a_stopped_schedule_is_told_by_every_tenants_freshness_check(
-    server: EmulatorServer, warehouse: Path, instance: dg.DagsterInstance
+    server: EmulatorServer, warehouse: Path, instance_on_disk: dg.DagsterInstance
 ) -> None:
     """The schedules start running when a service is configured, stopped when none is; a stopped one is
     named by each tenant's freshness check and a warning of its run (before, nothing said that no
@@ -248,10 +256,10 @@ def test_a_stopped_schedule_is_told_by_every_tenants_freshness_check(
         schedules = defs.get_repository_def().schedule_defs
         assert {schedule.default_status for schedule in schedules} == {status}
         result = defs.resolve_job_def(FRESHNESS_JOB).execute_in_process(
-            instance=instance, run_config=QUIET_LOGS
+            instance=instance_on_disk, run_config=QUIET_LOGS
         )
         told = [check.description or "" for check in result.get_asset_check_evaluations()]
-        warned = [record.user_message for record in instance.all_logs(result.run_id)]
+        warned = [record.user_message for record in instance_on_disk.all_logs(result.run_id)]
         stopped = "nightly_sync_schedule, weekly_full_refresh_schedule stopped: no such sync of any tenant"
         assert len(told) == 2
         assert all((stopped in description) != service for description in told)

@@ -20,7 +20,7 @@ from pipelines.freshness import FRESHNESS_KEY, check_names
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, load_settings
-from tests.sync_support import dagster_cli
+from tests.sync_support import dagster_cli, in_memory_instance
 from warehouse.catalog import CURRENT_USER_POSITIONS, LISTS, REVISIONS
 
 STAGED_TABLES = [
@@ -145,7 +145,7 @@ def test_an_empty_environment_refuses_to_sync_in_one_line(tmp_path: Path) -> Non
 @pytest.mark.usefixtures("no_service_configured")
 def test_a_dagster_sync_with_no_service_refuses_in_one_line(tmp_path: Path) -> None:
     settings = SyncSettings(warehouse=tmp_path / "wh.duckdb", tenant_id=DEMO_TENANT_ID)
-    with dg.instance_for_test() as instance:
+    with in_memory_instance() as instance:
         run = run_tenant(sync_definitions(settings), DEMO_TENANT_ID, instance)
 
     assert not run.success and run.error is not None

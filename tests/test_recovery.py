@@ -32,7 +32,7 @@ from pipelines.settings import SyncSettings
 from resources.errors import AuthenticationError
 from tests.conftest import copy_of
 from tests.standin import Quirks, StandIn
-from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, in_memory_instance, sync_standin
 from tests.test_sync_quirks import T, decision, delegation, tenant, ts, uid, user
 from warehouse.commit import connect
 from warehouse.migrate import available
@@ -415,7 +415,7 @@ def test_a_dagster_step_failed_by_an_outage_runs_again_and_reuses_what_it_fetche
         settings = standin_settings(
             standin, tmp_path / "warehouse.duckdb", concurrency=1, max_retries=2, retry_wait_s=0.1
         )
-        with dg.instance_for_test() as instance:
+        with in_memory_instance() as instance:
             run = run_tenant(sync_definitions(settings), STANDIN_TENANT_ID, instance)
 
     assert run.success, run.error

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import pytest
 from typer.testing import CliRunner
@@ -18,7 +17,7 @@ from pipelines.location import sync_definitions
 from pipelines.runner import first_error
 from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, fresh
-from tests.sync_support import settings_for, sync_env
+from tests.sync_support import in_memory_instance, settings_for, sync_env
 from warehouse.staging import clean_leftovers
 
 
@@ -70,7 +69,7 @@ def test_a_partition_tag_naming_no_tenant_fails_the_run_and_touches_no_staging(
     in_flight.mkdir(parents=True)
     job = sync_definitions(settings).resolve_job_def(NIGHTLY_JOB)
 
-    with dg.instance_for_test() as instance:
+    with in_memory_instance() as instance:
         result = job.execute_in_process(
             instance=instance, tags={"dagster/partition": partition}, raise_on_error=False
         )
