@@ -17,13 +17,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import ModuleTarget
-from dagster_graphql.client.client_queries import (
-    CLIENT_SUBMIT_PIPELINE_RUN_MUTATION,
-    TERMINATE_RUN_JOB_MUTATION,
-)
-from dagster_graphql.test.utils import execute_dagster_graphql
 
 from emulator.faults import FaultConfig
 from emulator.server import EmulatorServer
@@ -242,6 +235,16 @@ def test_a_run_terminated_from_dagster_stops_at_once_and_the_rerun_resumes(
     """What the UI's Terminate does (GraphQL terminateRun: the run launcher cancels the run in its code
     server, which interrupts the run worker, which interrupts the step's process): no further request, the
     row ``interrupted``, the run canceled, and the rerun resumes."""
+    # Imported here, by the one test that needs them: Dagster's GraphQL test tools cost each process about
+    # 2 s to import, and every test worker collects this file.
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import ModuleTarget
+    from dagster_graphql.client.client_queries import (
+        CLIENT_SUBMIT_PIPELINE_RUN_MUTATION,
+        TERMINATE_RUN_JOB_MUTATION,
+    )
+    from dagster_graphql.test.utils import execute_dagster_graphql
+
     for name, value in sync_env(server, settings.warehouse, ADM_CONCURRENCY="1").items():
         monkeypatch.setenv(name, value)  # the code server and its run workers read the environment
     set_faults(server, SLOW)
