@@ -43,6 +43,9 @@ class OursConfig:
     concurrency: int
     rate_per_minute: float
     burst: int | None = None
+    dagster_home: Path | None = None
+    """``DAGSTER_HOME``: with it the CLI runs the sync as the Dagster job in that instance; without it (the
+    benchmarks' default) the sync alone."""
 
 
 def run_ours(
@@ -66,6 +69,8 @@ def run_ours(
     }
     if config.burst is not None:
         env["ADM_BURST"] = str(config.burst)
+    if config.dagster_home is not None:
+        env["DAGSTER_HOME"] = str(config.dagster_home)
     extract = command is None
     arguments = ["extract", *(["--full-refresh"] if full_refresh else [])] if command is None else command
     emulator.reset_stats()

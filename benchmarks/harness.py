@@ -242,11 +242,14 @@ def run_observed(
 
 
 def base_env() -> dict[str, str]:
-    """The harness's environment without any ``ADM_*`` or dlt setting that could leak into a contender."""
+    """The harness's environment without any ``ADM_*`` or dlt setting that could leak into a contender, nor
+    ``DAGSTER_HOME`` (with it our CLI runs the sync as a Dagster job: a contender asks for it,
+    `OursConfig.dagster_home`)."""
     return {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("ADM_", "EXTRACT__", "NORMALIZE__", "LOAD__", "RUNTIME__"))
+        if key != "DAGSTER_HOME"
+        and not key.startswith(("ADM_", "EXTRACT__", "NORMALIZE__", "LOAD__", "RUNTIME__"))
     }
 
 
