@@ -34,12 +34,14 @@ EXIT_WITHIN_S = 15.0
 idle machine exits in about 1 s; a suite on 2 busy cores took 6.9 s, so the bound leaves that margin."""
 
 
-def cli_env(tmp_path: Path, standin: StandIn) -> dict[str, str]:
-    """The CLI's environment: the stand-in, one request at a time, a warehouse of the test's own, a Dagster
-    instance with the project's settings."""
+def cli_env(tmp_path: Path, standin: StandIn, *, dagster: bool = True) -> dict[str, str]:
+    """The CLI's environment: the stand-in, one request at a time, a warehouse of the test's own, and with
+    ``dagster`` a Dagster instance with the project's settings (the CLI then runs the sync as the Dagster
+    job; without it, the sync alone)."""
+    home = {"DAGSTER_HOME": str(new_dagster_home(tmp_path))} if dagster else {}  # python_logs at INFO
     return {
         "PATH": os.environ["PATH"],
-        "DAGSTER_HOME": str(new_dagster_home(tmp_path)),  # with the project's python_logs at INFO
+        **home,
         "ADM_BASE_URL": standin.base_url,
         "ADM_TOKEN": STANDIN_TOKEN,
         "ADM_TENANTS": STANDIN_TENANT_ID,
@@ -149,11 +151,13 @@ def test_a_run_past_its_budget_stops_in_one_line_naming_the_slow_endpoint(tmp_pa
 
 @pytest.mark.timeout(SUBPROCESS_TIMEOUT_S)
 def test_a_killed_run_is_charged_every_call_it_made(tmp_path: Path) -> None:
-    # Before: the calls were written every 2 s, so the row of a killed run missed those made since.
+    # Before: the calls were written every 2 s, so the row of a killed run missed those made since. The CLI
+    # without DAGSTER_HOME, the sync alone: a killed run of the Dagster job is tests/test_recovery.py's.
     with StandIn(
         tenant(delegations=[delegation(n) for n in range(DELEGATIONS)]), Quirks(latency_s=0.05)
     ) as standin:
-        killed = subprocess.Popen([str(CLI), "extract"], env=cli_env(tmp_path, standin), cwd=tmp_path)
+        env = cli_env(tmp_path, standin, dagster=False)
+        killed = subprocess.Popen([str(CLI), "extract"], env=env, cwd=tmp_path)
         await_true(lambda: revisions_served(standin) >= 10)
         before = revisions_served(standin)
         await_true(lambda: revisions_served(standin) >= before + 5)
