@@ -46,10 +46,6 @@ FIRST_RELEASE = 3
 
 DIE_IN_COMMIT = """
 import os, signal, sys
-import dagster as dg
-import duckdb
-import pytest
-from typer.testing import CliRunner
 from warehouse.db import open_database
 from warehouse.migrate import migrate
 # Checkpoints off: every migration stays in the write-ahead log, as when a commit is killed before DuckDB
