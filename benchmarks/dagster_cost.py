@@ -15,10 +15,8 @@ figures are measured, not asserted: ``make test`` does not run this.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 from benchmarks.contenders import OursConfig, fresh, run_ours
 from benchmarks.harness import EmulatorProcess, Row
@@ -31,16 +29,7 @@ from benchmarks.run import (
     full_scale,
     one_percent,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def new_dagster_home(folder: Path) -> Path:
-    """``folder`` emptied, holding the project's instance settings; its absolute path (Dagster's rule)."""
-    home = fresh(folder).resolve()
-    home.mkdir()
-    shutil.copy(ROOT / "pipelines" / "dagster.yaml", home / "dagster.yaml")
-    return home
+from pipelines.instance_settings import instance_home
 
 
 def line(label: str, row: Row) -> str:
@@ -66,7 +55,7 @@ def main() -> None:
         if first.note.startswith("exit"):
             raise SystemExit(f"the first full refresh failed: {first.note}")
         print(f"{spec.describe()}; first full refresh {first.wall_s:.1f} s", flush=True)
-        home = new_dagster_home(work / "dagster_home")
+        home = instance_home(fresh(work / "dagster_home"))
         for _ in range(arguments.rounds):
             for label, dagster_home in (("without DAGSTER_HOME", None), ("with DAGSTER_HOME", home)):
                 emulator.mutate(one_percent(spec))

@@ -5,7 +5,6 @@ reconstructs in its own step process (which imports this module)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,12 @@ from emulator.faults import FaultConfig
 from emulator.scale import DEMO_TENANT_ID
 from emulator.server import EmulatorServer
 from pipelines.definitions import code_location
+from pipelines.instance_settings import instance_home
 from pipelines.location import sync_definitions
 from pipelines.settings import SyncSettings, load_settings
 from pipelines.tenant_runs import NIGHTLY_JOB
 from tests.conftest import set_faults, shared_http
-from tests.sync_support import ROOT, query, sync, sync_env
+from tests.sync_support import query, sync, sync_env
 
 PARTITION = {"dagster/partition": DEMO_TENANT_ID}
 RATE = {"ADM_RATE_PER_MINUTE": "3000", "ADM_BURST": "10"}
@@ -80,10 +80,7 @@ def too_many_requests(server: EmulatorServer) -> int:
 
 def new_dagster_home(tmp_path: Path) -> Path:
     """A Dagster instance folder with the project's instance settings (run concurrency per tenant)."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(ROOT / "pipelines" / "dagster.yaml", home / "dagster.yaml")
-    return home
+    return instance_home(tmp_path / "dagster_home")
 
 
 def synced_then_deleted_at_the_plan(

@@ -331,10 +331,10 @@ def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when
                 time.sleep(0.2)
 
     # The project's instance settings: the `resources`, `pipelines` and `warehouse` loggers are managed. On an
-    # instance in memory (`in_memory_instance`): the test polls the run's log, which costs more on SQLite.
+    # instance in memory: the test polls the run's log, which costs more on SQLite.
     with dg.DagsterInstance.from_config(str(dagster_home)) as project:
         python_logs = project.get_settings("python_logs")
-    with dg.DagsterInstance.ephemeral(settings={"python_logs": python_logs}) as instance:
+    with in_memory_instance({"python_logs": python_logs}) as instance:
         holding = threading.Event()
         holder = threading.Thread(target=hold_until_told, args=(instance, holding))
         holder.start()
