@@ -7,8 +7,13 @@ and only then materializes the table assets: a green table asset means its rows 
 is red and no table is materialized. Re-executing a run (from failure or not) reruns the whole tenant sync.
 
 Selecting any table (``dagster asset materialize --select adm/users``) runs the whole tenant sync, because
-a table alone cannot be committed consistently; the other tables, committed too, are reported as runtime
-materializations of the same run.
+a table alone cannot be committed consistently; every table the run committed is materialized, selected or
+not.
+
+Every materialization is a runtime event of the tenant's partition, not a step output (each asset is
+``skippable``): an output adds two events and, for each upstream asset, a query for Dagster's data-version
+provenance, which these assets do not use (they have no code versions, and all of them change in the one
+step). On a SQLite instance that halved what Dagster adds to a run (docs/benchmarks.md).
 
 The mode is read from the run's tags, which every launch path carries (job tags reach runs launched from
 the UI, a schedule, the GraphQL API or ``dagster job execute``): ``adm/mode=full`` reads everything.
@@ -94,6 +99,7 @@ def _relation_spec(name: str, described: DescribedTable, **spec: Any) -> dg.Asse
         owners=OWNERS,
         kinds={"duckdb"},
         metadata={"dagster/column_schema": dg.TableSchema(columns=columns), "dagster/table_name": name},
+        skippable=True,
         **spec,
     )
 
@@ -182,7 +188,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
         adm: dg.ResourceParam[AdmClientResource],
         warehouse: dg.ResourceParam[WarehouseResource],
         sync_policy: dg.ResourceParam[SyncSettings],
-    ) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization | dg.AssetCheckResult]:
+    ) -> Iterator[dg.AssetMaterialization | dg.AssetCheckResult]:
         if not adm.settings.address_configured:  # the client the sync will use
             raise dg.Failure(description=NO_SERVICE)
         request = _request(context, partitions)
@@ -206,7 +212,7 @@ def tenant_sync_asset(partitions: dg.PartitionsDefinition, names: Mapping[str, s
             _fail_killed_runs(context, outcome.killed)
         for warning in outcome.record.warnings:
             context.log.warning(warning)
-        yield from _materializations(context, request.tenant_id, outcome)
+        yield from _materializations(request.tenant_id, outcome)
         yield from _check_results(context, request.tenant_id, names, outcome.checks)
 
     # Code references are a Dagster beta: they link the UI to this file, and their warning is not news here.
@@ -302,12 +308,9 @@ def _tenant(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefiniti
     )
 
 
-def _materializations(
-    context: dg.AssetExecutionContext, tenant_id: str, outcome: SyncOutcome
-) -> Iterator[dg.MaterializeResult[Any] | dg.AssetMaterialization]:
-    """One materialization per committed table and history, per view (it shows the commit) and of the copy
-    for readers when it was published: an output for each selected one, a runtime event (of the tenant's
-    partition) for the others, which the run committed all the same."""
+def _materializations(tenant_id: str, outcome: SyncOutcome) -> Iterator[dg.AssetMaterialization]:
+    """One materialization of the tenant's partition per committed table and history, per view (it shows
+    the commit) and of the copy for readers when it was published."""
     assert outcome.commit is not None
     published = outcome.commit.published
     found = {table_key(table): _table_metadata(table, outcome) for table in (*TABLES, *histories())}
@@ -315,10 +318,7 @@ def _materializations(
     if published is not None and published.error is None:
         found[COPY_KEY] = _publish_metadata(published)
     for key, metadata in found.items():
-        if key in context.selected_asset_keys and context.has_partition_key:
-            yield dg.MaterializeResult(asset_key=key, metadata=metadata)
-        else:
-            yield dg.AssetMaterialization(asset_key=key, partition=tenant_id, metadata=metadata)
+        yield dg.AssetMaterialization(asset_key=key, partition=tenant_id, metadata=metadata)
 
 
 def _table_metadata(table: str, outcome: SyncOutcome) -> dict[str, Any]:
