@@ -105,8 +105,8 @@ def sync_job(
 def in_memory_instance(settings: dict[str, Any] | None = None) -> dg.DagsterInstance:
     """A Dagster instance held in memory, for the tests that run jobs in this process and read what the runs
     recorded, but are not about what Dagster keeps on disk: on a SQLite instance (``dg.instance_for_test``)
-    the 226 events of a tenant sync's run (45 assets, 27 checks) cost about 4.5 s more (7.7-8.8 s a nightly
-    run against 3.3-3.7 s, the sync itself 1.1 s). Tests of what persists (``DAGSTER_HOME``, the CLI's
+    the 181 events of a tenant sync's run (45 assets, 27 checks) cost about 2.5 s more (4.0-4.9 s a nightly
+    run against 1.6-2.4 s, the sync itself about 1 s). Tests of what persists (``DAGSTER_HOME``, the CLI's
     history, sensor ticks, re-execution, other processes) keep a SQLite instance. ``settings``: instance
     settings as a ``dagster.yaml`` holds them (``python_logs``, ...)."""
     return dg.DagsterInstance.ephemeral(settings=settings)
