@@ -17,6 +17,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.data_version import CachingStaleStatusResolver
+from dagster._core.loader import LoadingContextForTest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
@@ -168,6 +170,22 @@ def test_selecting_one_table_commits_the_whole_tenant(
     tags = [event.step_materialization_data.materialization.tags or {} for event in done]
     assert not [tag for tag in tags if "dagster/data_version" in tag]
     assert not events(instance, result.run_id, dg.DagsterEventType.HANDLED_OUTPUT)
+
+
+def test_after_a_run_no_asset_of_its_tenant_shows_stale(
+    settings: SyncSettings, instance: dg.DagsterInstance
+) -> None:
+    """The UI's staleness after a run, as Dagster resolves it for the asset graph: runtime materializations
+    carry no data-version provenance, so Dagster compares each asset's materialization with its upstream
+    assets' by time, and the step must report every asset after the assets it depends on."""
+    run = sync_job(settings, instance=instance)
+
+    graph = sync_definitions(settings).resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    keys = graph.get(table_key("decisions")).assets_def.keys  # every asset of the sync's step
+    assert {key.to_user_string() for key in keys} == set(materialized(instance, run.run_id))
+    stale = {key.to_user_string(): resolver.get_stale_causes(key, DEMO_TENANT_ID) for key in keys}
+    assert {key: causes for key, causes in stale.items() if causes} == {}
 
 
 def test_a_second_sync_of_a_tenant_is_refused_while_one_runs(settings: SyncSettings) -> None:
