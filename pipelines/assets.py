@@ -13,7 +13,7 @@ not.
 Every materialization is a runtime event of the tenant's partition, not a step output (each asset is
 ``skippable``): an output adds two events and, for each upstream asset, a query for Dagster's data-version
 provenance, which these assets do not use (they have no code versions, and all of them change in the one
-step). On a SQLite instance that halved what Dagster adds to a run (docs/benchmarks.md).
+step). That took a third to a half off what Dagster adds to a run (docs/benchmarks.md).
 
 The mode is read from the run's tags, which every launch path carries (job tags reach runs launched from
 the UI, a schedule, the GraphQL API or ``dagster job execute``): ``adm/mode=full`` reads everything.
