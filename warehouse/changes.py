@@ -30,11 +30,17 @@ def record_changes(
     """Bring the revision histories up to the current lists (those of ``revisions_written``, the revision
     tables the commit wrote, when given: the others' lists are as their histories hold them), then append
     the changes the commit at ``now`` made to the tenant's histories to ``change_log`` (inside the
-    caller's transaction)."""
+    caller's transaction, on one of DuckDB's threads)."""
     written = REVISIONS.keys() if revisions_written is None else frozenset(revisions_written)
     for table in written:
         _record_revision_history(con, REVISIONS[table], tenant_id, run_id, now)
     changed = _changed(con, tenant_id, now)
+    (threads,) = con.execute("SELECT current_setting('threads')").fetchone() or (1,)
+    # On one of DuckDB's threads: the change macros' JSON walks and groupings reserve blocks per thread
+    # and partition, and on two threads a nightly of 20,000 decisions (199 changed) outgrew the commit's
+    # 128 MB buffer here, so the whole commit ran again on one thread (1.3 s more). Their inputs are only
+    # the commit's changes. Not given back after a failure: the commit then rolls back and closes.
+    con.execute("SET threads = 1")
     for family in FAMILIES.values():
         if family.history in changed:
             for call in root_calls(family, COMMIT):
@@ -42,6 +48,7 @@ def record_changes(
         for child in family.children:
             if child.history in changed:
                 _append(con, item_call(family, child, COMMIT), tenant_id, now)
+    con.execute(f"SET threads = {int(threads)}")
 
 
 COMMIT = "?, ?"
