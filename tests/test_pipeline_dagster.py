@@ -164,7 +164,7 @@ def test_selecting_one_table_commits_the_whole_tenant(
     assert {table["partition"] for table in tables.values()} == {DEMO_TENANT_ID}
     assert not list((settings.warehouse.parent / "staging").glob("*"))
     # Each asset once, as a runtime event: no output to handle and no data-version provenance to query
-    # (half of what Dagster added to a run, pipelines/assets.py).
+    # (a third to a half of what Dagster added to a run, pipelines/assets.py).
     done = events(instance, result.run_id, dg.DagsterEventType.ASSET_MATERIALIZATION)
     assert len(done) == len(tables)
     tags = [event.step_materialization_data.materialization.tags or {} for event in done]

@@ -12,7 +12,8 @@ Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 import duckdb
@@ -35,19 +36,28 @@ def record_changes(
     for table in written:
         _record_revision_history(con, REVISIONS[table], tenant_id, run_id, now)
     changed = _changed(con, tenant_id, now)
+    if not changed:
+        return
+    with _one_thread(con):
+        for family in FAMILIES.values():
+            if family.history in changed:
+                for call in root_calls(family, COMMIT):
+                    _append(con, call, tenant_id, now)
+            for child in family.children:
+                if child.history in changed:
+                    _append(con, item_call(family, child, COMMIT), tenant_id, now)
+
+
+@contextmanager
+def _one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run on one of DuckDB's threads, then give the setting back. The change macros' JSON walks and
+    groupings reserve blocks per thread and partition: on two threads a nightly of 20,000 decisions (199
+    changed) outgrew the commit's 128 MB buffer here, and the whole commit ran again on one thread (1.3 s
+    more); their inputs are only the commit's changes. Not given back after a failure: the commit then
+    rolls back and closes the connection."""
     (threads,) = con.execute("SELECT current_setting('threads')").fetchone() or (1,)
-    # On one of DuckDB's threads: the change macros' JSON walks and groupings reserve blocks per thread
-    # and partition, and on two threads a nightly of 20,000 decisions (199 changed) outgrew the commit's
-    # 128 MB buffer here, so the whole commit ran again on one thread (1.3 s more). Their inputs are only
-    # the commit's changes. Not given back after a failure: the commit then rolls back and closes.
     con.execute("SET threads = 1")
-    for family in FAMILIES.values():
-        if family.history in changed:
-            for call in root_calls(family, COMMIT):
-                _append(con, call, tenant_id, now)
-        for child in family.children:
-            if child.history in changed:
-                _append(con, item_call(family, child, COMMIT), tenant_id, now)
+    yield
     con.execute(f"SET threads = {int(threads)}")
 
 
