@@ -19,6 +19,7 @@ from rich.markup import escape
 from pipelines.demo_defaults import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT
 from pipelines.formats import OutputFormat
 from pipelines.hr.cli import hr_app, show_demo_plan
+from pipelines.terminal import line_console
 from warehouse.files import keep_private
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def extract(
     from pipelines.console import run_summary
     from pipelines.stopping import exit_at_once, received_signal
 
-    console = Console()
+    console = line_console()
     settings = settings_or_exit(warehouse)
     tenants = tenants_or_exit(settings, tenant)
     settings = service_or_exit(settings)
@@ -141,7 +142,7 @@ def extract(
         run = runs[-1]
         shown = escape(settings.tenant_label(run.tenant_id))
         said = run.error if not run.success else f"committed; {Signals(stopped_by).name}: no further tenant"
-        console.print(f"[red]tenant {shown}: {escape(said or 'interrupted')}[/]", soft_wrap=True)
+        console.print(f"[red]tenant {shown}: {escape(said or 'interrupted')}[/]")
         exit_at_once(128 + stopped_by)
     failed = [run for run in runs if not run.success]
     for run in failed:
@@ -241,7 +242,7 @@ def demo(
     from warehouse.publish import for_readers
     from warehouse.reads import read_only
 
-    console = Console()
+    console = line_console()
     warehouse.unlink(missing_ok=True)
     base = settings_or_exit(warehouse).model_copy(update={"tenants": [], "tenant_id": None})
     base.publish_file.unlink(missing_ok=True)  # the example queries must not read an earlier demo's copy
@@ -317,7 +318,7 @@ def budget(
     if not tenants:
         typer.echo(f"error: {NO_TENANT}", err=True)
         raise typer.Exit(2)
-    console = Console()
+    console = line_console()
     for tenant_id in tenants:
         sizes = tenant_sizes(settings.warehouse, tenant_id, wait_s=settings.lock_wait_s)
         if sizes is None or not any(sizes.records.values()):

@@ -18,6 +18,7 @@ HEAVY = frozenset({"dagster", "dagster_shared", "httpx", "pyarrow", "pandas", "n
 
 HELP_MODULES = frozenset(
     {"pipelines.cli", "pipelines.hr.cli", "pipelines.formats", "pipelines.demo_defaults", "models.hr.status"}
+    | {"pipelines.terminal"}  # the commands' console (rich, which Typer's help loads anyway)
     | {"warehouse.files"}  # the callback's keep_private, which every subcommand runs
 )
 """The product modules ``--help`` and ``hr --help`` load: the commands' signatures and what they name."""

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from models.hr.status import EntityStatus, PlanStatus
+from pipelines.terminal import line_console
 
 if TYPE_CHECKING:
     import duckdb
@@ -46,12 +47,6 @@ BLOCKED = 3
 SETTLED = frozenset({EntityStatus.APPLIED, EntityStatus.SCHEDULED, EntityStatus.SUPERSEDED})
 """Entity outcomes of an apply that exits 0: applied, waiting for its effective date, or cancelled by a
 later upload."""
-
-
-def hr_console() -> Console:
-    """The console the commands print to: lines are not wrapped, so a plan id (or a message naming one)
-    is never cut or split and can be copied whole from any terminal width."""
-    return Console(soft_wrap=True)
 
 
 hr_app = typer.Typer(
@@ -129,7 +124,7 @@ def plan_command(
     from pipelines.hr.workflow import PlanRequest, os_user
     from pipelines.warehouse_resource import WarehouseResource
 
-    console = hr_console()
+    console = line_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
     request = PlanRequest(
@@ -181,7 +176,7 @@ def apply_command(
     from warehouse.hr_store import journal_entries
     from warehouse.locks import LockBusyError
 
-    console = hr_console()
+    console = line_console()
     settings = service_or_exit(settings_or_exit(warehouse))
     store, policy = WarehouseResource(settings), HrPolicyResource(settings)
     stored = _stored(store, plan_id)
@@ -229,7 +224,7 @@ def apply_due_command(
     from pipelines.hr.workflow import plans_due
     from pipelines.warehouse_resource import WarehouseResource
 
-    console = hr_console()
+    console = line_console()
     settings = settings_or_exit(warehouse)
     tenant_id = tenant_or_exit(settings, tenant)
     store = WarehouseResource(settings)
@@ -295,7 +290,7 @@ def status_command(
     )
     from warehouse.hr_store import allowances, journal_entries, list_plans, pending_changes
 
-    console = hr_console()
+    console = line_console()
     settings = settings_or_exit(warehouse)
     tenant = tenant_or_exit(settings, tenant) if tenant else None
     max_age = timedelta(hours=settings.hr_plan_max_age_hours)
@@ -349,7 +344,7 @@ def show_command(
     from pipelines.hr.report import print_stored_plan
     from warehouse.hr_store import plan_items
 
-    console = hr_console()
+    console = line_console()
     settings = settings_or_exit(warehouse)
     with _reading(console, settings.warehouse, settings.lock_wait_s) as con:
         plan = _loaded(con, plan_id)
@@ -378,7 +373,7 @@ def revert_command(
     from pipelines.hr.workflow import os_user
     from pipelines.warehouse_resource import WarehouseResource
 
-    console = hr_console()
+    console = line_console()
     store = WarehouseResource(settings_or_exit(warehouse))
     try:
         revert = revert_stored(
@@ -538,7 +533,7 @@ def _stored(store: WarehouseResource, plan_id: str) -> StoredPlan:
     except PlanNotFoundError as error:
         raise typer.BadParameter(str(error), param_hint="PLAN_ID") from None
     except LockBusyError as error:  # another apply or a sync holds the warehouse
-        hr_console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
+        line_console().print(f"[red]{escape(str(error))}; try again when it ends[/]")
         raise typer.Exit(1) from None
 
 
