@@ -31,6 +31,7 @@ from warehouse.commit import StagedRun, commit_run
 from warehouse.publish_target import PublishTarget
 from warehouse.runs import RunRecord
 from warehouse.schema import staging_schema
+from warehouse.staging import BATCH_ROWS
 
 
 def columns(table: str, changed: bool) -> str:
@@ -44,7 +45,9 @@ def columns(table: str, changed: bool) -> str:
 
 def stage(warehouse: Path, folder: Path, share: float | None) -> dict[str, int]:
     """Stage every family's live records (``share`` None) or that share of them with a new content hash,
-    with their child rows, as ``<table>.parquet`` in ``folder``; returns the rows staged per table."""
+    with their child rows, as ``<table>.parquet`` in ``folder`` in row groups of the extract's batches (one
+    row group of every row, as COPY writes by default, is what no run stages and what a commit reads
+    whole); returns the rows staged per table."""
     folder.mkdir(parents=True)
     staged: dict[str, int] = {}
     # Every name below comes from the fixed catalog, never from input.
@@ -63,7 +66,7 @@ def stage(warehouse: Path, folder: Path, share: float | None) -> dict[str, int]:
                 )
             for table, query in queries.items():
                 path = folder / f"{table}.parquet"
-                con.execute(f"COPY ({query}) TO '{path}' (FORMAT parquet)")
+                con.execute(f"COPY ({query}) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE {BATCH_ROWS})")
                 found = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()
                 staged[table] = int(found[0]) if found else 0
     return staged
