@@ -255,6 +255,24 @@ def test_the_warehouse_flag_is_checked_the_same_way(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("name", ["memory.duckdb", "temp.duckdb", 'we"ird.duckdb', "o'brien.db", "ü-ñ"])
+def test_a_warehouse_of_any_file_name_is_written_and_read_as_its_connections_only_database(
+    tmp_path: Path, name: str
+) -> None:
+    # A file opened for writing is attached to an instance of its own (for its row groups' size), under
+    # the name DuckDB gives a file it opens; DuckDB's own names ("memory", "temp") cannot be taken.
+    path = tmp_path / name
+    with open_database(path) as con:
+        con.execute("CREATE TABLE t AS SELECT 42 AS answer")
+        current = con.execute("SELECT current_database()").fetchone()
+        listed = con.execute(
+            "SELECT database_name, path FROM duckdb_databases() WHERE NOT internal"
+        ).fetchall()
+        assert current is not None and listed == [(current[0], str(path))]
+    with open_database(path, read_only=True) as con:
+        assert con.execute("SELECT answer FROM t").fetchall() == [(42,)]
+
+
 def test_a_read_of_a_file_that_is_not_duckdb_fails_without_waiting(tmp_path: Path) -> None:
     """Only a lock held by another process is waited for; a broken file is an answer at once."""
     path = tmp_path / "warehouse.duckdb"
