@@ -242,7 +242,7 @@ _ROW_DIGEST = "md5_number(CAST(r AS VARCHAR))"
 """The digest of a whole row ``r`` (a table alias is a struct in DuckDB) over the staged columns, as text.
 Each side is digested before the join, so that the join carries 16 bytes a row instead of the row: with
 the rows themselves (``raw`` included), a second full refresh of 20,000 unchanged decisions ran out of the
-commit's 128 MB on every buffer up to 256 MB and went unbounded. MD5 here detects change, not tampering
+commit's 128 MB on two threads and on one, and committed at 256 MB. MD5 here detects change, not tampering
 (the service can send any values it likes anyway): a changed row keeps its digest with a chance of 2^-128."""
 
 _SAME_ROW = "s.row_digest = c.row_digest"
