@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tests.test_merge import TENANT, commit, read
 from warehouse import migrate as migrations
 from warehouse.catalog import FAMILIES
-from warehouse.merge import MergeContext, load_staged, merge_family
+from warehouse.merge import MergeContext, held_tables, load_staged, merge_family, merged_tables
 from warehouse.migrate import migrate
 from warehouse.schema import staging_schema
 
@@ -135,17 +135,27 @@ _tenants = itertools.count(1)
 _clock = itertools.count(1)
 
 
-def merge(con: duckdb.DuckDBPyConnection, folder: Path, tenant: str, step: Step) -> datetime:
+def merge(
+    con: duckdb.DuckDBPyConnection,
+    folder: Path,
+    tenant: str,
+    step: Step,
+    *,
+    ask_held: bool = True,
+    moment: datetime | None = None,
+) -> datetime:
     """Merge one step's staged rows as one committed transaction (the merge a commit runs), at a commit
-    time of its own; returns that time."""
-    moment = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=next(_clock))
+    time of its own unless ``moment`` is given; returns that time. ``ask_held``: first ask which tables hold
+    rows of the tenant, as a commit does (without, the merge sends every statement)."""
+    moment = moment or datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=next(_clock))
     files = {}
     for table, rows in staged(step, tenant).items():
         files[table] = folder / f"{table}-{moment.timestamp()}.parquet"
         pq.write_table(pa.Table.from_pylist(rows, schema=staging_schema(table)), files[table])
     con.begin()
     load_staged(con, files)
-    context = MergeContext(con, tenant, f"run-{moment.timestamp()}", moment, step.full)
+    held = held_tables(con, tenant, merged_tables(files)) if ask_held else None
+    context = MergeContext(con, tenant, f"run-{moment.timestamp()}", moment, step.full, held=held)
     for family in ("users", "decisions"):
         merge_family(context, FAMILIES[family], set(files))
     con.commit()
@@ -228,3 +238,28 @@ def test_an_upgraded_warehouse_has_one_version_of_each_item_and_no_invented_chan
         "SELECT entity, id, item, field, before, after, run_id FROM v_changes WHERE entity = 'user_groups'"
     )
     assert read(path, changes) == [("user_groups", "u1", "g2", "group_id", "g2", None, run_id)]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=st.lists(steps, min_size=1, max_size=4))
+def test_a_merge_that_skips_the_tables_a_tenant_never_held_writes_every_value_the_whole_merge_writes(
+    con: duckdb.DuckDBPyConnection, tmp_path_factory: pytest.TempPathFactory, history: list[Step]
+) -> None:
+    # The same commits, at the same instants, for two tenants: one merged as a commit merges (statements on
+    # a table that held none of the tenant's rows are not sent), one with every statement sent. Steps
+    # without users, or decisions without limits, leave a table empty while its family's others fill up.
+    skipping, sending, folder = (
+        f"tenant-{next(_tenants)}",
+        f"tenant-{next(_tenants)}",
+        tmp_path_factory.mktemp("staged"),
+    )
+    for step in history:
+        moment = merge(con, folder, skipping, step)
+        merge(con, folder, sending, step, ask_held=False, moment=moment)
+
+    for family in ("users", "decisions"):
+        for table in FAMILIES[family].tables:
+            for name in (table, f"{table}_history"):
+                query = f"SELECT * EXCLUDE (tenant_id) FROM {name} WHERE tenant_id = ? ORDER BY ALL"  # noqa: S608
+                skipped = con.execute(query, [skipping]).fetchall()
+                assert skipped == con.execute(query, [sending]).fetchall(), name

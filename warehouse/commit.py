@@ -30,10 +30,12 @@ from warehouse.merge import (
     Counts,
     MergeContext,
     constraint_failure,
+    held_tables,
     load_staged,
     merge_family,
     merge_revision_checks,
     merge_revisions,
+    merged_tables,
     prune_orphan_revisions,
     record_rechecks,
 )
@@ -453,12 +455,14 @@ def _merge_staged(
 ) -> dict[str, Counts]:
     counts: dict[str, Counts] = {}
     tenant, run_id = record.tenant_id, record.run_id
+    held = held_tables(con, tenant, merged_tables(files))
     for name, family in FAMILIES.items():
         if family.root in files:
             full = staged.modes.get(name, "full") == "full"
             vanished = tuple(staged.vanished.get(name, ()))
-            counts |= merge_family(MergeContext(con, tenant, run_id, now, full, vanished), family, files)
-    ctx = MergeContext(con, tenant, run_id, now, full=False)
+            ctx = MergeContext(con, tenant, run_id, now, full, vanished, held)
+            counts |= merge_family(ctx, family, files)
+    ctx = MergeContext(con, tenant, run_id, now, full=False, held=held)
     if "revision_checks" in files:
         _note_rechecks(record, *record_rechecks(ctx))
     for table in REVISIONS:

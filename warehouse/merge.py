@@ -10,12 +10,18 @@ column is not written again (only its ``synced_at`` and ``run_id`` move to this 
 full refresh of an unchanged tenant deletes and inserts nothing, and the checkpoint after it writes two
 narrow columns instead of every row.
 
+Nor does it pay for rows that are not there: a table that held no row of the tenant when the commit began
+(`held_tables`, one statement; a tenant's first run, or a list it never had) is not compared, stamped,
+deleted from or its versions ended, statements that could only find nothing (each costs milliseconds to
+plan, and a first run sent about 60 of them for nothing).
+
 Table names come from the fixed catalog (`warehouse.catalog`), never from input, so building SQL with them
 is safe.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +47,40 @@ class MergeContext:
     full: bool
     vanished: tuple[str, ...] = ()
     """Root ids removed from the service's list while this run read it: marked deleted."""
+    held: frozenset[str] | None = None
+    """The tables (current and history) that held rows of the tenant when the commit began
+    (`held_tables`): in the others, a statement on the tenant's rows as they were finds none. None: not
+    asked, every table may hold some."""
+
+    def holds(self, table: str) -> bool:
+        """Whether ``table`` may have held rows of the tenant before this commit wrote any."""
+        return self.held is None or table in self.held
+
+
+def held_tables(con: duckdb.DuckDBPyConnection, tenant_id: str, tables: Iterable[str]) -> frozenset[str]:
+    """Those of ``tables`` that hold a row of the tenant, in one statement (the merge asks before it writes;
+    see `MergeContext.held`)."""
+    # Names from the fixed catalog, never from input.
+    probes = [f"SELECT '{t}' WHERE EXISTS (SELECT 1 FROM {t} WHERE tenant_id = $tenant)" for t in tables]
+    if not probes:
+        return frozenset()
+    rows = con.execute(" UNION ALL ".join(probes), {"tenant": tenant_id}).fetchall()
+    return frozenset(str(row[0]) for row in rows)
+
+
+def merged_tables(staged: Iterable[str]) -> list[str]:
+    """The current and history tables a merge of the ``staged`` tables may write: those `held_tables` is
+    asked about."""
+    names = set(staged)
+    tables = [
+        name
+        for family in FAMILIES.values()
+        if family.root in names
+        for table in family.tables
+        if table in names
+        for name in (table, f"{table}_history")
+    ]
+    return [*tables, *(table for table in REVISIONS if table in names)]
 
 
 def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None:
@@ -112,7 +152,8 @@ def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
         f"ON c.{parent_column} = s.{parent_column} AND c.revision_id = s.revision_id",
         [ctx.now, ctx.now, ctx.run_id, ctx.tenant_id],
     )
-    ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
+    if ctx.holds(table):
+        ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {scope}", [ctx.tenant_id])
     ctx.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rev_{table}")
     return counts
 
@@ -189,6 +230,10 @@ def _diff(
     """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope, and
     how many staged rows are new or differ from their current row in some staged column: one statement,
     which is all a table of unchanged rows costs (`_note_differing` compares again the few that change)."""
+    if not ctx.holds(table):  # every staged row is new, and no current row can be gone
+        found = ctx.con.execute(f"SELECT count(*) FROM stg_{table}").fetchone()
+        inserted = int(found[0]) if found else 0
+        return {"inserted": inserted, "updated": 0, "unchanged": 0, "deleted": 0}, inserted
     compared = _compared(table, scope, compare)
     # MATERIALIZED: inlined, each count's filter cast every row to text again (twice the time).
     result = ctx.con.execute(
@@ -267,6 +312,12 @@ def _note_differing(
     """Keep in ``differing_<table>`` the parents (root ids) whose rows the staged ones change: a staged
     row with no current row equal in every staged column, and (``gone``) a row of the scope that no staged
     row replaces. Only those parents' rows are written again."""
+    if not ctx.holds(table):  # every staged row is new: each staged parent differs
+        ctx.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE differing_{table} AS "
+            f"SELECT DISTINCT {compare[0]} AS id FROM stg_{table}"
+        )
+        return
     gone_parents = f"UNION {_gone(table, scope, compare, f'c.{compare[0]}')}" if gone else ""
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT parent AS id "
@@ -279,6 +330,8 @@ def _stamp_equal(ctx: MergeContext, table: str, parent: str, scope: str, *, diff
     """Stamp the scope's rows that stay as they are with this run, which saw them: their ``synced_at``
     and ``run_id`` only (an update of two narrow columns, where replacing rewrote every column). Without
     ``differing`` (no ``differing_<table>``: every row of the scope stays), the whole scope."""
+    if not ctx.holds(table):
+        return
     kept = f"AND {parent} NOT IN (SELECT id FROM differing_{table})" if differing else ""
     ctx.con.execute(
         f"UPDATE {table} SET synced_at = ?, run_id = ? WHERE tenant_id = ? AND {scope} {kept}",
@@ -291,7 +344,8 @@ def _replace(ctx: MergeContext, table: str, parent: str, scope: str) -> None:
     with this run; the scope's other rows are equal to the staged ones and are only stamped."""
     differing = f"{parent} IN (SELECT id FROM differing_{table})"
     _stamp_equal(ctx, table, parent, scope)
-    ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
+    if ctx.holds(table):
+        ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
     ctx.con.execute(
         f"INSERT INTO {table} BY NAME SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table} "
         f"WHERE {differing}",
@@ -303,30 +357,36 @@ def _replace_roots(ctx: MergeContext, root: str) -> None:
     """Replace the staged records that differ from their current row, stamped with this run (the others
     are only stamped); a record the service says is deleted keeps the time it was first seen deleted."""
     differing = f"id IN (SELECT id FROM differing_{root})"
-    _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})")
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE deleted_before_{root} AS SELECT id, deleted_at FROM {root} "
-        f"WHERE tenant_id = ? AND is_deleted AND deleted_at IS NOT NULL "
-        f"AND id IN (SELECT id FROM stg_{root} WHERE is_deleted AND {differing})",
-        [ctx.tenant_id],
-    )
-    ctx.con.execute(f"DELETE FROM {root} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
+    held = ctx.holds(root)  # asked before the insert below writes the table
+    if held:
+        _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})")
+        ctx.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE deleted_before_{root} AS SELECT id, deleted_at FROM {root} "
+            f"WHERE tenant_id = ? AND is_deleted AND deleted_at IS NOT NULL "
+            f"AND id IN (SELECT id FROM stg_{root} WHERE is_deleted AND {differing})",
+            [ctx.tenant_id],
+        )
+        ctx.con.execute(f"DELETE FROM {root} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
     # A plain insert, then a small update: a join in the insert made DuckDB buffer the whole staged table.
     ctx.con.execute(
         f"INSERT INTO {root} BY NAME SELECT *, CASE WHEN is_deleted THEN ?::TIMESTAMPTZ END AS deleted_at, "
         f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{root} WHERE {differing}",
         [ctx.now, ctx.now, ctx.run_id],
     )
-    ctx.con.execute(
-        f"UPDATE {root} SET deleted_at = d.deleted_at FROM deleted_before_{root} d "
-        f"WHERE {root}.tenant_id = ? AND {root}.id = d.id",
-        [ctx.tenant_id],
-    )
+    if held:
+        ctx.con.execute(
+            f"UPDATE {root} SET deleted_at = d.deleted_at FROM deleted_before_{root} d "
+            f"WHERE {root}.tenant_id = ? AND {root}.id = d.id",
+            [ctx.tenant_id],
+        )
 
 
 def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
     """After a full read, mark deleted the records it did not find. Their synced_at and run_id stay those of
-    the run that last saw them, so ``deleted_at > synced_at`` tells a record the service stopped listing."""
+    the run that last saw them, so ``deleted_at > synced_at`` tells a record the service stopped listing.
+    A table that held none of the tenant's records before holds only staged ones now: none to mark."""
+    if not ctx.holds(root):
+        return
     ctx.con.execute(
         f"UPDATE {root} SET is_deleted = TRUE, deleted_at = ? "
         f"WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE) AND id NOT IN (SELECT id FROM stg_{root})",
@@ -347,16 +407,19 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     """A new version, a copy of the current row, for every record whose own content or deleted state
     changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
-    current = f"SELECT {_staged_columns(root)} FROM {history} WHERE tenant_id = ? AND is_current"
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
-        f"SELECT s.id FROM {_staged_beside(root, current, 'c.id = s.id')} "
-        f"WHERE c.id IS NULL OR NOT ({_same(root)}) "
-        f"UNION "
-        f"SELECT h.id FROM {history} h JOIN {root} c ON c.tenant_id = h.tenant_id AND c.id = h.id "
-        f"WHERE h.tenant_id = ? AND h.is_current AND NOT coalesce(h.is_deleted, FALSE) AND c.is_deleted",
-        [ctx.tenant_id, ctx.tenant_id],
-    )
+    if ctx.holds(history):
+        current = f"SELECT {_staged_columns(root)} FROM {history} WHERE tenant_id = ? AND is_current"
+        ctx.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
+            f"SELECT s.id FROM {_staged_beside(root, current, 'c.id = s.id')} "
+            f"WHERE c.id IS NULL OR NOT ({_same(root)}) "
+            f"UNION "
+            f"SELECT h.id FROM {history} h JOIN {root} c ON c.tenant_id = h.tenant_id AND c.id = h.id "
+            f"WHERE h.tenant_id = ? AND h.is_current AND NOT coalesce(h.is_deleted, FALSE) AND c.is_deleted",
+            [ctx.tenant_id, ctx.tenant_id],
+        )
+    else:  # no version yet: every staged record starts its first
+        ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS SELECT id FROM stg_{root}")
     _end_versions(ctx, history, f"id IN (SELECT id FROM versioned_{root})")
     # A version's run_id and synced_at are those of the run that recorded it.
     ctx.con.execute(
@@ -384,7 +447,7 @@ def _record_item_history(ctx: MergeContext, child: Child) -> None:
         for column in (child.parent_column, child.reference, "occurrence", *child.content)
     )
     kept = f"EXISTS (SELECT 1 FROM items_{child.table} n WHERE {same})"
-    _end_versions(ctx, f"{child.history} h", f"h.{parents} AND NOT {kept}")
+    _end_versions(ctx, child.history, f"h.{parents} AND NOT {kept}")
     ctx.con.execute(
         f"INSERT INTO {child.history} BY NAME SELECT n.*, ?::TIMESTAMPTZ AS valid_from, TRUE AS is_current "
         f"FROM items_{child.table} n WHERE NOT EXISTS "
@@ -394,9 +457,12 @@ def _record_item_history(ctx: MergeContext, child: Child) -> None:
 
 
 def _end_versions(ctx: MergeContext, history: str, which: str) -> None:
-    """End the current versions ``which`` selects in ``history``: this run's commit is where they stop."""
+    """End the current versions ``which`` selects in ``history`` (aliased ``h``): this run's commit is where
+    they stop."""
+    if not ctx.holds(history):
+        return
     ctx.con.execute(
-        f"UPDATE {history} SET valid_to = ?, ended_run_id = ?, is_current = FALSE "
+        f"UPDATE {history} h SET valid_to = ?, ended_run_id = ?, is_current = FALSE "
         f"WHERE tenant_id = ? AND is_current AND {which}",
         [ctx.now, ctx.run_id, ctx.tenant_id],
     )
