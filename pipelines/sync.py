@@ -242,7 +242,8 @@ def _run(
     staging_root = Path(services.warehouse.staging_root)
     killed = leftover_progress(staging_root, request.tenant_id)
     quota = (policy.quota_of(request.tenant_id), policy.quota_max_share)
-    started = start_run(warehouse, outcome.record, killed, services.warehouse.lock_wait_s, quota)
+    wait, recheck_days = services.warehouse.lock_wait_s, policy.revision_recheck_days
+    started = start_run(warehouse, outcome.record, killed, wait, quota, recheck_days)
     outcome.killed, outcome.projection = started.killed, started.projection
     if outcome.projection.over and not (request.allow_over_quota or policy.allow_over_quota):
         raise SyncRefusedError(
@@ -251,7 +252,7 @@ def _run(
         )
     for leftover in clean_leftovers(staging_root, request.tenant_id):
         logger.info("removed staging left by an earlier run: %s", leftover)
-    _extract_check_commit(request, services, outcome, staging, stop)
+    _extract_check_commit(request, services, outcome, started.start, staging, stop)
     sizes = outcome.commit.sizes if outcome.commit is not None else None
     outcome.month = _project_month(request.tenant_id, services, sizes)
 
@@ -273,16 +274,19 @@ def _project_month(
 
 
 def _extract_check_commit(
-    request: SyncRequest, services: SyncServices, outcome: SyncOutcome, staging: Path, stop: RunStop
+    request: SyncRequest,
+    services: SyncServices,
+    outcome: SyncOutcome,
+    start: reads.RunStart,
+    staging: Path,
+    stop: RunStop,
 ) -> None:
     warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
-    wait = services.warehouse.lock_wait_s
     record.recheck_days = policy.revision_recheck_days
     default, modes = parse_modes(policy.schema_contract)
     contract = RecordContract(
         default, modes, policy.reject_max_count, policy.reject_max_share, tenant_id=request.tenant_id
     )
-    start = reads.run_start(warehouse, request.tenant_id, policy.revision_recheck_days, _now(), wait)
     with (
         services.adm.client_for(request.tenant_id) as client,
         _phase(record, "extract"),

@@ -99,7 +99,10 @@ class RecordingProxy(socketserver.ThreadingTCPServer):
         self.heads: list[bytes] = []
         self.cut = cut
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self.serve_forever, name="proxy", daemon=True)
+        # Polled every 50 ms, not the default 0.5 s, which closing the proxy waited for.
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name="proxy", daemon=True
+        )
 
     @property
     def url(self) -> str:

@@ -148,7 +148,8 @@ def test_every_list_is_re_verified_within_n_runs(
     verified: set[str] = set()
     for run in range(days):
         now += timedelta(hours=1)
-        recheck = run_start(warehouse, STANDIN_TENANT_ID, days, now).revision_plans["delegation"].recheck
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            recheck = run_start(con, STANDIN_TENANT_ID, days, now).revision_plans["delegation"].recheck
         assert len(recheck) <= math.ceil(len(ordered) / days)
         owner_changed = {ordered[index] for index in changed[run] if index < len(ordered)}
         verified |= recheck | owner_changed

@@ -42,7 +42,7 @@ from warehouse.merge import (
 from warehouse.migrate import OlderWarehouseError, migrate, pending
 from warehouse.publish import Published, publish_run, readable_as, try_publish
 from warehouse.publish_target import PublishTarget
-from warehouse.reads import TenantSizes, sizes_of, tables_of
+from warehouse.reads import RunStart, TenantSizes, run_start, sizes_of, tables_of
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
     RUNS_TABLE,
@@ -381,11 +381,12 @@ def _store_late(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
 
 @dataclass(frozen=True)
 class StartedRun:
-    """What a run learnt as its row was written: the killed runs it marked, and where the tenant's month of
-    API calls stands with it."""
+    """What a run learnt as its row was written: the killed runs it marked, where the tenant's month of
+    API calls stands with it, and what the committed warehouse says about how to read (`RunStart`)."""
 
     killed: list[str]
     projection: QuotaProjection
+    start: RunStart
 
 
 def start_run(
@@ -394,18 +395,24 @@ def start_run(
     killed: dict[str, Progress],
     wait_s: float,
     quota: tuple[int, float],
+    recheck_days: int,
 ) -> StartedRun:
     """Mark the tenant's runs that were killed (``killed``: what their staging last reported), then write
     this run's row as ``running``, in one small transaction; then project the month's calls with the run
-    (``quota``: the monthly quota and the share of it runs may use). Call it holding the tenant's lock."""
+    (``quota``: the monthly quota and the share of it runs may use) and read the run's `RunStart`
+    (``recheck_days``: the re-verification's cycle) on the same connection, since each open of the file
+    costs tens of milliseconds. Call it holding the tenant's lock, which keeps what it read as it is until
+    the run commits."""
     record.status = RunStatus.RUNNING
     with writing(warehouse, f"run {record.run_id}", wait_s) as con:
         con.begin()
-        ended = mark_killed(con, record.tenant_id, killed, datetime.now(UTC))
+        now = datetime.now(UTC)
+        ended = mark_killed(con, record.tenant_id, killed, now)
         insert_run(con, record)
         con.commit()
-        projection = project_quota(con, record.tenant_id, record.mode, *quota, datetime.now(UTC))
-    return StartedRun(ended, projection)
+        projection = project_quota(con, record.tenant_id, record.mode, *quota, now)
+        start = run_start(con, record.tenant_id, recheck_days, now)
+    return StartedRun(ended, projection, start)
 
 
 def record_unfinished(

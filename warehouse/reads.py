@@ -353,21 +353,17 @@ class RunStart:
     checks: CheckEvidence
 
 
-def run_start(
-    path: Path, tenant_id: str, recheck_days: int, now: datetime, wait_s: float = DEFAULT_LOCK_WAIT_S
-) -> RunStart:
-    """The `RunStart` of the tenant's next run (``recheck_days``: the re-verification's cycle)."""
-    with read_only(path, wait_s) as con:
-        if con is None:
-            return RunStart(ReadEvidence({}, False), {}, {}, CheckEvidence())
-        tables = tables_of(con)
-        checks = CheckEvidence(
-            frozenset(_column_values(con, tenant_id, "users", "id") if "users" in tables else ()),
-            frozenset(_checked_parents(con, tenant_id, "document", tables)),
-        )
-        return RunStart(
-            _read_evidence(con, tenant_id, tables),
-            _cursors(con, tenant_id, tables),
-            revision_plans(con, tenant_id, recheck_days, now) if "sync_runs" in tables else {},
-            checks,
-        )
+def run_start(con: duckdb.DuckDBPyConnection, tenant_id: str, recheck_days: int, now: datetime) -> RunStart:
+    """The `RunStart` of the tenant's next run (``recheck_days``: the re-verification's cycle), read through
+    ``con``: the run's own connection as it writes its row (`warehouse.commit.start_run`)."""
+    tables = tables_of(con)
+    checks = CheckEvidence(
+        frozenset(_column_values(con, tenant_id, "users", "id") if "users" in tables else ()),
+        frozenset(_checked_parents(con, tenant_id, "document", tables)),
+    )
+    return RunStart(
+        _read_evidence(con, tenant_id, tables),
+        _cursors(con, tenant_id, tables),
+        revision_plans(con, tenant_id, recheck_days, now) if "sync_runs" in tables else {},
+        checks,
+    )
