@@ -240,14 +240,15 @@ def test_an_upgraded_warehouse_has_one_version_of_each_item_and_no_invented_chan
     assert read(path, changes) == [("user_groups", "u1", "g2", "group_id", "g2", None, run_id)]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=st.lists(steps, min_size=1, max_size=4))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=st.lists(steps, min_size=1, max_size=3).map(lambda drawn: [*drawn, drawn[0]]))
 def test_a_merge_that_skips_the_tables_a_tenant_never_held_writes_every_value_the_whole_merge_writes(
     con: duckdb.DuckDBPyConnection, tmp_path_factory: pytest.TempPathFactory, history: list[Step]
 ) -> None:
     # The same commits, at the same instants, for two tenants: one merged as a commit merges (statements on
     # a table that held none of the tenant's rows are not sent), one with every statement sent. Steps
-    # without users, or decisions without limits, leave a table empty while its family's others fill up.
+    # without users, or decisions without limits, leave a table empty while its family's others fill up;
+    # the first step read again at the end finds rows as they were (stamped) or changed (new versions).
     skipping, sending, folder = (
         f"tenant-{next(_tenants)}",
         f"tenant-{next(_tenants)}",
