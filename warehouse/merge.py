@@ -13,7 +13,7 @@ narrow columns instead of every row.
 Nor does it pay for rows that are not there: a table that held no row of the tenant when the commit began
 (`held_tables`, one statement; a tenant's first run, or a list it never had) is not compared, stamped,
 deleted from or its versions ended, statements that could only find nothing (each costs milliseconds to
-plan, and a first run sent about 60 of them for nothing).
+plan: a small first run's commit sent 140 statements instead of 175, 0.44 s of CPU in them instead of 0.80).
 
 Table names come from the fixed catalog (`warehouse.catalog`), never from input, so building SQL with them
 is safe.
