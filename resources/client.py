@@ -90,7 +90,7 @@ from resources.rawjson import exact_value
 from resources.retries import RetryPolicy
 from resources.settings import ClientSettings
 from resources.transfer import MAX_REDIRECTS, json_bytes, redirect_target, send_within
-from resources.transport import http_client
+from resources.transport import Channel
 from resources.waits import SharedWait
 
 logger = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ class AdmClient:
 
     def __init__(self, settings: ClientSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
-        self._http = http_client(settings, transport)
+        self._channel = Channel(settings, transport)
         self._slots = threading.BoundedSemaphore(settings.concurrency)
         self._halt = threading.Event()
         self._executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="adm-client")
@@ -196,7 +196,7 @@ class AdmClient:
     def close(self) -> None:
         """Stop the worker threads, close the connections and save the tenant's rate-limit state."""
         self._executor.shutdown(wait=True, cancel_futures=True)
-        self._http.close()
+        self._channel.close()
         self._bucket.save()
 
     def _rate_limit_awaited(self) -> str:
@@ -543,10 +543,8 @@ class AdmClient:
         started = time.perf_counter()
         try:
             response = send_within(
-                self._http,
-                self._http.build_request(
-                    endpoint.method, url, params=params, json=request.body, headers=headers
-                ),
+                self._channel.transport,
+                self._channel.request(endpoint.method, url, params, request.body, headers),
                 self.settings.request_deadline_s,
                 endpoint.name,
             )

@@ -47,16 +47,21 @@ class _Deadline(httpx.SyncByteStream):
 
 
 def send_within(
-    http: httpx.Client, request: httpx.Request, deadline_s: float, endpoint: str
+    transport: httpx.BaseTransport, request: httpx.Request, deadline_s: float, endpoint: str
 ) -> httpx.Response:
-    """Send ``request`` and read its whole answer, or raise `httpx.ReadTimeout` once ``deadline_s`` has
-    passed since it was sent (connecting included)."""
+    """Send ``request`` over ``transport`` and read its whole answer, or raise `httpx.ReadTimeout` once
+    ``deadline_s`` has passed since it was sent (connecting included)."""
     until = time.monotonic() + deadline_s
     late = httpx.ReadTimeout(
         f"{endpoint}: no complete answer within the deadline of {deadline_s:g} s per request",
         request=request,
     )
-    response = http.send(request, stream=True)
+    try:
+        response = transport.handle_request(request)
+    except httpx.RequestError as error:
+        error.request = request  # as httpx's client does: the error names what it was about
+        raise
+    response.request = request
     try:
         if time.monotonic() > until:
             raise late

@@ -130,6 +130,7 @@ TRANSPORT = {
     "redirect_308": "308 to the same path under /moved, same origin",
     "trickle": "the answer a few bytes at a time",
     "stall": "the answer trickled for longer than the client's deadline per request",
+    "cookie": "the answer sets a cookie (RFC 6265 lets any answer carry Set-Cookie)",
 }
 """The ways an answer can travel (RFC 9110), by name: what the generative test draws from."""
 STALL_S = 3.0
@@ -143,7 +144,8 @@ class StandIn:
         self.tenant = tenant
         self.quirks = quirks or Quirks()
         self.requests: Counter[str] = Counter()
-        """Requests answered, by list name, ``E9``, ``revisions of delegations``/``documents`` or ``429``."""
+        """Requests answered, by list name, ``E9``, ``revisions of delegations``/``documents`` or ``429``;
+        and ``with a cookie``: requests that sent a ``Cookie`` header (the client configures none)."""
         self._lock = threading.Lock()
         self._received = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -199,6 +201,11 @@ class StandIn:
             number = self._received
             self._received += 1
         return self.quirks.transport.get(number, "")
+
+    def count(self, kind: str) -> None:
+        """Count one request of ``kind`` in `requests` (from any of the server's threads)."""
+        with self._lock:
+            self.requests[kind] += 1
 
     def trickles(self) -> bool:
         """Whether the next answer is trickled (counts it)."""
@@ -319,6 +326,8 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             travel = standin.travel()
+            if self.headers.get("Cookie") is not None:
+                standin.count("with a cookie")
             if travel in _FAILURES:
                 self._fail(travel)
                 return
@@ -341,6 +350,8 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             if travel == "close":
                 self.send_header("Connection", "close")
                 self.close_connection = True
+            if travel == "cookie":
+                self.send_header("Set-Cookie", "session=standin-session; Path=/")
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()

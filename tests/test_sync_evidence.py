@@ -469,3 +469,16 @@ def test_a_request_past_its_deadline_fails_as_a_timeout_naming_the_endpoint() ->
     assert "E9: no complete answer within the deadline of 0.5 s per request" in str(late.value)
     assert late.value.path == "/auth/v1/user/positions"
     assert elapsed < 0.5 + 0.2 + 1.0, elapsed  # the deadline, one step of the trickle, and a loaded machine
+
+
+def test_a_cookie_the_service_sets_is_never_sent_back(warehouse: Path) -> None:
+    # httpx's client kept every Set-Cookie in a jar and sent it with the next request: a cookie set by the
+    # service (or by anything on the way) travelled beside the bearer token on every later call.
+    served = tenant(decisions=[decision(1)], delegations=[delegation(1)])
+    quirks = Quirks(transport=dict.fromkeys(range(4), "cookie"))
+
+    outcome, standin = run(served, warehouse, quirks, concurrency=1)
+
+    assert outcome.record.status == "succeeded"
+    assert sum(standin.requests.values()) > 4
+    assert standin.requests["with a cookie"] == 0

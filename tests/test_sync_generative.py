@@ -233,6 +233,8 @@ def test_any_service_the_protocol_allows_leaves_every_value_exact_or_fails_namin
             removed |= _removed_by(served, partial(apply, change, served.tenant))
         _run(served, standin, warehouse, "incremental", full_refresh=False, removed=removed)
         _run(served, standin, warehouse, "full again", full_refresh=True, removed=removed)
+    # RFC 6265 lets any answer set a cookie; the client sends only the credentials it was configured with.
+    assert standin.requests["with a cookie"] == 0, "a request sent back a cookie the service set"
 
 
 def _removed_by(served: Served, action: Callable[[], object]) -> set[tuple[str, str]]:
