@@ -19,6 +19,7 @@ from rich.markup import escape
 from pipelines.demo_defaults import DEMO_WAREHOUSE, EMULATOR_HOST, EMULATOR_PORT
 from pipelines.formats import OutputFormat
 from pipelines.hr.cli import hr_app, show_demo_plan
+from pipelines.process_exit import exit_now
 from pipelines.terminal import line_console
 from warehouse.files import keep_private
 
@@ -34,6 +35,14 @@ app = typer.Typer(
 app.add_typer(hr_app, name="hr")
 warehouse_app = typer.Typer(no_args_is_help=True, help="Look after the warehouse file.")
 app.add_typer(warehouse_app, name="warehouse")
+
+
+def run() -> None:
+    """The ``authority-sync`` command: `app`, then the process ends at once (`pipelines.process_exit`)."""
+    try:
+        app()
+    except SystemExit as done:
+        exit_now(done.code)
 
 
 @app.callback()
