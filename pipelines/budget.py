@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from functools import cache
-
-from croniter import croniter
 
 from pipelines.extract import PAGE_LIMIT, whole_reads
+from pipelines.schedule_runs import runs_a_month
 from pipelines.settings import SyncSettings
 from resources.settings import MONTHLY_QUOTAS, PLAN_RATES_PER_MINUTE, RatePlan
 from warehouse.catalog import LISTS
@@ -163,18 +160,3 @@ def project_month(sizes: TenantSizes, terms: BudgetTerms) -> list[MonthProjectio
         )
         for plan in plans
     ]
-
-
-_YEAR = datetime(2025, 1, 1, tzinfo=UTC)
-"""Runs are counted over a year that is not a leap year, then divided by 12."""
-
-
-@cache  # a year of a nightly schedule is 365 steps of croniter: a fifth of a second at every run
-def runs_a_month(cron: str) -> float:
-    """How many times ``cron`` (checked by the settings: five fields) fires in an average month."""
-    end = _YEAR.replace(year=_YEAR.year + 1)
-    times = croniter(cron, _YEAR - timedelta(seconds=1))
-    fired = 0
-    while times.get_next(datetime) < end:
-        fired += 1
-    return fired / 12

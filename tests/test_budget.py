@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from emulator.server import EmulatorServer
-from pipelines.budget import runs_a_month
 from pipelines.cli import app
 from pipelines.settings import NO_TENANT
 from tests.conftest import DEMO_TENANT_ID, fresh, shared_http
@@ -22,21 +21,6 @@ from tests.sync_support import settings_for, sync_direct
 def server(small_emulator_server: EmulatorServer) -> Iterator[EmulatorServer]:
     """The small session emulator, fresh."""
     yield from fresh(small_emulator_server)
-
-
-@pytest.mark.parametrize(
-    ("cron", "runs"),
-    [
-        ("0 2 * * *", 365 / 12),
-        ("0 3 * * 0", 52 / 12),
-        ("*/30 9-16 * * 1-5", 16 * 261 / 12),
-        # Day of month and day of week both restricted: either fires, as cron says (12 firsts, 52 Mondays,
-        # 2 of them both).
-        ("0 0 1 * 1", (12 + 52 - 2) / 12),
-    ],
-)
-def test_runs_a_month_follow_the_schedule(cron: str, runs: float) -> None:
-    assert runs_a_month(cron) == pytest.approx(runs)
 
 
 def test_the_projection_is_what_the_next_runs_cost_and_a_month_past_the_share_warns(
