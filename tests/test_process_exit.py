@@ -69,3 +69,22 @@ def test_a_thread_still_working_makes_it_a_normal_exit_that_waits_for_it(tmp_pat
     assert done.returncode == 0
     assert marker.read_text() == "done"
     assert done.stdout == "handler ran\ntorn down\n"
+
+
+@pytest.mark.parametrize("hook", ["setprofile", "settrace"])
+def test_a_profiler_or_debugger_following_the_process_gets_a_normal_exit(hook: str) -> None:
+    # Before: `python -m cProfile -o` and pyinstrument wrote no report for `authority-sync`, whose process
+    # ended before the program returned to them.
+    body = (
+        f"sys.{hook}(lambda *event: None)\n"
+        "try:\n"
+        "    exit_now(0)\n"
+        "except SystemExit:\n"  # what the tool's own code would see as the program returns
+        "    print('returned to the tool')\n"
+        "    raise\n"
+    )
+
+    done = ended(body)
+
+    assert done.returncode == 0
+    assert done.stdout.startswith("returned to the tool\nhandler ran\n")
