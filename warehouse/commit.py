@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from models.errors import AuthoritySyncError
 from resources.waits import SharedWait
 from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 from warehouse.changes import record_changes
-from warehouse.db import ConfigValue, open_database
+from warehouse.db import ConfigValue, leased, open_database
 from warehouse.files import default_publish_path
 from warehouse.locks import LockBusyError, file_holder_error, held, writer_lock_path
 from warehouse.merge import (
@@ -152,7 +152,42 @@ def connect(
     the copy its readers belong on: ``readers_copy``, by default the one beside the warehouse);
     ``memory_limit`` bounds DuckDB's buffer, ``threads`` its workers (None: one per core). Without
     ``upgrade``, a file an earlier release wrote is refused (`OlderWarehouseError`, naming
-    ``authority-sync warehouse upgrade``) instead of migrated."""
+    ``authority-sync warehouse upgrade``) instead of migrated. A connection of its own, for its caller to
+    close; the product's writes use `connected`."""
+    opener: _Opener = lambda config: open_database(path, config=config)  # noqa: E731 - one use
+    return _opened(opener, path, memory_limit, wait_s, readers_copy, upgrade, threads)
+
+
+@contextmanager
+def connected(
+    path: Path,
+    memory_limit: str | None = MEMORY_LIMIT,
+    wait_s: float = 0.0,
+    readers_copy: Path | None = None,
+    upgrade: bool = True,
+    threads: int | None = None,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`connect`'s connection for the block, on a warm instance of the process (`warehouse.db.leased`:
+    a quarter of the cost of opening the file); the file is released when the block ends."""
+    with ExitStack() as stack:
+        opener: _Opener = lambda config: stack.enter_context(leased(path, config))  # noqa: E731 - one use
+        yield _opened(opener, path, memory_limit, wait_s, readers_copy, upgrade, threads)
+
+
+_Opener = Callable[[dict[str, ConfigValue]], duckdb.DuckDBPyConnection]
+"""Opens the warehouse for writing with DuckDB settings (`connect`'s or `connected`'s way)."""
+
+
+def _opened(
+    opener: _Opener,
+    path: Path,
+    memory_limit: str | None,
+    wait_s: float,
+    readers_copy: Path | None,
+    upgrade: bool,
+    threads: int | None,
+) -> duckdb.DuckDBPyConnection:
+    """The body of `connect` (see there), opening the file with ``opener``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
@@ -164,7 +199,7 @@ def connect(
     with wait.waiting():
         while True:
             try:
-                con = open_database(path, config=config)
+                con = opener(config)
                 break
             except duckdb.IOException as error:
                 if "lock" not in str(error).lower():
@@ -208,12 +243,10 @@ def writing(
     """A connection of the warehouse's one writer: the writer lock held, DuckDB's lock awaited (``upgrade``:
     see `connect`)."""
     deadline = time.monotonic() + wait_s
-    with held(writer_lock_path(warehouse), holder, wait_s, f"the warehouse {warehouse}"):
-        con = connect(warehouse, memory_limit, max(0.0, deadline - time.monotonic()), upgrade=upgrade)
-        try:
-            yield con
-        finally:
-            con.close()
+    lock = held(writer_lock_path(warehouse), holder, wait_s, f"the warehouse {warehouse}")
+    # The wait left for DuckDB's lock is taken once the writer lock is held (`with` enters in order).
+    with lock, connected(warehouse, memory_limit, _left(deadline), upgrade=upgrade) as con:
+        yield con
 
 
 def commit_run(
@@ -277,9 +310,7 @@ def _commit(
     deadline = time.monotonic() + wait_s
     with held(writer_lock_path(warehouse), f"run {record.run_id}", wait_s, f"the warehouse {warehouse}"):
         copy = publish.path if publish is not None else None
-        with closing(
-            connect(warehouse, buffer.memory_limit, _left(deadline), copy, threads=buffer.threads)
-        ) as con:
+        with connected(warehouse, buffer.memory_limit, _left(deadline), copy, threads=buffer.threads) as con:
             con.begin()
             try:
                 now = datetime.now(UTC)
@@ -363,7 +394,7 @@ def _publish_rebuilt(
     DATABASE``, the warehouse's storage format being newer than the readers'): building the copy's indexes
     in what the merge's pages left of the commit's bounded buffer ran out of memory."""
     try:
-        with closing(connect(warehouse, MEMORY_LIMIT, _left(deadline))) as con:
+        with connected(warehouse, MEMORY_LIMIT, _left(deadline)) as con:
             return _publish_committed(con, record, publish)
     except (duckdb.Error, LockBusyError) as error:
         logger.warning("could not store the timings of run %s or publish it: %s", record.run_id, error)

@@ -1,0 +1,68 @@
+"""Short writes on warm DuckDB instances (`warehouse.db.leased`, `warehouse.commit.connected`): each block
+sees only its file and its own settings, and the file is free for any process once the block ends,
+whether the block succeeded or failed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from warehouse.commit import connected
+from warehouse.db import leased
+
+OTHER_PROCESS = (
+    "import sys, duckdb\n"
+    "con = duckdb.connect(sys.argv[1])\n"  # for writing: fails while any process holds the file
+    "print(con.execute('SELECT count(*) FROM t').fetchone()[0])\n"
+    "con.close()\n"
+)
+
+
+def written_by_another_process(path: Path) -> int:
+    """The rows of ``t`` as another process sees them, opening the file for writing."""
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_PROCESS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+def test_a_block_sees_its_file_and_its_settings_only_and_frees_the_file_when_it_ends(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with leased(path, {"memory_limit": "64MB", "threads": 1}) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS n")
+        con.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS n")
+        listed = con.execute(
+            "SELECT database_name, path FROM duckdb_databases() WHERE NOT internal"
+        ).fetchall()
+        assert listed == [("w", str(path))]
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+
+    assert written_by_another_process(path) == 1
+    with leased(tmp_path / "other.duckdb") as con:  # the next block, on the instance given back
+        assert con.execute("SELECT current_setting('threads')").fetchone() != (1,)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() != ("61.0 MiB",)
+        temporary = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
+        assert temporary == (0,)
+        assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)
+
+
+def test_a_block_that_fails_frees_the_file_and_keeps_only_what_it_committed(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with pytest.raises(duckdb.ConstraintException), connected(path) as con:
+        con.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+        con.execute("INSERT INTO t VALUES (1)")
+        con.begin()
+        con.execute("INSERT INTO t VALUES (2)")
+        con.execute("INSERT INTO t VALUES (1)")  # the transaction fails and is never committed
+
+    assert written_by_another_process(path) == 1
+    with connected(path) as con:
+        assert con.execute("SELECT list(n) FROM t").fetchone() == ([1],)
