@@ -66,3 +66,19 @@ def test_a_block_that_fails_frees_the_file_and_keeps_only_what_it_committed(tmp_
     assert written_by_another_process(path) == 1
     with connected(path) as con:
         assert con.execute("SELECT list(n) FROM t").fetchone() == ([1],)
+
+
+def test_a_process_that_ends_at_once_leaves_no_spilled_files_in_its_working_directory(tmp_path: Path) -> None:
+    # Before: an idle warm instance was never closed in a process ended by `exit_now`, so the folder DuckDB
+    # spills to (``.tmp`` in the working directory, for an in-memory instance) stayed behind.
+    probe = (
+        "from warehouse.db import leased\n"
+        "from pipelines.process_exit import exit_now\n"
+        "with leased('w.duckdb', {'memory_limit': '100MB', 'threads': 1}) as con:\n"
+        "    con.execute('CREATE TABLE t AS SELECT md5(range::VARCHAR) AS s FROM range(3000000)')\n"
+        "    con.execute('SELECT s, count(*) FROM t GROUP BY s ORDER BY s LIMIT 1').fetchall()\n"
+        "exit_now(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, timeout=120, check=True)
+
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["w.duckdb"]

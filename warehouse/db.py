@@ -25,6 +25,7 @@ closed, not lent again.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -150,6 +151,9 @@ class _Hosts:
         self._pid = os.getpid()
         self._idle: list[duckdb.DuckDBPyConnection] = []
         self._inherited: list[duckdb.DuckDBPyConnection] = []
+        # Closed at exit, which `pipelines.process_exit` runs too: an instance removes the files it spilled
+        # (``.tmp`` in the working directory) only when it is closed.
+        atexit.register(self.close_idle)
 
     def take(self) -> duckdb.DuckDBPyConnection:
         """An idle instance, or a new one."""
@@ -167,6 +171,14 @@ class _Hosts:
                 self._idle.append(host)
                 return
         host.close()
+
+    def close_idle(self) -> None:
+        """Close the idle instances of this process."""
+        with self._lock:
+            self._forget_inherited()
+            idle, self._idle = self._idle, []
+        for host in idle:
+            host.close()
 
     def _forget_inherited(self) -> None:
         if self._pid != os.getpid():
