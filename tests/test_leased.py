@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from warehouse.commit import connected
-from warehouse.db import leased
+from warehouse.db import ConfigValue, leased, open_database
 
 OTHER_PROCESS = (
     "import sys, duckdb\n"
@@ -68,17 +69,45 @@ def test_a_block_that_fails_frees_the_file_and_keeps_only_what_it_committed(tmp_
         assert con.execute("SELECT list(n) FROM t").fetchone() == ([1],)
 
 
-def test_a_process_that_ends_at_once_leaves_no_spilled_files_in_its_working_directory(tmp_path: Path) -> None:
-    # Before: an idle warm instance was never closed in a process ended by `exit_now`, so the folder DuckDB
-    # spills to (``.tmp`` in the working directory, for an in-memory instance) stayed behind.
+SPILLING = (
+    "SELECT s, count(*) FROM (SELECT md5(range::VARCHAR) AS s FROM range(1500000)) GROUP BY s ORDER BY s"
+)
+"""A query that outgrows a 64 MB buffer, so DuckDB spills."""
+
+
+def test_a_process_that_ends_at_once_after_a_spill_leaves_no_spilled_files(tmp_path: Path) -> None:
+    # `exit_now` skips the interpreter's teardown: the instance that spilled must be closed when its block
+    # ends, or DuckDB never removes its folder.
     probe = (
         "from warehouse.db import leased\n"
         "from pipelines.process_exit import exit_now\n"
-        "with leased('w.duckdb', {'memory_limit': '100MB', 'threads': 1}) as con:\n"
-        "    con.execute('CREATE TABLE t AS SELECT md5(range::VARCHAR) AS s FROM range(3000000)')\n"
-        "    con.execute('SELECT s, count(*) FROM t GROUP BY s ORDER BY s LIMIT 1').fetchall()\n"
+        "with leased('w.duckdb', {'memory_limit': '64MB', 'threads': 1}) as con:\n"
+        f"    con.execute({SPILLING!r}).fetchmany(1)\n"
         "exit_now(0)\n"
     )
     subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, timeout=120, check=True)
 
     assert sorted(path.name for path in tmp_path.iterdir()) == ["w.duckdb"]
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["leased", "open_database"])
+def test_a_write_that_spills_spills_beside_its_file_never_where_the_operator_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, warm: bool
+) -> None:
+    # Before: the in-memory instances that write the warehouse spilled to `.tmp` in the working directory.
+    standing, data = tmp_path / "standing", tmp_path / "data"
+    standing.mkdir()
+    data.mkdir()
+    monkeypatch.chdir(standing)
+    path = data / "w.duckdb"
+    settings: dict[str, ConfigValue] = {"memory_limit": "64MB", "threads": 1}
+    with leased(path, settings) if warm else closing(open_database(path, config=settings)) as con:
+        con.execute(SPILLING).fetchmany(1)
+        assert (data / "w.duckdb.tmp").is_dir()
+
+    assert list(standing.iterdir()) == []
+    assert sorted(item.name for item in data.iterdir()) == ["w.duckdb"]  # the instance that spilled is closed
+    assert caplog.records == []  # a spill is no failure to release
+    with leased(path) as con:  # and the next block has one that can spill again
+        spills_to = con.execute("SELECT current_setting('temp_directory')").fetchone()
+        assert spills_to == (str(data / "w.duckdb.tmp"),)

@@ -21,11 +21,18 @@ attaches the file on a connection of its own, and when the block ends detaches t
 lock on it at once, as closing did) and gives the instance back, its settings reset. An instance is lent to
 one block at a time, so settings such as ``memory_limit`` stay the block's; one whose block failed is
 closed, not lent again.
+
+Spilled data beside the file: what a write cannot hold within its memory limit, DuckDB spills to files in
+its instance's temporary folder, removed when the instance closes. An in-memory instance's folder is
+``.tmp`` in the working directory of whoever runs the command, so a tenant's records landed wherever the
+operator happened to stand. Every instance that writes a file here spills to `spill_folder` instead,
+DuckDB's own choice for a file it opens directly. DuckDB cannot point an instance elsewhere once it has
+spilled, so an instance that spilled is closed when its block ends (which removes the folder), not lent
+again.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
@@ -51,6 +58,11 @@ IDLE_INSTANCES = 4
 """Warm instances kept for later blocks; more are closed when given back."""
 
 
+def spill_folder(path: Path | str) -> str:
+    """The folder DuckDB spills to while it writes the file ``path``: ``<file>.tmp`` beside it."""
+    return str(Path(f"{path}.tmp").absolute())
+
+
 def open_database(
     path: Path | str | None = None,
     *,
@@ -59,11 +71,11 @@ def open_database(
 ) -> duckdb.DuckDBPyConnection:
     """A connection to the DuckDB file ``path`` (in memory when None), offline, with ``config`` on top. A
     file opened for writing is its connection's only database, under its own name as when DuckDB opens it
-    directly, with `ROW_GROUP_ROWS` rows to a row group."""
+    directly, with `ROW_GROUP_ROWS` rows to a row group, spilling to `spill_folder`."""
     settings = {**OFFLINE, **(config or {})}
     if path is None or read_only:
         return duckdb.connect(":memory:" if path is None else str(path), read_only=read_only, config=settings)
-    con = duckdb.connect(":memory:", config=settings)
+    con = duckdb.connect(":memory:", config={"temp_directory": spill_folder(path), **settings})
     try:
         name = _catalog_name(Path(path))
         con.execute(f'ATTACH ? AS "{name}" (ROW_GROUP_SIZE {ROW_GROUP_ROWS})', [str(path)])
@@ -93,8 +105,9 @@ def leased(
     host = _HOSTS.take()
     con = host.cursor()
     name = _catalog_name(Path(path))
+    settings = {"temp_directory": spill_folder(path), **(config or {})}
     try:
-        for key, value in (config or {}).items():
+        for key, value in settings.items():
             con.execute(f"SET {key} = {_literal(value)}")
         con.execute(f'ATTACH ? AS "{name}" (ROW_GROUP_SIZE {ROW_GROUP_ROWS})', [str(path)])
         con.execute(f'USE "{name}"')
@@ -106,7 +119,7 @@ def leased(
         con.close()
         host.close()
         raise
-    released = _release(con, name, config or {})
+    released = _release(con, name, settings)
     con.close()
     if released:
         _HOSTS.give_back(host)
@@ -115,13 +128,16 @@ def leased(
 
 
 def _release(con: duckdb.DuckDBPyConnection, name: str, config: Mapping[str, ConfigValue]) -> bool:
-    """Detach the file and reset the block's settings; False (logged) when DuckDB could not. Detaching
-    checkpoints the file, and a full disk fails that as it failed the close that this replaces: what was
-    committed is in the write-ahead log beside the file, replayed at its next open."""
+    """Detach the file and reset the block's settings; False when the instance spilled (see the module
+    docstring) or (logged) when DuckDB could not. Detaching checkpoints the file, and a full disk fails that
+    as it failed the close that this replaces: what was committed is in the write-ahead log beside the file,
+    replayed at its next open."""
     try:
         con.execute("ATTACH ':memory:' AS memory")
         con.execute("USE memory")
         con.execute(f'DETACH "{name}"')
+        if Path(str(config["temp_directory"])).is_dir():
+            return False
         for key in config:
             con.execute(f"RESET {key}")
     except duckdb.Error as error:
@@ -151,9 +167,6 @@ class _Hosts:
         self._pid = os.getpid()
         self._idle: list[duckdb.DuckDBPyConnection] = []
         self._inherited: list[duckdb.DuckDBPyConnection] = []
-        # Closed at exit, which `pipelines.process_exit` runs too: an instance removes the files it spilled
-        # (``.tmp`` in the working directory) only when it is closed.
-        atexit.register(self.close_idle)
 
     def take(self) -> duckdb.DuckDBPyConnection:
         """An idle instance, or a new one."""
@@ -171,14 +184,6 @@ class _Hosts:
                 self._idle.append(host)
                 return
         host.close()
-
-    def close_idle(self) -> None:
-        """Close the idle instances of this process."""
-        with self._lock:
-            self._forget_inherited()
-            idle, self._idle = self._idle, []
-        for host in idle:
-            host.close()
 
     def _forget_inherited(self) -> None:
         if self._pid != os.getpid():
