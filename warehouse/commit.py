@@ -139,23 +139,12 @@ class CommitResult:
     """How the reader copy's publish went (None when none was asked for)."""
 
 
-def connect(
-    path: Path,
-    memory_limit: str | None = MEMORY_LIMIT,
-    wait_s: float = 0.0,
-    readers_copy: Path | None = None,
-    upgrade: bool = True,
-    threads: int | None = None,
-) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the warehouse file with its schema up to date, waiting up to ``wait_s``
-    while another process holds DuckDB's lock on it (then failing with that process's pid and program, and
-    the copy its readers belong on: ``readers_copy``, by default the one beside the warehouse);
-    ``memory_limit`` bounds DuckDB's buffer, ``threads`` its workers (None: one per core). Without
-    ``upgrade``, a file an earlier release wrote is refused (`OlderWarehouseError`, naming
-    ``authority-sync warehouse upgrade``) instead of migrated. A connection of its own, for its caller to
-    close; the product's writes use `connected`."""
+def connect(path: Path) -> duckdb.DuckDBPyConnection:
+    """`connected`'s connection with its defaults, for the caller to close: the tests' and tools' way to
+    open the warehouse (creating it if needed) with its schema up to date; the product's writes use
+    `connected`, which borrows a warm instance."""
     opener: _Opener = lambda config: open_database(path, config=config)  # noqa: E731 - one use
-    return _opened(opener, path, memory_limit, wait_s, readers_copy, upgrade, threads)
+    return _opened(opener, path, MEMORY_LIMIT, 0.0, None, True, None)
 
 
 @contextmanager
@@ -167,8 +156,13 @@ def connected(
     upgrade: bool = True,
     threads: int | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """`connect`'s connection for the block, on a warm instance of the process (`warehouse.db.leased`:
-    a quarter of the cost of opening the file); the file is released when the block ends."""
+    """For the block, the warehouse file (created if needed) with its schema up to date, on a warm instance
+    of the process (`warehouse.db.leased`: a quarter of the cost of opening the file), released when the
+    block ends. Waits up to ``wait_s`` while another process holds DuckDB's lock on it (then fails with that
+    process's pid and program, and the copy its readers belong on: ``readers_copy``, by default the one
+    beside the warehouse); ``memory_limit`` bounds DuckDB's buffer, ``threads`` its workers (None: one per
+    core). Without ``upgrade``, a file an earlier release wrote is refused (`OlderWarehouseError`, naming
+    ``authority-sync warehouse upgrade``) instead of migrated."""
     with ExitStack() as stack:
         opener: _Opener = lambda config: stack.enter_context(leased(path, config))  # noqa: E731 - one use
         yield _opened(opener, path, memory_limit, wait_s, readers_copy, upgrade, threads)
@@ -187,7 +181,7 @@ def _opened(
     upgrade: bool,
     threads: int | None,
 ) -> duckdb.DuckDBPyConnection:
-    """The body of `connect` (see there), opening the file with ``opener``."""
+    """The body of `connected` (see there), opening the file with ``opener``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
@@ -241,7 +235,7 @@ def writing(
     upgrade: bool = True,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection of the warehouse's one writer: the writer lock held, DuckDB's lock awaited (``upgrade``:
-    see `connect`)."""
+    see `connected`)."""
     deadline = time.monotonic() + wait_s
     lock = held(writer_lock_path(warehouse), holder, wait_s, f"the warehouse {warehouse}")
     # The wait left for DuckDB's lock is taken once the writer lock is held (`with` enters in order).
