@@ -297,15 +297,12 @@ def sizes_of(
 
 
 def _live_records(con: duckdb.DuckDBPyConnection, tenant_id: str) -> dict[str, int]:
-    """Live records of each paged list of the tenant (its root table)."""
-    records = {}
-    for table in LISTS:
-        found = con.execute(
-            f"SELECT count(*) FROM {table} WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE)",  # noqa: S608 - our table names
-            [tenant_id],
-        ).fetchone()
-        records[table] = int(found[0]) if found else 0
-    return records
+    """Live records of each paged list of the tenant (its root table), counted in one statement (each
+    statement costs milliseconds to plan, whatever it reads)."""
+    live = "tenant_id = $tenant AND NOT coalesce(is_deleted, FALSE)"
+    counts = " UNION ALL ".join(f"SELECT '{table}', count(*) FROM {table} WHERE {live}" for table in LISTS)  # noqa: S608 - our table names
+    found = dict(con.execute(counts, {"tenant": tenant_id}).fetchall())
+    return {table: int(found[table]) for table in LISTS}
 
 
 @dataclass(frozen=True)
