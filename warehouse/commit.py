@@ -253,19 +253,21 @@ def commit_run(
 ) -> CommitResult:
     """Merge everything staged for the record's tenant in one transaction and add the run's row; then,
     when ``publish`` is given, publish the reader copy (a failed publish is a warning of the run).
-    ``buffers``: the DuckDB buffers to try in turn (by default `buffers_for` the staging)."""
+    ``buffers``: the DuckDB buffers to try in turn (by default `buffers_for` the staging). The run's
+    ``commit`` phase counts every attempt: a first one that ran out of memory is the commit's time too."""
+    started = time.perf_counter()
     verify_staging(staged)
     attempts = tuple(buffers or buffers_for(staged))
     for buffer, larger in itertools.pairwise(attempts):
         try:
-            return _commit(warehouse, staged, record, wait_s, buffer, publish)
+            return _commit(warehouse, staged, record, wait_s, buffer, publish, started)
         except duckdb.OutOfMemoryException:
             # The transaction rolled back, so nothing was written: once more with the next buffer. The run's
             # row keeps the warning: a commit that went unbounded may have taken most of the machine.
             warning = f"the commit needed more memory than {buffer} and was tried again with {larger}"
             logger.warning("run %s: %s", record.run_id, warning)
             record.warnings.append(warning)
-    return _commit(warehouse, staged, record, wait_s, attempts[-1], publish)
+    return _commit(warehouse, staged, record, wait_s, attempts[-1], publish, started)
 
 
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
@@ -299,8 +301,9 @@ def _commit(
     wait_s: float,
     buffer: CommitBuffer,
     publish: PublishTarget | None,
+    started: float,
 ) -> CommitResult:
-    started = time.perf_counter()
+    """One attempt of `commit_run`, which began at ``started`` (`time.perf_counter`)."""
     deadline = time.monotonic() + wait_s
     with held(writer_lock_path(warehouse), f"run {record.run_id}", wait_s, f"the warehouse {warehouse}"):
         copy = publish.path if publish is not None else None
