@@ -337,6 +337,7 @@ def _extract_check_commit(
             if report.cursor or report.forget_cursor
         },
         {entity: report.vanished for entity, report in reports.items() if report.vanished},
+        sum(start.evidence.live_records.values()),
     )
     outcome.commit = commit_run(
         warehouse, staged, record, services.warehouse.lock_wait_s, services.warehouse.publish_target

@@ -511,6 +511,19 @@ def test_a_staging_larger_than_the_buffer_commits_on_one_thread_first(tmp_path: 
     assert buffers_for(staged)[0] == CommitBuffer(f"{MEMORY_LIMIT_MB}MB", threads=1)
 
 
+def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(tmp_path: Path) -> None:
+    # Every row of a first commit is inserted: on two threads, 24 MB staged at 10,000 decisions ran out.
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(MEMORY_LIMIT_MB * 2**20 // 8)  # sparse: the size is what counts
+    one_thread_first = COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == one_thread_first
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == COMMIT_BUFFERS  # mostly compared
+    assert buffers_for(StagedRun(tmp_path, {}, {})) == COMMIT_BUFFERS  # not known
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(MEMORY_LIMIT_MB * 2**20 // 8 - 1)
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == COMMIT_BUFFERS
+
+
 def test_staging_that_differs_from_the_extract_is_never_committed(tmp_path: Path) -> None:
     warehouse = tmp_path / "not_yet.duckdb"
     folder, counts = stage(tmp_path, {"decisions": [decision("a", "A")]})
