@@ -20,6 +20,8 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from warehouse.commit import (
     COMMIT_BUFFERS,
+    FIRST_COMMIT_ONE_THREAD_FROM,
+    MEMORY_LIMIT_BYTES,
     MEMORY_LIMIT_MB,
     ONE_THREAD,
     UNBOUNDED,
@@ -503,7 +505,7 @@ def test_a_commit_that_outgrows_its_buffer_is_committed_once_with_the_next(
 def test_a_staging_larger_than_the_buffer_commits_on_one_thread_first(tmp_path: Path) -> None:
     staged = StagedRun(tmp_path, {}, {})
     with (tmp_path / "decisions.parquet").open("wb") as file:
-        file.truncate(MEMORY_LIMIT_MB * 2**20)  # sparse: the size is what counts
+        file.truncate(MEMORY_LIMIT_BYTES)  # sparse: the size is what counts
     assert buffers_for(staged) == COMMIT_BUFFERS
     with (tmp_path / "decision_groups.parquet").open("wb") as file:
         file.truncate(1)
@@ -514,13 +516,13 @@ def test_a_staging_larger_than_the_buffer_commits_on_one_thread_first(tmp_path: 
 def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(tmp_path: Path) -> None:
     # Every row of a first commit is inserted: on two threads, 24 MB staged at 10,000 decisions ran out.
     with (tmp_path / "decisions.parquet").open("wb") as file:
-        file.truncate(MEMORY_LIMIT_MB * 2**20 // 8)  # sparse: the size is what counts
+        file.truncate(FIRST_COMMIT_ONE_THREAD_FROM)  # sparse: the size is what counts
     one_thread_first = COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == one_thread_first
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == COMMIT_BUFFERS  # mostly compared
     assert buffers_for(StagedRun(tmp_path, {}, {})) == COMMIT_BUFFERS  # not known
     with (tmp_path / "decisions.parquet").open("wb") as file:
-        file.truncate(MEMORY_LIMIT_MB * 2**20 // 8 - 1)
+        file.truncate(FIRST_COMMIT_ONE_THREAD_FROM - 1)
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == COMMIT_BUFFERS
 
 

@@ -69,6 +69,7 @@ table in memory (2.7 GB at 100,000 decisions); bounded, the merge spills to a te
 the warehouse instead, so the run's memory stays flat as the tenant grows (for about 30% more commit time).
 What DuckDB cannot spill (the primary-key indexes, each thread's buffer of rows being inserted) grows with
 the tenant: see `COMMIT_BUFFERS`."""
+MEMORY_LIMIT_BYTES = MEMORY_LIMIT_MB * 2**20
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def commit_run(
     return _commit(warehouse, staged, record, wait_s, attempts[-1], publish, started)
 
 
-FIRST_COMMIT_ONE_THREAD_FROM = MEMORY_LIMIT_MB * 2**20 // 8
+FIRST_COMMIT_ONE_THREAD_FROM = MEMORY_LIMIT_BYTES // 8
 """Staged bytes from which a tenant's first commit (it held no records: every row is inserted) starts on
 `ONE_THREAD`. Two threads ran out of `BOUNDED` on first full refreshes of 10,000 decisions (24 MB staged)
 and 20,000 (43 MB; 1.9 s lost), and fit at 5,000 (11 MB). A second full refresh of the same 43 MB, which
@@ -286,7 +287,7 @@ def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
     threads, and finding that out cost 17 s at 100,000 decisions."""
     staged_bytes = sum(path.stat().st_size for path in staged_tables(staged.staging).values())
     first = staged.held_records == 0 and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM
-    if first or staged_bytes > MEMORY_LIMIT_MB * 2**20:
+    if first or staged_bytes > MEMORY_LIMIT_BYTES:
         return COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
     return COMMIT_BUFFERS
 

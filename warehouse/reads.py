@@ -148,13 +148,16 @@ class RevisionPlan:
         return self.never_checked | self.recheck
 
 
+LIVE = "NOT coalesce(is_deleted, FALSE)"
+"""A current row that is a live record (not marked deleted)."""
+
+
 def _live_parents(revisions: RevisionList) -> str:
     """The lists of one kind worth verifying: those that the owner rows of live records name (the ids of
     live delegations, the documents live decisions cite). Table and column names are the catalog's."""
     root, owner, column = revisions.named_by.name, revisions.owner, revisions.owner_column
     if owner == root:
-        live = "NOT coalesce(is_deleted, FALSE)"
-        return f"SELECT {column} AS parent_id FROM {root} WHERE tenant_id = $tenant AND {live}"  # noqa: S608
+        return f"SELECT {column} AS parent_id FROM {root} WHERE tenant_id = $tenant AND {LIVE}"  # noqa: S608
     link = LISTS[root].family.parent_column(owner)
     joined = f"{owner} o JOIN {root} r ON r.tenant_id = o.tenant_id AND r.id = o.{link}"
     live = f"NOT coalesce(r.is_deleted, FALSE) AND trim(o.{column}) <> ''"
@@ -299,8 +302,10 @@ def sizes_of(
 def _live_records(con: duckdb.DuckDBPyConnection, tenant_id: str) -> dict[str, int]:
     """Live records of each paged list of the tenant (its root table), counted in one statement (each
     statement costs milliseconds to plan, whatever it reads)."""
-    live = "tenant_id = $tenant AND NOT coalesce(is_deleted, FALSE)"
-    counts = " UNION ALL ".join(f"SELECT '{table}', count(*) FROM {table} WHERE {live}" for table in LISTS)  # noqa: S608 - our table names
+    counts = " UNION ALL ".join(
+        f"SELECT '{table}', count(*) FROM {table} WHERE tenant_id = $tenant AND {LIVE}"  # noqa: S608 - our table names
+        for table in LISTS
+    )
     found = dict(con.execute(counts, {"tenant": tenant_id}).fetchall())
     return {table: int(found[table]) for table in LISTS}
 
