@@ -557,13 +557,18 @@ def _note_rechecks(record: RunRecord, rechecked: int, found_new: int) -> None:
 def _move_cursors(
     con: duckdb.DuckDBPyConnection, cursors: Mapping[str, str | None], record: RunRecord
 ) -> None:
-    for entity, cursor in cursors.items():
-        if cursor is None:
-            con.execute(
-                "DELETE FROM extract_cursors WHERE tenant_id = ? AND entity = ?", [record.tenant_id, entity]
-            )
-            continue
+    """Replace the tenant's cursors of the lists in ``cursors`` (None: the list's cursor is forgotten) in
+    two statements whatever their number: an ``INSERT OR REPLACE`` a list cost about 5 ms each."""
+    if not cursors:
+        return
+    con.execute(
+        "DELETE FROM extract_cursors WHERE tenant_id = ? AND list_contains(?::VARCHAR[], entity)",
+        [record.tenant_id, list(cursors)],
+    )
+    moved = {entity: cursor for entity, cursor in cursors.items() if cursor is not None}
+    if moved:
         con.execute(
-            "INSERT OR REPLACE INTO extract_cursors VALUES (?, ?, ?, ?)",
-            [record.tenant_id, entity, cursor, record.run_id],
+            "INSERT INTO extract_cursors "
+            "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])::TIMESTAMPTZ, ?",
+            [record.tenant_id, list(moved), list(moved.values()), record.run_id],
         )
