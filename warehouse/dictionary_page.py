@@ -89,7 +89,7 @@ def rendered() -> tuple[str, str]:
     database."""
     relations = load(source_text())
     with open_database() as con:
-        migrate(con)
+        migrate(con, from_baseline=False)  # the migrations themselves, which the baseline is rendered from
         live = live_schema(con, calls(relations))
         reads = view_reads(con)
     return render(relations, live), described_schema(live, reads)

@@ -1,6 +1,11 @@
 """Ordered SQL migrations (``warehouse/migrations/NNNN_name.sql``), each applied once and recorded in
 ``schema_migrations``; then what the list catalog renders (`warehouse.catalog_sql`: each table's as-of
-macro, the change log of a table added) and the data dictionary's comments (`warehouse.dictionary`)."""
+macro, the change log of a table added) and the data dictionary's comments (`warehouse.dictionary`).
+
+A new warehouse is built from `BASELINE` instead (`warehouse.baseline` renders it from all three): one
+script in one transaction, where replaying 29 migrations and some 900 comments one by one cost 1.5-1.9 s of
+CPU. The script records the migrations it stands for, so a migration added after it was rendered is applied
+on top, as on any warehouse of an earlier release."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ from warehouse.catalog_sql import apply_catalog
 from warehouse.dictionary import document
 
 _MIGRATIONS = "migrations"
+BASELINE = "baseline.sql"
+"""The script a new warehouse is built from, beside this module."""
 
 
 class NewerWarehouseError(AuthoritySyncError, RuntimeError):
@@ -48,11 +55,16 @@ def available() -> tuple[tuple[int, str, str], ...]:
     return tuple(sorted(found))
 
 
-def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
+def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True, from_baseline: bool = True) -> list[int]:
     """Bring the schema up to date, then render the list catalog's macros (`warehouse.catalog_sql`);
     returns the versions applied now. Each migration is one transaction.
     With ``describe`` the data dictionary is then applied as comments, when it or the schema changed
-    (a throwaway database that only needs the schema can skip it: a full apply costs about 0.1 s)."""
+    (a throwaway database that only needs the schema can skip it: a full apply costs about 0.1 s).
+    An empty database with ``describe`` and ``from_baseline`` is built from `BASELINE` first (its versions
+    are not among those returned); without ``from_baseline`` every migration is replayed, as the baseline's
+    own rendering needs."""
+    if describe and from_baseline and _empty(con):
+        _build_from_baseline(con)
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -82,3 +94,24 @@ def migrate(con: duckdb.DuckDBPyConnection, describe: bool = True) -> list[int]:
     if describe:
         document(con, done | set(applied))
     return applied
+
+
+def _empty(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the connection's database holds no table or view yet: a new warehouse."""
+    found = con.execute(
+        "SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()) + "
+        "(SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND NOT internal)"
+    ).fetchone()
+    return found is not None and found[0] == 0
+
+
+def _build_from_baseline(con: duckdb.DuckDBPyConnection) -> None:
+    """Run `BASELINE` in one transaction: on a failure the database is left empty."""
+    script = resources.files("warehouse").joinpath(BASELINE).read_text(encoding="utf-8")
+    con.begin()
+    try:
+        con.execute(script)
+        con.commit()
+    except duckdb.Error:
+        con.rollback()
+        raise
