@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from models.errors import AuthoritySyncError
 from warehouse.changes import text_literal
 from warehouse.db import open_database
 from warehouse.dictionary import LiveRelation, comment_statements, live_schema, load, source_text
@@ -38,7 +39,7 @@ _HEADER = (
 )
 
 
-class BaselineError(RuntimeError):
+class BaselineError(AuthoritySyncError, RuntimeError):
     """The migrated schema holds something the baseline cannot write down."""
 
 

@@ -436,12 +436,20 @@ def _record_item_history(ctx: MergeContext, child: Child) -> None:
     content starts one, a copy of its row. A parent not staged, or staged with every row as it was, keeps
     its items' versions as they were."""
     parents = f"{child.parent_column} IN (SELECT id FROM differing_{child.table})"
-    ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE items_{child.table} AS SELECT *, row_number() OVER ("
-        f"PARTITION BY {child.parent_column}, {child.reference} ORDER BY {child.order_column}) AS occurrence "
-        f"FROM {child.table} WHERE tenant_id = ? AND {parents}",
-        [ctx.tenant_id],
+    numbered = (
+        f"SELECT *, row_number() OVER (PARTITION BY {child.parent_column}, {child.reference} "
+        f"ORDER BY {child.order_column}) AS occurrence FROM {child.table} WHERE tenant_id = ? AND {parents}"
     )
+    if not ctx.holds(child.history):
+        # No version of the tenant's items yet (a first commit): each item starts its first, in one
+        # statement (the temp table and the comparison below cost two, about 15 ms a child table).
+        ctx.con.execute(
+            f"INSERT INTO {child.history} BY NAME "
+            f"SELECT n.*, ?::TIMESTAMPTZ AS valid_from, TRUE AS is_current FROM ({numbered}) n",
+            [ctx.now, ctx.tenant_id],
+        )
+        return
+    ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE items_{child.table} AS {numbered}", [ctx.tenant_id])
     same = " AND ".join(
         f"n.{column} IS NOT DISTINCT FROM h.{column}"
         for column in (child.parent_column, child.reference, "occurrence", *child.content)
