@@ -116,11 +116,14 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
         _replace_roots(ctx, root)
     else:
         _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})", differing=False)
-    if ctx.full:
+    # With a full read, the records of the scope that no staged row replaces are those it did not find:
+    # marked deleted now. An incremental scope holds only staged records, so it has none.
+    gone = root_counts["deleted"]
+    if gone:
         _soft_delete_vanished(ctx, root)
     if ctx.vanished:
         _soft_delete(ctx, root, ctx.vanished)
-    if roots_unequal or ctx.full or ctx.vanished:  # no new version without a changed or deleted record
+    if roots_unequal or gone or ctx.vanished:  # no new version without a changed or deleted record
         _record_history(ctx, family)
     return counts
 
@@ -384,9 +387,7 @@ def _replace_roots(ctx: MergeContext, root: str) -> None:
 def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
     """After a full read, mark deleted the records it did not find. Their synced_at and run_id stay those of
     the run that last saw them, so ``deleted_at > synced_at`` tells a record the service stopped listing.
-    A table that held none of the tenant's records before holds only staged ones now: none to mark."""
-    if not ctx.holds(root):
-        return
+    Only called when the comparison (`_diff`) found some: an unchanged tenant's full read marks none."""
     ctx.con.execute(
         f"UPDATE {root} SET is_deleted = TRUE, deleted_at = ? "
         f"WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE) AND id NOT IN (SELECT id FROM stg_{root})",
