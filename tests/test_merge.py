@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.checks import ids_unique
 from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
+from tests.conftest import example_warehouse
 from warehouse.commit import (
     COMMIT_BUFFERS,
     FIRST_COMMIT_ONE_THREAD_FROM,
@@ -320,6 +324,39 @@ def test_revisions_keep_when_they_were_first_seen_and_count_a_new_order(warehous
     }
     assert after["r1"] == before["r1"] and after["r2"] == before["r2"] and after["r3"] > before["r1"]
 
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lists=st.lists(
+        st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=4), min_size=2, max_size=3
+    )
+)
+def test_after_any_sequence_of_revision_lists_the_current_versions_are_the_list(
+    template: Path, folder: Path, lists: list[list[str]]
+) -> None:
+    """An id added, dropped, moved, repeated or put in another's place: after each commit the history's
+    current versions are the list's ids, each with its occurrences; versions the commit ended name it."""
+    warehouse = example_warehouse(template, folder)
+    for ids in lists:
+        before = Counter(read(warehouse, _CURRENT_REVISIONS))
+        run_id, _ = commit(
+            warehouse,
+            {
+                "delegations": [delegation("d")],
+                "delegation_revisions": [revision("d", rid, order) for order, rid in enumerate(ids, 1)],
+            },
+        )
+        listed = Counter((rid, ids[: place + 1].count(rid)) for place, rid in enumerate(ids))
+        assert Counter(read(warehouse, _CURRENT_REVISIONS)) == listed, ids
+        ended = read(
+            warehouse,
+            "SELECT revision_id, occurrence FROM delegation_revisions_history WHERE ended_run_id = ?",
+            [run_id],
+        )
+        assert Counter(ended) == before - listed, ids
+
+
+_CURRENT_REVISIONS = "SELECT revision_id, occurrence FROM delegation_revisions_history WHERE is_current"
 
 CURRENT_STATE = {
     "decisions": "SELECT id, rowid FROM decisions",

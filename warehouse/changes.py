@@ -26,14 +26,14 @@ def record_changes(
     tenant_id: str,
     run_id: str,
     now: datetime,
-    revisions_written: Iterable[str] | None = None,
+    revisions_changed: Iterable[str] | None = None,
 ) -> None:
-    """Bring the revision histories up to the current lists (those of ``revisions_written``, the revision
-    tables the commit wrote, when given: the others' lists are as their histories hold them), then append
-    the changes the commit at ``now`` made to the tenant's histories to ``change_log`` (inside the
-    caller's transaction, on one of DuckDB's threads)."""
-    written = REVISIONS.keys() if revisions_written is None else frozenset(revisions_written)
-    for table in written:
+    """Bring the revision histories up to the current lists (those of ``revisions_changed``, the revision
+    tables whose lists the commit changed, when given: the others' lists are as their histories hold
+    them), then append the changes the commit at ``now`` made to the tenant's histories to ``change_log``
+    (inside the caller's transaction, on one of DuckDB's threads)."""
+    revised = REVISIONS.keys() if revisions_changed is None else frozenset(revisions_changed)
+    for table in revised:
         _record_revision_history(con, REVISIONS[table], tenant_id, run_id, now)
     changed = _changed(con, tenant_id, now)
     if not changed:

@@ -325,7 +325,9 @@ def _commit(
             try:
                 now = datetime.now(UTC)
                 record.row_counts = _merge_all(con, staged, record, now)
-                record_changes(con, record.tenant_id, record.run_id, now, _revisions_written(staged))
+                record_changes(
+                    con, record.tenant_id, record.run_id, now, _revisions_changed(record.row_counts)
+                )
                 _move_cursors(con, staged.cursors, record)
                 record.status, record.finished_at, record.error = RunStatus.SUCCEEDED, now, None
                 insert_run(con, record)
@@ -531,12 +533,14 @@ def _prunes(staged: StagedRun, revisions: RevisionList) -> bool:
     return staged.modes.get(revisions.named_by.name) == "full"
 
 
-def _revisions_written(staged: StagedRun) -> list[str]:
-    """The revision tables the commit writes: those staged, and those it prunes."""
+def _revisions_changed(counts: Mapping[str, Counts]) -> list[str]:
+    """The revision tables in which the commit added, moved or dropped an id of a list (pruned lists
+    included): only their histories can need a version. A list that stayed as it was is as its history
+    holds it (every commit brings the history up to the lists; migration 43 started it from them)."""
     return [
         table
-        for table, revisions in REVISIONS.items()
-        if table in staged.tables or _prunes(staged, revisions)
+        for table in REVISIONS
+        if any(counts.get(table, {}).get(kind) for kind in ("inserted", "updated", "deleted"))
     ]
 
 
