@@ -96,23 +96,25 @@ def merge_family(ctx: MergeContext, family: Family, staged: set[str]) -> dict[st
     all equal the current ones is only stamped: its replacement and history statements would change
     nothing (most tables of a nightly run, each statement costs milliseconds)."""
     root = family.root
-    root_counts, roots_unequal = _diff(ctx, root, _root_scope(ctx, root))
+    roots = _diff(ctx, root, _root_scope(ctx, root))
+    root_counts, roots_unequal = roots.counts, roots.unequal
     counts = {root: root_counts}
     # Children are replaced only under the staged roots: those of a record that vanished stay as last seen.
     for child in family.children:
         if child.table in staged:
             scope = f"{child.parent_column} IN (SELECT id FROM stg_{root})"
             key = (child.parent_column, child.order_column)
-            counts[child.table], unequal = _diff(ctx, child.table, scope, key)
-            if unequal or counts[child.table]["deleted"]:
-                _note_differing(ctx, child.table, scope, key, gone=True)
+            items = _diff(ctx, child.table, scope, key)
+            counts[child.table] = items.counts
+            if items.unequal or items.counts["deleted"]:
+                _note_differing(ctx, child.table, (*items.unequal_parents, *items.gone_parents), key[0])
                 _replace(ctx, child.table, child.parent_column, scope)
                 _record_item_history(ctx, child)
             else:
                 _stamp_equal(ctx, child.table, child.parent_column, scope, differing=False)
     if roots_unequal:
         # A root the scope holds but the run did not stage is not replaced (a full refresh marks it deleted).
-        _note_differing(ctx, root, _root_scope(ctx, root), gone=False)
+        _note_differing(ctx, root, roots.unequal_parents)
         _replace_roots(ctx, root)
     else:
         _stamp_equal(ctx, root, "id", f"id IN (SELECT id FROM stg_{root})", differing=False)
@@ -140,7 +142,7 @@ def merge_revisions(ctx: MergeContext, table: str, checked: bool) -> Counts:
         else f"SELECT {parent_column} FROM stg_{table}"
     )
     scope = f"{parent_column} IN ({parents})"
-    counts, _ = _diff(ctx, table, scope, compare=(parent_column, "revision_order"))
+    counts = _diff(ctx, table, scope, compare=(parent_column, "revision_order")).counts
     if not counts["inserted"] + counts["updated"] + counts["deleted"]:
         # Every list as it was (each id in its place, first seen when it was): only stamped.
         _stamp_equal(ctx, table, parent_column, scope, differing=False)
@@ -227,27 +229,48 @@ def _root_scope(ctx: MergeContext, root: str) -> str:
     return f"({staged} OR NOT coalesce(is_deleted, FALSE))" if ctx.full else staged
 
 
-def _diff(
-    ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)
-) -> tuple[Counts, int]:
-    """Inserted, updated, unchanged and deleted rows of ``table`` if the staged rows replace the scope, and
-    how many staged rows are new or differ from their current row in some staged column: one statement,
-    which is all a table of unchanged rows costs (`_note_differing` compares again the few that change)."""
+@dataclass(frozen=True)
+class Diff:
+    """What replacing a table's scope with its staged rows changes (`_diff`)."""
+
+    counts: Counts
+    """Inserted, updated, unchanged and deleted rows."""
+    unequal: int
+    """Staged rows that are new or differ from their current row in some staged column."""
+    unequal_parents: tuple[str, ...] = ()
+    """The parents (root ids) of those rows; not asked of a table that held none of the tenant's rows,
+    where every staged parent is one."""
+    gone_parents: tuple[str, ...] = ()
+    """The parents of the scope's rows that no staged row replaces."""
+
+
+def _diff(ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",)) -> Diff:
+    """What replacing the scope of ``table`` with the staged rows changes, in one statement, which is all a
+    table of unchanged rows costs: the counts, and the parents whose rows change (few in a nightly run,
+    which `_note_differing` keeps without comparing the rows again)."""
     if not ctx.holds(table):  # every staged row is new, and no current row can be gone
         found = ctx.con.execute(f"SELECT count(*) FROM stg_{table}").fetchone()
         inserted = int(found[0]) if found else 0
-        return {"inserted": inserted, "updated": 0, "unchanged": 0, "deleted": 0}, inserted
+        return Diff({"inserted": inserted, "updated": 0, "unchanged": 0, "deleted": 0}, inserted)
     compared = _compared(table, scope, compare)
+    gone = _gone(table, scope, compare, f"{{'rows': count(*), 'parents': list(DISTINCT c.{compare[0]})}}")
     # MATERIALIZED: inlined, each count's filter cast every row to text again (twice the time).
     result = ctx.con.execute(
         f"WITH compared AS MATERIALIZED ({compared}) "
         f"SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted AND NOT same), "
-        f"count(*) FILTER (WHERE NOT inserted AND same), ({_gone(table, scope, compare)}), "
-        f"count(*) FILTER (WHERE inserted OR NOT equal) FROM compared",
+        f"count(*) FILTER (WHERE NOT inserted AND same), ({gone}), "
+        f"count(*) FILTER (WHERE inserted OR NOT equal), "
+        f"list(DISTINCT parent) FILTER (WHERE inserted OR NOT equal) FROM compared",
         {"tenant": ctx.tenant_id},
     ).fetchone()
-    inserted, updated, unchanged, gone, unequal = result if result else (0, 0, 0, 0, 0)
-    return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone}, unequal
+    inserted, updated, unchanged, gone_rows, unequal, parents = result or (0, 0, 0, None, 0, None)
+    gone_rows = gone_rows or {"rows": 0, "parents": None}
+    return Diff(
+        {"inserted": inserted, "updated": updated, "unchanged": unchanged, "deleted": gone_rows["rows"]},
+        unequal,
+        tuple(parents or ()),
+        tuple(gone_rows["parents"] or ()),
+    )
 
 
 def _compared(table: str, scope: str, compare: tuple[str, ...]) -> str:
@@ -271,7 +294,7 @@ def _staged_beside(table: str, current: str, on: str) -> str:
     )
 
 
-def _gone(table: str, scope: str, compare: tuple[str, ...], what: str = "count(*)") -> str:
+def _gone(table: str, scope: str, compare: tuple[str, ...], what: str) -> str:
     """``what`` of the rows of the scope that no staged row replaces (``c``; the tenant is ``$tenant``)."""
     on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
     return (
@@ -309,23 +332,19 @@ def _same(table: str) -> str:
     return _SAME_ROW
 
 
-def _note_differing(
-    ctx: MergeContext, table: str, scope: str, compare: tuple[str, ...] = ("id",), *, gone: bool
-) -> None:
-    """Keep in ``differing_<table>`` the parents (root ids) whose rows the staged ones change: a staged
-    row with no current row equal in every staged column, and (``gone``) a row of the scope that no staged
-    row replaces. Only those parents' rows are written again."""
-    if not ctx.holds(table):  # every staged row is new: each staged parent differs
+def _note_differing(ctx: MergeContext, table: str, parents: Iterable[str], parent: str = "id") -> None:
+    """Keep in ``differing_<table>`` the ``parents`` (root ids) whose rows the staged ones change (`Diff`):
+    only those parents' rows are written again. In a table that held none of the tenant's rows, every
+    staged parent (its ``parent`` column)."""
+    if not ctx.holds(table):
         ctx.con.execute(
             f"CREATE OR REPLACE TEMP TABLE differing_{table} AS "
-            f"SELECT DISTINCT {compare[0]} AS id FROM stg_{table}"
+            f"SELECT DISTINCT {parent} AS id FROM stg_{table}"
         )
         return
-    gone_parents = f"UNION {_gone(table, scope, compare, f'c.{compare[0]}')}" if gone else ""
     ctx.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT parent AS id "
-        f"FROM ({_compared(table, scope, compare)}) WHERE inserted OR NOT equal {gone_parents}",
-        {"tenant": ctx.tenant_id},
+        f"CREATE OR REPLACE TEMP TABLE differing_{table} AS SELECT DISTINCT unnest(?::VARCHAR[]) AS id",
+        [list(parents)],
     )
 
 
