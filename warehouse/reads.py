@@ -216,17 +216,14 @@ def _plan(
     con: duckdb.DuckDBPyConnection, tenant_id: str, kind: str, share: dict[str, object]
 ) -> RevisionPlan:
     live = _LIVE_PARENTS[kind]
-
-    def ids(sql: str, **values: object) -> frozenset[str]:
-        rows = con.execute(sql, {"tenant": tenant_id, **values}).fetchall()
-        return frozenset(str(row[0]) for row in rows)
-
-    return RevisionPlan(
-        checked=ids(_CHECKED, kind=kind),
-        owner_hashes=ids(_OWNER_HASHES[kind]),
-        never_checked=ids(_NEVER_CHECKED.format(live=live), kind=kind),
-        recheck=ids(_RECHECK.format(live=live), kind=kind, **share),
+    parts = (_CHECKED, _OWNER_HASHES[kind], _NEVER_CHECKED.format(live=live), _RECHECK.format(live=live))
+    # One statement for the four id sets (each a statement of its own cost about 5 ms to plan).
+    lists = ", ".join(f"(SELECT list(value) FROM ({part}) AS found(value))" for part in parts)  # noqa: S608
+    row = con.execute(f"SELECT {lists}", {"tenant": tenant_id, "kind": kind, **share}).fetchone()
+    checked, owner_hashes, never_checked, recheck = (
+        frozenset(str(value) for value in found or ()) for found in (row or (None,) * len(parts))
     )
+    return RevisionPlan(checked, owner_hashes, never_checked, recheck)
 
 
 def _checked_parents(
