@@ -35,12 +35,14 @@ from warehouse.commit import (
     StagingMismatchError,
     buffers_for,
     commit_run,
+    connect,
+    record_unfinished,
 )
 from warehouse.db import ROW_GROUP_ROWS
 from warehouse.merge import CommitConstraintError
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import CheckEvidence
-from warehouse.runs import RunRecord
+from warehouse.runs import RunRecord, RunStatus, insert_run
 from warehouse.schema import staging_schema
 from warehouse.staging import StagingWriter, clean_leftovers, discard, staged_tables, staging_dir
 
@@ -357,6 +359,21 @@ def test_after_any_sequence_of_revision_lists_the_current_versions_are_the_list(
 
 
 _CURRENT_REVISIONS = "SELECT revision_id, occurrence FROM delegation_revisions_history WHERE is_current"
+
+
+def test_a_run_row_that_cannot_be_written_again_stays_as_the_run_began_it(warehouse: Path) -> None:
+    """The row is rewritten by a delete and an insert, in one transaction: an insert that fails leaves the
+    row the run started with (the next run records it killed), never no row."""
+    record = RunRecord(f"run-{next(_runs)}", TENANT, "incremental", datetime.now(UTC))
+    record.status = RunStatus.RUNNING
+    with connect(warehouse) as con:
+        insert_run(con, record)
+    record.pid = "not a process id"  # type: ignore[assignment]  # an INTEGER column refuses it
+
+    assert not record_unfinished(warehouse, record, wait_s=5)
+
+    assert read(warehouse, "SELECT status FROM sync_runs WHERE run_id = ?", [record.run_id]) == [("running",)]
+
 
 CURRENT_STATE = {
     "decisions": "SELECT id, rowid FROM decisions",

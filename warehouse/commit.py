@@ -470,7 +470,13 @@ def record_unfinished(
         record.status = RunStatus.FAILED
     try:
         with writing(warehouse, f"run {record.run_id}", wait_s) as con:
-            insert_run(con, record)
+            con.begin()  # the row is deleted and written again: both or neither
+            try:
+                insert_run(con, record)
+                con.commit()
+            except BaseException:
+                _roll_back(con)
+                raise
             if publish is not None:
                 try_publish(con, publish, record.run_id)
     except (duckdb.Error, LockBusyError, OSError) as error:
