@@ -12,6 +12,7 @@ any position and reports where it ended.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import msgspec
@@ -76,21 +77,25 @@ def _texts(values: list[msgspec.Raw]) -> list[str]:
     return [bytes(value).decode("utf-8") for value in values]
 
 
-def member_objects(record: str, key: str) -> list[str] | None:
-    """The JSON text of each object of the array under ``key`` of the object ``record`` (the last such key,
-    as a JSON parser keeps it), items that are not objects left out: None when ``record`` has no array
-    there (or is not valid JSON)."""
+def member_objects(record: str, keys: Collection[str]) -> dict[str, list[str] | None]:
+    """For each of ``keys``, the JSON text of each object of the array under it in the object ``record``
+    (the last such key, as a JSON parser keeps it), items that are not objects left out: None for a key
+    with no array there (or when ``record`` is not valid JSON). The record is decoded once for all keys."""
     try:
         members = _MEMBERS.decode(record)
     except msgspec.ValidationError:  # valid JSON, not an object
-        return None
+        return dict.fromkeys(keys)
     except msgspec.DecodeError:  # NaN or Infinity, which the standard library reads and msgspec does not
-        return _walked_member_objects(record, key)
-    found = members.get(key)
-    if found is None:
+        return {key: _walked_member_objects(record, key) for key in keys}
+    return {key: _objects(members.get(key)) for key in keys}
+
+
+def _objects(array: msgspec.Raw | None) -> list[str] | None:
+    """The text of each object of the JSON ``array`` (None when it is missing or not an array)."""
+    if array is None:
         return None
     try:
-        items = _ITEMS.decode(found)
+        items = _ITEMS.decode(array)
     except msgspec.ValidationError:  # not an array
         return None
     return [text for text in _texts(items) if text.startswith("{")]

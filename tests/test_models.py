@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from models.actions import (
@@ -21,7 +23,7 @@ from models.actions import (
     ValidateActionResult,
 )
 from models.auth import AccessKeyExchange, AccessToken
-from models.base import Envelope, Page, RequestModel, ServiceModel, format_timestamp
+from models.base import Envelope, Page, RequestModel, ServiceModel, canonical_id, format_timestamp, is_uuid
 from models.decisions import Decision, DecisionProjection, Permission
 from models.delegations import Delegation
 from models.groups import AddressUpdate, Group, UpdateGroup
@@ -501,3 +503,17 @@ def test_a_copy_of_a_record_keeps_the_text_the_service_sent(duplicate: Callable[
     assert record.raw_json() == '{"id":"a","n":1500.0}'
     record.keep_received(sent)
     assert duplicate(record).raw_json() == sent
+
+
+CASED_UUIDS = st.builds(
+    lambda value, upper: "".join(c.upper() if u else c for c, u in zip(str(value), upper, strict=False)),
+    st.uuids(),
+    st.lists(st.booleans(), min_size=36, max_size=36),
+)
+
+
+@given(st.text(max_size=40) | CASED_UUIDS | CASED_UUIDS.map(lambda value: value + "\n"))
+def test_an_id_is_keyed_in_lower_case_when_it_is_a_uuid_and_exactly_as_sent_otherwise(value: str) -> None:
+    keyed = canonical_id(value)
+    assert keyed == (value.lower() if is_uuid(value) else value)
+    assert canonical_id(keyed) == keyed

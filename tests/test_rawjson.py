@@ -40,12 +40,16 @@ def test_the_objects_of_a_member_array_are_cut_out_as_sent_the_last_key_winning(
         '{"items": [{"n": 1}], "id": "x", '
         '"items" : [ {"n": 1500.00, "s": "]"} , 7, null,{"k":[{}]} ], "z": 1}'
     )
-    assert member_objects(record, "items") == ['{"n": 1500.00, "s": "]"}', '{"k":[{}]}']
+    assert member_objects(record, ["items", "id", "absent"]) == {
+        "items": ['{"n": 1500.00, "s": "]"}', '{"k":[{}]}'],
+        "id": None,  # no array
+        "absent": None,
+    }
 
 
 @pytest.mark.parametrize("record", ['{"items": null}', '{"other": []}', "[]", '{"items": [1, }'])
 def test_a_member_that_is_no_array_has_no_objects(record: str) -> None:
-    assert member_objects(record, "items") is None
+    assert member_objects(record, ["items"]) == {"items": None}
 
 
 JSON_VALUES = st.recursive(
@@ -65,7 +69,7 @@ def test_the_objects_of_a_member_array_are_texts_of_the_record(
     record: dict[str, object], items: list[object], indent: int | None, ascii_only: bool
 ) -> None:
     text = json.dumps({**record, "items": items}, indent=indent, ensure_ascii=ascii_only)
-    found = member_objects(text, "items")
+    found = member_objects(text, ["items"])["items"]
     assert found is not None
     assert all(item in text for item in found)
     assert [json.loads(item) for item in found] == [item for item in items if isinstance(item, dict)]
@@ -74,7 +78,10 @@ def test_the_objects_of_a_member_array_are_texts_of_the_record(
 def test_a_record_holding_nan_still_gives_its_objects_as_sent() -> None:
     # NaN and Infinity are no JSON, but some services write them and the standard library reads them
     record = '{"x": NaN, "items": [{"n": 1500.00, "y": -Infinity}, 2], "items2": []}'
-    assert member_objects(record, "items") == ['{"n": 1500.00, "y": -Infinity}']
+    assert member_objects(record, ["items", "items2"]) == {
+        "items": ['{"n": 1500.00, "y": -Infinity}'],
+        "items2": [],
+    }
 
 
 def test_a_key_sent_twice_gives_the_records_of_the_last_as_the_models_read_them() -> None:
