@@ -337,6 +337,7 @@ _SCALES = {"k": 3, "m": 6, "mn": 6, "b": 9, "bn": 9}
 """A scale word -> the power of ten it multiplies by."""
 
 
+@functools.lru_cache(maxsize=4_096)  # a tenant's limits repeat a few amounts; a Decimal is immutable
 def parse_number(value: str) -> Decimal | None:
     """A limit value as the exact number it writes, or None when it is not one or does not fit the
     column (`limit_digits`): ``250,000``, ``$1,000,000``, ``1 000 000`` (any space as a group separator),
