@@ -204,15 +204,11 @@ def item_texts(parent: ServiceModel, field_names: tuple[str, ...]) -> dict[str, 
     return texts
 
 
-_DECISION_ITEMS = ("decision_groups", "decision_authorities", "decision_documents")
-"""A decision's lists of items, each a child table of the same name."""
-
-
 @keyed
 def decision_rows(tenant_id: str, decision: Decision) -> TableRows:
     """Rows of ``decisions``, ``decision_groups``, ``decision_authorities`` and ``decision_documents``."""
     raw, content_hash = raw_and_hash(decision, DECISION_CONTENT)
-    sent = item_texts(decision, _DECISION_ITEMS)
+    sent = item_texts(decision, ("decision_groups", "decision_authorities", "decision_documents"))
     root = {
         "tenant_id": tenant_id,
         "id": decision.id,
