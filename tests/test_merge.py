@@ -22,6 +22,8 @@ from pipelines.checks import ids_unique
 from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from tests.conftest import example_warehouse
+from warehouse.catalog import FAMILIES
+from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
     COMMIT_BUFFERS,
     FIRST_COMMIT_ONE_THREAD_FROM,
@@ -623,3 +625,56 @@ def test_an_id_staged_twice_fails_the_ids_unique_check_naming_it(tmp_path: Path)
 
     assert not outcome.passed and outcome.blocking
     assert outcome.description == "1 id(s) staged twice: a"
+
+
+_POOL = ("a", "b", "c")
+
+
+@st.composite
+def drawn_decision(draw: st.DrawFn, record_id: str) -> dict[str, Any]:
+    """A decisions row whose raw nests an object and a list, any of whose leaves a run may change."""
+    name, status = draw(st.sampled_from(["N", "M"])), draw(st.sampled_from(["PUBLISHED", "DRAFT", "DELETED"]))
+    raw = {
+        "id": record_id,
+        "name": name,
+        "custom": draw(st.dictionaries(st.sampled_from(["k", "l"]), st.integers(0, 2) | st.none())),
+        "tags": draw(st.lists(st.sampled_from(["x", "y"]), max_size=2)),
+    }
+    text = json.dumps(raw)
+    row = decision(record_id, name, status=status)
+    return row | {"raw": text, "content_hash": f"{text}/{status}"}
+
+
+@st.composite
+def drawn_run(draw: st.DrawFn) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
+    """One run: full or not, and the decisions it stages with their authorities."""
+    ids = draw(st.lists(st.sampled_from(_POOL), unique=True, max_size=len(_POOL)))
+    decisions = [draw(drawn_decision(record_id)) for record_id in ids]
+    authorities = [
+        authority(f"{record_id}{order}", record_id, draw(st.sampled_from(["10", "20"])), order)
+        for record_id in ids
+        for order in range(1, draw(st.integers(0, 2)) + 1)
+    ]
+    return draw(st.booleans()), decisions, authorities
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=st.lists(drawn_run(), min_size=2, max_size=3))
+def test_the_change_log_each_commit_appends_is_what_the_whole_history_gives(
+    template: Path, folder: Path, runs: list[tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]]
+) -> None:
+    """Each commit logs only its own changes, from the versions of the records it touched (warehouse/
+    changes.py): after any sequence of runs the log is, row for row, every change the histories hold, as
+    recomputing it from the whole history gives (`backfill_calls`)."""
+    warehouse = example_warehouse(template, folder)
+    for full, decisions, authorities in runs:
+        commit(warehouse, {"decisions": decisions, "decision_authorities": authorities}, full=full)
+    with duckdb.connect(str(warehouse)) as con:
+        logged = Counter(con.execute("SELECT * FROM change_log").fetchall())
+        con.execute("DELETE FROM change_log")
+        for family in FAMILIES.values():
+            for calls in backfill_calls(family).values():
+                for call in calls:
+                    con.execute(f"INSERT INTO change_log SELECT * FROM {call}")  # noqa: S608
+        recomputed = Counter(con.execute("SELECT * FROM change_log").fetchall())
+    assert logged == recomputed
