@@ -22,6 +22,7 @@ from pipelines.checks import ids_unique
 from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from tests.conftest import example_warehouse
+from tests.spec_generators import SCALAR_VALUES
 from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
@@ -632,14 +633,10 @@ _POOL = ("a", "b", "c")
 
 @st.composite
 def drawn_decision(draw: st.DrawFn, record_id: str) -> dict[str, Any]:
-    """A decisions row whose raw nests an object and a list, any of whose leaves a run may change."""
+    """A decisions row whose raw holds, beside the columns, a free-form object of any JSON the spec's
+    ``object`` fields allow (any keys, nested lists and objects), which a run may change anywhere."""
     name, status = draw(st.sampled_from(["N", "M"])), draw(st.sampled_from(["PUBLISHED", "DRAFT", "DELETED"]))
-    raw = {
-        "id": record_id,
-        "name": name,
-        "custom": draw(st.dictionaries(st.sampled_from(["k", "l"]), st.integers(0, 2) | st.none())),
-        "tags": draw(st.lists(st.sampled_from(["x", "y"]), max_size=2)),
-    }
+    raw = {"id": record_id, "name": name, "custom": draw(SCALAR_VALUES["object"])}
     text = json.dumps(raw)
     row = decision(record_id, name, status=status)
     return row | {"raw": text, "content_hash": f"{text}/{status}"}
