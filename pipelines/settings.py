@@ -284,8 +284,9 @@ class SyncSettings(BaseSettings):
     ] = Field(
         None,
         description="a run still going after this many seconds stops as on SIGTERM and fails in one line "
-        "naming its slowest endpoint; default three times what its expected calls take at the plan's rate, "
-        "plus ten minutes ([stopping a run](docs/operations.md#stopping-a-run))",
+        "naming its slowest endpoint; default three times what its calls take at the plan's rate, plus ten "
+        "minutes: the calls expected, or those made once they are more (a first run's budget grows with "
+        "its calls) ([stopping a run](docs/operations.md#stopping-a-run))",
     )
     max_retries: Annotated[int, Field(ge=0), Accepts("a whole number of retries, 0 or more")] = Field(
         2,

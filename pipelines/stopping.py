@@ -22,11 +22,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from models.errors import AuthoritySyncError
 from resources.client import AdmClient
 from resources.metrics import MetricsSnapshot
+
+if TYPE_CHECKING:  # for annotations only: this module runs no warehouse code
+    from warehouse.runs import QuotaProjection
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -153,25 +156,82 @@ def run_budget_s(expected_calls: int, rate_per_minute: float) -> float:
     return BUDGET_FACTOR * expected_calls * 60.0 / rate_per_minute + BUDGET_SLACK_S
 
 
+Allowance = Callable[[], tuple[float, str]]
+"""The budget a run has now, in seconds from its start, and where that comes from (for its message)."""
+
+
+def run_allowance(
+    fixed: float | None, rate_per_minute: float, projection: QuotaProjection | None, made: Callable[[], int]
+) -> Allowance:
+    """A run's budget: ``fixed`` (``ADM_RUN_BUDGET_S``) when set, else what its calls take at the plan's
+    rate (`run_budget_s`), its calls being those expected (the estimate of the API budget check) or, once
+    it has made more (``made``: its calls so far), those it made. A first run has no estimate: its budget
+    grows with its calls, so that it stops only when they come at less than a third of the plan's rate (the
+    slack aside), never for being the first; so does the run of a tenant that grew."""
+    expected = projection.estimate if projection is not None else 0
+    known = projection.estimated_from if projection is not None else "no estimate"
+
+    def allowed() -> tuple[float, str]:
+        if fixed is not None:
+            return fixed, "ADM_RUN_BUDGET_S"
+        calls = made()
+        if calls > expected:
+            source = f"{calls:,} calls made, more than the {expected:,} expected ({known})"
+        else:
+            source = f"{expected:,} expected calls ({known})"
+        seconds = run_budget_s(max(calls, expected), rate_per_minute)
+        return seconds, f"{source} at {rate_per_minute:g}/min; ADM_RUN_BUDGET_S overrides it"
+
+    return allowed
+
+
 @contextmanager
-def budget_timer(
-    stop: RunStop, seconds: float, source: str, metrics: Callable[[], MetricsSnapshot]
-) -> Iterator[None]:
-    """Stop the run when ``seconds`` pass before the block ends; ``source`` says where the budget comes
-    from, and the reason names the endpoint that took longest (from ``metrics`` at that moment)."""
-
-    def expire() -> None:
-        stop.budget_spent(
-            f"the run took longer than its budget of {seconds:,.0f} s ({source}); {slowest(metrics())}"
-        )
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+def budget_timer(stop: RunStop, allowed: Allowance, metrics: Callable[[], MetricsSnapshot]) -> Iterator[None]:
+    """Stop the run when it outlives its budget before the block ends. ``allowed`` is asked at the start and
+    again whenever the budget it gave runs out, and may have grown meanwhile (a run that made more calls
+    than it was expected to is allowed their time): the run stops only once the time passed exceeds what
+    ``allowed`` then says. The reason names the endpoint that took longest (from ``metrics`` then)."""
+    watch = _BudgetWatch(stop, allowed, metrics)
+    watch.check()
     try:
         yield
     finally:
-        timer.cancel()
+        watch.end()
+
+
+class _BudgetWatch:
+    """The timer of `budget_timer`, armed again for what is left whenever the budget has grown."""
+
+    def __init__(self, stop: RunStop, allowed: Allowance, metrics: Callable[[], MetricsSnapshot]) -> None:
+        self._stop, self._allowed, self._metrics = stop, allowed, metrics
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        self._ended = False
+        self._timer: threading.Timer | None = None
+
+    def check(self) -> None:
+        """Arm the timer for what is left of the budget, or stop the run when nothing is."""
+        seconds, source = self._allowed()
+        left = self._started + seconds - time.monotonic()
+        with self._lock:
+            if self._ended:
+                return
+            if left > 0:
+                self._timer = threading.Timer(left, self.check)
+                self._timer.daemon = True
+                self._timer.start()
+                return
+            self._stop.budget_spent(
+                f"the run took longer than its budget of {seconds:,.0f} s ({source}); "
+                f"{slowest(self._metrics())}"
+            )
+
+    def end(self) -> None:
+        """The block ended: no further check."""
+        with self._lock:
+            self._ended = True
+            if self._timer is not None:
+                self._timer.cancel()
 
 
 def slowest(metrics: MetricsSnapshot) -> str:

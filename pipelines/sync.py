@@ -50,7 +50,7 @@ from pipelines.stopping import (
     RunOverBudgetError,
     RunStop,
     budget_timer,
-    run_budget_s,
+    run_allowance,
     stopping_on_signals,
 )
 from pipelines.warehouse_resource import WarehouseResource
@@ -399,15 +399,10 @@ def _reporting(staging: Path, client: AdmClient) -> Iterator[None]:
 def _budget(
     stop: RunStop, client: AdmClient, policy: SyncSettings, projection: QuotaProjection | None
 ) -> Iterator[None]:
-    """The run's wall-clock budget: ``ADM_RUN_BUDGET_S``, else derived from its expected calls and rate."""
+    """The run's wall-clock budget (`run_allowance`), watched until the block ends."""
     rate = client.settings.plan_rate_per_minute
-    if policy.run_budget_s is not None:
-        seconds, source = policy.run_budget_s, "ADM_RUN_BUDGET_S"
-    else:
-        expected = projection.estimate if projection is not None else 0
-        seconds = run_budget_s(expected, rate)
-        source = f"{expected:,} expected calls at {rate:g}/min; ADM_RUN_BUDGET_S overrides it"
-    with budget_timer(stop, seconds, source, lambda: client.metrics):
+    allowed = run_allowance(policy.run_budget_s, rate, projection, lambda: client.metrics.api_calls)
+    with budget_timer(stop, allowed, lambda: client.metrics):
         yield
 
 

@@ -16,9 +16,22 @@ from types import FrameType
 
 import duckdb
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pipelines.stopping import ROW_WAIT_S, RunInterruptedError, RunOverBudgetError, received_signal
+from pipelines.stopping import (
+    BUDGET_FACTOR,
+    ROW_WAIT_S,
+    RunInterruptedError,
+    RunOverBudgetError,
+    RunStop,
+    budget_timer,
+    received_signal,
+    run_allowance,
+    run_budget_s,
+)
 from pipelines.sync import SyncOutcome
+from resources.metrics import MetricsSnapshot
 from resources.waits import SharedWait
 from tests.dagster_support import new_dagster_home
 from tests.standin import Quirks, StandIn
@@ -26,6 +39,7 @@ from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
 from tests.test_sync_quirks import delegation, tenant
 from warehouse import commit
 from warehouse.locks import held, writer_lock_path
+from warehouse.runs import QuotaProjection
 
 CLI = Path(sys.executable).with_name("authority-sync")
 DELEGATIONS = 60
@@ -147,6 +161,55 @@ def test_a_run_past_its_budget_stops_in_one_line_naming_the_slow_endpoint(tmp_pa
     assert fetched < DELEGATIONS  # stopped part-way
     ((status, _, error),) = run_rows(tmp_path / "warehouse.duckdb")
     assert (status, error) == ("failed", message)
+
+
+def test_a_budget_is_asked_again_when_it_runs_out_and_stops_the_run_only_past_what_it_grew_to() -> None:
+    # Before: the budget was fixed when the run began, so a first run (no estimate: 0 expected calls) was
+    # stopped after the ten minutes' slack however fast its calls came, and so was every run after it.
+    stop, asked = RunStop(), []
+
+    def allowed() -> tuple[float, str]:
+        asked.append(time.monotonic())
+        return min(0.2 * len(asked), 0.6), "as it grew"  # 0.2 s, then 0.4 s, then 0.6 s for good
+
+    started = time.monotonic()
+    with budget_timer(stop, allowed, MetricsSnapshot):
+        while not stop.requested and time.monotonic() - started < 10:
+            time.sleep(0.01)
+    assert time.monotonic() - started >= 0.6 and len(asked) == 4
+    assert stop.over_budget is not None
+    assert stop.over_budget.startswith("the run took longer than its budget of 1 s (as it grew); ")
+
+
+def test_a_run_that_ended_within_its_budget_is_not_stopped_after() -> None:
+    stop = RunStop()
+    with budget_timer(stop, lambda: (0.1, "short"), MetricsSnapshot):
+        pass
+    time.sleep(0.3)
+    assert not stop.requested
+
+
+@given(
+    expected=st.one_of(st.none(), st.integers(0, 10**7)),
+    made=st.lists(st.integers(0, 10**7), min_size=1, max_size=6).map(sorted),
+    rate=st.floats(0.001, 1e7),
+)
+def test_a_run_keeping_a_third_of_the_plans_pace_outlives_its_derived_budget_and_its_message_is_true(
+    expected: int | None, made: list[int], rate: float
+) -> None:
+    # Calls so far, as the client counts them; None: no earlier run to estimate from (a tenant's first).
+    projection = None if expected is None else QuotaProjection(0, expected, 10**9, 1.0, "the last full run")
+    counted = iter(made)
+    allowed = run_allowance(None, rate, projection, lambda: next(counted))
+    for calls in made:
+        seconds, source = allowed()
+        assert seconds > BUDGET_FACTOR * calls * 60.0 / rate  # a third of the plan's pace is never stopped
+        assert seconds >= run_budget_s(expected or 0, rate)  # nor is a run before its expected calls' time
+        assert seconds == run_budget_s(max(calls, expected or 0), rate)  # and no more: a stalled run stops
+        named = f"{calls:,} calls made, more than the {expected or 0:,} expected"
+        assert source.startswith(named if calls > (expected or 0) else f"{expected or 0:,} expected calls")
+        assert source.endswith(f"at {rate:g}/min; ADM_RUN_BUDGET_S overrides it")
+    assert run_allowance(3.0, rate, projection, lambda: made[-1])() == (3.0, "ADM_RUN_BUDGET_S")
 
 
 @pytest.mark.timeout(SUBPROCESS_TIMEOUT_S)
