@@ -280,7 +280,7 @@ class SyncSettings(BaseSettings):
         "fetched this recently (0: never); see [docs/operations.md](docs/operations.md)",
     )
     run_budget_s: Annotated[
-        float | None, Field(gt=0), Accepts("a number of seconds above 0", "from the run's expected calls")
+        float | None, Field(gt=0), Accepts("a number of seconds above 0", "from the run's calls")
     ] = Field(
         None,
         description="a run still going after this many seconds stops as on SIGTERM and fails in one line "

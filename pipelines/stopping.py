@@ -38,7 +38,7 @@ ROW_WAIT_S = 3.0
 short). Past it the row stays as the run began it, and the next run records it ``killed`` with its calls."""
 
 BUDGET_FACTOR = 3.0
-"""A run's wall-clock budget is this many times the time its expected calls take at the plan's rate ..."""
+"""A run's budget is this many times the time its calls take at the plan's rate (`run_allowance`) ..."""
 BUDGET_SLACK_S = 600.0
 """... plus this much (the pages, the checks and the commit; a slow start)."""
 
