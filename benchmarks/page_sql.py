@@ -1,23 +1,23 @@
-"""Issue 31's question, measured: could DuckDB parse, check and flatten pages of decisions set-wise, and what
-would it cost beside today's per-record Python?
+"""Issue 31's question, measured: could DuckDB (or msgspec) parse, check and flatten pages of decisions
+set-wise, and what would it cost beside today's per-record Python?
 
 Run ``python -m benchmarks.page_sql``. An emulator process serves ``--pages`` pages of 100 decisions once.
-Then, over the same bodies:
+Then, over the same bodies, each the fastest of ``--passes``:
 
-- **today's path** (`RecordContract.read_page`, the list's flatten function, `StagingWriter`), the fastest
-  of three passes;
-- **DuckDB, typed**: the page files read by ``read_json`` into a declared struct (DuckDB converts each
-  value to its column's type), unnested and written as the four staged tables, in one process; the lower
-  bound of a set-based path, which checks nothing of the record contract;
-- **DuckDB, checked**: the records read as JSON, and for each one the checks the contract's strict fast
-  path makes (every declared field present with its JSON type, ids non-empty, the tenant's own records,
-  statuses and value types from the spec's lists, counts within 32 bits, no key given twice) as columns,
-  then the same four tables from the records that pass.
+- **today's path** (`RecordContract.read_page`, the list's flatten function, `StagingWriter`), and its
+  validation alone;
+- **msgspec**: a strict decode (no coercion) of each page into structs derived from the same models;
+- **DuckDB, typed**: each page's records written one a line (cut out by `page_records`), converted by
+  ``json_transform`` to the models' types (DuckDB casts what it can) and written as the four staged tables;
+  the lower bound of a set-based path, which checks nothing of the record contract;
+- **DuckDB, checked**: the same, after the checks the contract's strict fast path makes, as SQL over each
+  record (every declared field with its JSON type, items included; no key given twice; ids non-empty; the
+  tenant's own records; statuses and value types from the spec's lists; counts within 32 bits).
 
 Each DuckDB variant runs on one thread and on two; process CPU (DuckDB's threads included) and wall time
 per page are printed. Then each DuckDB table is compared with today's, cell by cell on every staged column:
 the count of differing cells per column says what a set-based path would have to reproduce (or define
-anew: ``content_hash`` is a hash of pydantic's serialisation, ``raw`` the record's text as sent).
+anew: ``content_hash`` is a hash of pydantic's serialisation).
 
 A measurement to choose by, not product code: nothing here is used by a sync.
 """
@@ -42,6 +42,7 @@ from pydantic import BaseModel
 from benchmarks.harness import OUTPUT, EmulatorProcess, EmulatorSpec
 from benchmarks.page_cpu import PAGE_SIZE, bodies
 from emulator.scale import DEMO_TENANT_ID
+from models.base import UUID_PATTERN
 from models.decisions import Decision
 from models.queries import AuthorityLimitValueType, DecisionStatus
 from resources.catalog import DECISIONS, PagedList
@@ -53,13 +54,12 @@ from warehouse.schema import staging_schema
 from warehouse.staging import StagingWriter
 
 TABLES = ("decisions", "decision_groups", "decision_authorities", "decision_documents")
-UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 def _key(column: str) -> str:
     """An id as the warehouse keys it (`models.base.canonical_id`): a UUID in lower case, anything else as
     sent."""
-    return f"(CASE WHEN regexp_full_match(lower({column}), '{UUID}') THEN lower({column}) ELSE {column} END)"
+    return f"(CASE WHEN regexp_full_match({column}, '{UUID_PATTERN}') THEN lower({column}) ELSE {column} END)"
 
 
 def _enum(values: type[DecisionStatus] | type[AuthorityLimitValueType]) -> str:
