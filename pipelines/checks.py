@@ -14,10 +14,10 @@ sync asset turns the outcomes into Dagster check results of the table they judge
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.check_names import (
     CONFORMITY_CHECK,
@@ -33,6 +33,9 @@ from pipelines.check_names import (
 from pipelines.extract import TenantExtract
 from warehouse.catalog import LISTS
 from warehouse.reads import CheckEvidence
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
 # then do without their 15 MB.
@@ -171,11 +174,10 @@ def limits_parse(extract: TenantExtract) -> CheckOutcome:
     import pyarrow.parquet as pq
 
     path = extract.staging / "decision_authorities.parquet"
-    rows = (
-        pq.read_table(path, columns=["value_type", "limit_value", "limit_number", "is_unlimited"]).to_pylist()
-        if path.exists()
-        else []
-    )
+    columns = ["value_type", "limit_value", "limit_number", "is_unlimited"]
+    # Batch by batch with the file's own reader (see `_staged_column`), never every limit at once.
+    batches = pq.ParquetFile(path).iter_batches(columns=columns) if path.exists() else iter(())
+    rows: Iterator[dict[str, Any]] = (row for batch in batches for row in batch.to_pylist())
     unread = [
         row["limit_value"]
         for row in rows
@@ -308,21 +310,26 @@ def _warning(outcome: CheckOutcome) -> CheckOutcome:
 
 def staged_values(path: Path, column: str) -> set[str]:
     """Distinct non-null values of one column of a staged table (empty if the table was not staged)."""
-    import pyarrow.parquet as pq
-
     if not path.exists():
         return set()
-    values = pq.read_table(path, columns=[column]).column(column).to_pylist()
-    return {str(value) for value in values if value is not None}
+    return {str(value) for value in _staged_column(path, column).to_pylist() if value is not None}
+
+
+def _staged_column(path: Path, column: str) -> pa.ChunkedArray:
+    """One column of a staged file, read with the file's own reader: `pq.read_table` loads pyarrow.dataset,
+    which imports pandas (tens of MB of a run's peak)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).read(columns=[column]).column(column)
 
 
 def _duplicates(path: Path) -> list[str]:
     """Ids staged more than once (Arrow counts them: no database needed for one column)."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     if not path.exists():
         return []
-    counts = pc.value_counts(pq.read_table(path, columns=["id"]).column("id"))
-    repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1)).field("values")
-    return sorted(str(value) for value in repeated.to_pylist())
+    counts = pc.value_counts(_staged_column(path, "id"))
+    # Compared in Python: a comparison with a Python number builds an Arrow scalar, which imports pandas.
+    found = zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+    return sorted(str(value) for value, count in found if count > 1)

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from resources.contract import RecordContract
+from warehouse.arrow_batches import arrow_batch
 from warehouse.catalog import LISTS, ListTables
 from warehouse.rows import CONTENT_HASH_SCHEME, TableRows
 from warehouse.schema import staging_schema
@@ -55,7 +56,7 @@ def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
 
 def _rehash_table(con: duckdb.DuckDBPyConnection, entry: ListTables) -> int:
     table = entry.name
-    new = pa.Table.from_pylist(list(_hashes(con, entry)), schema=_HASH_SCHEMA)
+    new = arrow_batch(list(_hashes(con, entry)), _HASH_SCHEMA)
     if not new.num_rows:
         return 0
     con.register("rehashed", new)

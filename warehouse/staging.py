@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from models.base import is_uuid
 from models.errors import AuthoritySyncError
+from warehouse.arrow_batches import arrow_batch
 from warehouse.rows import Row, TableRows
 from warehouse.runs import Progress
 from warehouse.schema import staging_schema
@@ -104,8 +105,10 @@ class StagingWriter:
 
         writer = pq.ParquetWriter(path, staging_schema(table))
         self._writers[table] = writer
+        ids = pa.schema([pa.field("id", pa.string())])
+        replaced_ids = arrow_batch([{"id": value} for value in sorted(map(str, replaced))], ids).column(0)
         for batch in pq.ParquetFile(aside).iter_batches(BATCH_ROWS):
-            keep = pc.invert(pc.is_in(batch.column(column), pa.array(sorted(map(str, replaced)))))
+            keep = pc.invert(pc.is_in(batch.column(column), value_set=replaced_ids))
             kept = batch.filter(keep)
             self.counts[table] -= batch.num_rows - kept.num_rows
             writer.write_batch(kept)
@@ -120,7 +123,7 @@ class StagingWriter:
             if writer is None:
                 writer = pq.ParquetWriter(self.directory / f"{table}.parquet", schema)
                 self._writers[table] = writer
-            writer.write_table(pa.Table.from_pylist(self._buffers[table], schema=schema))
+            writer.write_table(arrow_batch(self._buffers[table], schema))
         except OSError as error:  # a full disk: Arrow's message names no file
             raise StagingError(
                 f"could not write {table} to the staging folder {self.directory}: {error}"
