@@ -1,6 +1,6 @@
 """A CLI run with no Dagster instance to record it (``DAGSTER_HOME`` unset) runs the sync directly: without
-loading Dagster (or pandas), with the Dagster step's retries of a passing failure, and stopped at once by a signal while
-it waits to retry. (With ``DAGSTER_HOME`` set it runs the job:
+loading Dagster (or pandas), with the Dagster step's retries of a passing failure, and stopped at once by a
+signal while it waits to retry. (With ``DAGSTER_HOME`` set it runs the job:
 test_cli_runs_land_in_the_history_of_dagster_home.)"""
 
 from __future__ import annotations

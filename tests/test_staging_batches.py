@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -32,11 +32,16 @@ EVERY_TYPE = pa.schema(
 )
 """One column of each type a staged table has: every type is drawn in every example of it."""
 
-INSTANTS = st.datetimes(
-    min_value=datetime(1, 1, 2),  # naive bounds: the instants drawn are UTC
-    max_value=datetime(9999, 12, 30),
-    timezones=st.just(UTC),
+OFFSETS: st.SearchStrategy[Any] = st.none() | st.integers(-23 * 60, 23 * 60).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
 )
+INSTANTS = st.datetimes(
+    min_value=datetime(2, 1, 1),  # naive bounds, a day inside the calendar: any offset stays in it in UTC
+    max_value=datetime(9998, 12, 31),
+    timezones=OFFSETS,
+)
+"""Instants at any offset of whole minutes (RFC 3339's; the models stage them in UTC anyway), or naive
+(read as UTC, as ``Table.from_pylist`` reads them)."""
 
 
 def _values(kind: pa.DataType) -> st.SearchStrategy[Any]:
@@ -81,6 +86,8 @@ def batches(draw: st.DrawFn) -> tuple[pa.Schema, list[dict[str, Any]]]:
 
 def _same(staged: Any, given: Any) -> bool:
     """Whether a staged cell holds exactly the value given (floats bit for bit: NaN is NaN, -0.0 not 0.0)."""
+    if isinstance(given, datetime) and given.tzinfo is None:
+        given = given.replace(tzinfo=UTC)
     if isinstance(given, float):
         return isinstance(staged, float) and (
             math.isnan(staged) if math.isnan(given) else staged.hex() == given.hex()
