@@ -49,7 +49,7 @@ def cli_env(standin: StandIn, warehouse: Path) -> dict[str, str]:
 def test_a_cli_run_without_dagster_home_loads_neither_dagster_nor_pandas(tmp_path: Path) -> None:
     # Before: every CLI run imported Dagster (about 2 s) and ran the job on a temporary instance (3-4 s
     # more), which kept nothing of the run. And pyarrow's constructors from Python values (staging, the
-    # checks, a new warehouse's hashes) imported pandas: about 60 MB of the run's peak (issue 31).
+    # checks, a new warehouse's hashes) imported pandas: 45-65 MB of the run's peak (issue 31).
     with StandIn(tenant(decisions=[decision(1)])) as standin:
         env = {"PATH": os.environ["PATH"], **cli_env(standin, tmp_path / "warehouse.duckdb")}
         probe = subprocess.run(
