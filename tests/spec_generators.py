@@ -152,10 +152,11 @@ SCALAR_VALUES: dict[str, st.SearchStrategy[Any]] = {
 IDS = ids()
 
 
-def conforming(kind: FieldType, name: str, depth: int) -> st.SearchStrategy[Any]:
-    """A value the spec allows for one field (one item, for an array)."""
+def conforming(kind: FieldType, name: str, depth: int, complete: bool = False) -> st.SearchStrategy[Any]:
+    """A value the spec allows for one field (one item, for an array; embedded records with every field
+    when ``complete``)."""
     if kind.record is not None:
-        return embedded(kind.record, depth + 1)
+        return embedded(kind.record, depth + 1, complete)
     if name == "id" or (name.endswith("Id") and kind.base == "string"):
         return IDS
     if kind.base == "enum":
@@ -164,18 +165,19 @@ def conforming(kind: FieldType, name: str, depth: int) -> st.SearchStrategy[Any]
 
 
 @functools.cache
-def value_of(kind: FieldType, name: str, depth: int) -> st.SearchStrategy[Any]:
+def value_of(kind: FieldType, name: str, depth: int, complete: bool = False) -> st.SearchStrategy[Any]:
     """A value the spec allows for the field, arrays and null included (arrays stay short, and empty two
     records deep)."""
-    one = conforming(kind, name, depth)
+    one = conforming(kind, name, depth, complete)
     values = st.lists(one, max_size=3 if depth < 1 else 0) if kind.array else one
     return (st.none() | values) if kind.nullable else values
 
 
 @functools.cache
-def embedded(name: str, depth: int) -> st.SearchStrategy[dict[str, Any]]:
-    """A record embedded in another, as the spec allows it, with an id from the shared pool."""
-    own = record(name, depth, clean=True).map(lambda drawn: drawn.record)
+def embedded(name: str, depth: int, complete: bool = False) -> st.SearchStrategy[dict[str, Any]]:
+    """A record embedded in another, as the spec allows it, with an id from the shared pool (and every
+    field when ``complete``)."""
+    own = record(name, depth, clean=True, complete=complete).map(lambda drawn: drawn.record)
     if "id" not in SPEC[name]["fields"]:
         return own
     return st.tuples(IDS, own).map(lambda pair: {"id": pair[0], **pair[1]})
@@ -199,9 +201,10 @@ DEVIATIONS = ["none"] * 12 + ["missing", "null", "other_type"]
 
 
 @st.composite
-def record(draw: st.DrawFn, name: str, depth: int = 0, clean: bool = False) -> Drawn:
+def record(draw: st.DrawFn, name: str, depth: int = 0, clean: bool = False, complete: bool = False) -> Drawn:
     """One record of the spec's ``name`` without its ``id`` (the caller's to give); unless ``clean``,
-    each field may be served off the spec, an unknown field added, a list served null or as ``{}``."""
+    each field may be served off the spec, an unknown field added, a list served null or as ``{}``; when
+    ``complete``, every field the spec lists is present (embedded records' too), as most services send."""
     spec = SPEC[name]
     drawn = Drawn({})
     for field_name, text in spec["fields"].items():
@@ -220,8 +223,8 @@ def record(draw: st.DrawFn, name: str, depth: int = 0, clean: bool = False) -> D
         elif deviation == "other_type" and kind.record is None:
             drawn.record[field_name] = draw(OTHER_TYPE[kind.base])
             drawn.deviations.append(Deviation(field_name, "other_type"))
-        elif _present(spec, field_name, draw):
-            drawn.record[field_name] = draw(value_of(kind, field_name, depth))
+        elif complete or _present(spec, field_name, draw):
+            drawn.record[field_name] = draw(value_of(kind, field_name, depth, complete))
     if not clean and draw(st.integers(0, 4)) == 0:
         drawn.record[draw(UNKNOWN_NAMES)] = draw(JSON_VALUES)
     return drawn

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Context, Decimal
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
+
+import msgspec
 
 from models.base import ServiceModel, canonical_id
 from models.decisions import Decision, DecisionAuthority
@@ -25,6 +27,7 @@ from models.delegations import Delegation
 from models.groups import Group
 from models.positions import Position
 from models.users import User, UserPosition
+from resources.fast_records import RecordStruct
 from resources.rawjson import member_objects
 
 Row = dict[str, Any]
@@ -61,7 +64,7 @@ _ID_COLUMNS: dict[frozenset[str], tuple[str, ...]] = {}
 """A table's row keys -> its id columns (rows of one table share their keys)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per list, a key of `_own_decoder`'s cache
 class OwnContent:
     """What of a record its content hash covers: the record's own fields, and other records by id only.
 
@@ -175,23 +178,61 @@ so that warehouses compute their stored hashes again (`warehouse.rehash`) instea
 as changed."""
 
 
-def raw_and_hash(record: ServiceModel, content: OwnContent) -> tuple[str, str]:
+def raw_and_hash(record: ServiceModel | RecordStruct, content: OwnContent) -> tuple[str, str]:
     """The record's JSON as the service sent it (unknown fields kept) and a hash of its own content (over
-    the validated record, so a change of number format is not a change)."""
+    the validated record, so a change of number format is not a change): pydantic's serialisation of the
+    record without what ``content`` leaves out, or for a record read by the fast path
+    (`resources.fast_records`) the same text written by msgspec (tests/test_fast_records.py)."""
     raw = record.raw_json()
-    hashed = record.model_dump_json(by_alias=True, exclude=content.exclude)
+    if isinstance(record, RecordStruct):
+        hashed = _OWN_TEXT.encode(_own_decoder(type(record), content).decode(raw)).decode("utf-8")
+    else:
+        hashed = record.model_dump_json(by_alias=True, exclude=content.exclude)
     references = "".join(
         f"|{name}={getattr(getattr(record, name), 'id', None)}" for name in sorted(content.by_id)
     )
     return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
 
 
-def item_texts(parent: ServiceModel, field_names: tuple[str, ...]) -> dict[str, list[str]]:
+_OWN_TEXT = msgspec.json.Encoder()
+
+
+@functools.cache
+def _own_decoder(struct: type[RecordStruct], content: OwnContent) -> msgspec.json.Decoder[Any]:
+    """A decoder of a record's text into ``struct`` without the fields ``content`` leaves out. Instants stay
+    the text received: the fast path takes only the service's own form, which is also the form pydantic
+    writes them in (`models.base.format_timestamp`)."""
+    return msgspec.json.Decoder(_without(struct, content.exclude))
+
+
+def _without(struct: type[msgspec.Struct], exclude: dict[str, Any]) -> type[msgspec.Struct]:
+    """``struct`` without the fields ``exclude`` names, in pydantic's form (True: the field; ``{"__all__":
+    names}``: those fields of each item of a list); other keys ignored."""
+    fields: list[tuple[str, Any, Any]] = []
+    for found in msgspec.structs.fields(struct):
+        left_out = exclude.get(found.name)
+        if left_out is True:
+            continue
+        kind = found.type
+        if isinstance(left_out, dict):
+            (item,) = get_args(kind)  # a list of structs, in the models that leave item fields out
+            kind = list[_without(item, dict.fromkeys(left_out["__all__"], True))]  # type: ignore[misc]
+        default = msgspec.NODEFAULT if found.required else found.default
+        fields.append((found.name, kind, msgspec.field(name=found.encode_name, default=default)))
+    return msgspec.defstruct(f"Own{struct.__name__}", fields, kw_only=True)
+
+
+def _model_of(record: ServiceModel | RecordStruct) -> type[ServiceModel]:
+    """The model of a record, whichever way it was read."""
+    return record.model if isinstance(record, RecordStruct) else type(record)
+
+
+def item_texts(parent: ServiceModel | RecordStruct, field_names: tuple[str, ...]) -> dict[str, list[str]]:
     """For each of the parent's lists ``field_names``, the JSON text of each item as the service sent it
     (cut out of the parent's own text, decoded once for all the lists, so ``1500.00`` stays ``1500.00``);
     re-serialised only when the parent's text is not known (a record built here, not read) or does not
     show the list under its wire name."""
-    fields = type(parent).model_fields
+    fields = _model_of(parent).model_fields
     aliases = {name: fields[name].alias or name for name in field_names}
     sent = member_objects(parent.raw_json(), aliases.values())
     texts: dict[str, list[str]] = {}
