@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -168,7 +168,7 @@ def _same(a: Any, b: Any) -> bool:
             (a == b and math.copysign(1, a) == math.copysign(1, b)) or (math.isnan(a) and math.isnan(b))
         )
     if isinstance(a, datetime):
-        return a == b and a.utcoffset() == b.utcoffset()
+        return bool(a == b and a.utcoffset() == b.utcoffset())
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
