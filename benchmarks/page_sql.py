@@ -6,7 +6,8 @@ Then, over the same bodies, each the fastest of ``--passes``:
 
 - **today's path** (`RecordContract.read_page`, the list's flatten function, `StagingWriter`), and its
   validation alone;
-- **msgspec**: a strict decode (no coercion) of each page into structs derived from the same models;
+- **msgspec**: a strict decode (no coercion) of each page into structs derived from the same models (the
+  contract's fast path since, `resources.fast_records.fast_page`);
 - **DuckDB, typed**: each page's records written one a line (cut out by `page_records`), converted by
   ``json_transform`` to the models' types (DuckDB casts what it can) and written as the four staged tables;
   the lower bound of a set-based path, which checks nothing of the record contract;
@@ -31,13 +32,8 @@ import time
 from collections.abc import Callable
 from json import dumps
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
 
-import annotated_types
 import duckdb
-import msgspec
-from pydantic import BaseModel
 
 from benchmarks.harness import OUTPUT, EmulatorProcess, EmulatorSpec
 from benchmarks.page_cpu import PAGE_SIZE, bodies
@@ -47,6 +43,7 @@ from models.decisions import Decision
 from models.queries import AuthorityLimitValueType, DecisionStatus
 from resources.catalog import DECISIONS, PagedList
 from resources.contract import RecordContract
+from resources.fast_records import fast_page
 from resources.rawjson import page_records
 from warehouse.catalog import LISTS
 from warehouse.rows import TableRows
@@ -402,47 +399,6 @@ def differences(reference: Path, candidate: Path) -> dict[str, dict[str, int]]:
     return found
 
 
-def _as_msgspec(annotation: Any) -> Any:
-    """A pydantic field's type as msgspec decodes it: the same Python types, a bounded integer as
-    `msgspec.Meta` bounds it, a model as its `struct_of`. Other pydantic metadata is dropped (the decision
-    models use none that changes what validates)."""
-    origin, arguments = get_origin(annotation), get_args(annotation)
-    if origin is Annotated:
-        bounds = [m for m in arguments[1:] if isinstance(m, annotated_types.Ge | annotated_types.Le)]
-        if arguments[0] is int and bounds:
-            limits = {type(m).__name__.lower(): getattr(m, type(m).__name__.lower()) for m in bounds}
-            return Annotated[int, msgspec.Meta(**limits)]
-        return _as_msgspec(arguments[0])
-    if origin is list:
-        return list[_as_msgspec(arguments[0])]  # type: ignore[misc]
-    if origin in (Union, UnionType):
-        return Union[tuple(_as_msgspec(argument) for argument in arguments)]  # noqa: UP007
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return struct_of(annotation)
-    return annotation
-
-
-@functools.cache
-def struct_of(model: type[BaseModel]) -> type[msgspec.Struct]:
-    """A msgspec struct with ``model``'s fields under their wire names (unknown keys ignored), derived from
-    the model so that nothing is declared twice."""
-    required, optional = [], []
-    for name, info in model.model_fields.items():
-        kind = _as_msgspec(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
-        wire = info.alias or name
-        if info.is_required():
-            required.append((name, kind, msgspec.field(name=wire)))
-        else:
-            optional.append((name, kind, msgspec.field(default=info.default, name=wire)))
-    return msgspec.defstruct(model.__name__, [*required, *optional])
-
-
-def msgspec_decoder(record: type[BaseModel]) -> msgspec.json.Decoder[Any]:
-    """A strict decoder of a page envelope of ``record`` (the models' own types, no coercion)."""
-    records = msgspec.defstruct("Records", [("data", list[struct_of(record)])])  # type: ignore[misc]
-    return msgspec.json.Decoder(msgspec.defstruct("Paged", [("data", records)]), strict=True)
-
-
 def _report(label: str, spent: tuple[float, float], pages: int) -> None:
     cpu, wall = spent
     print(f"  {label}: {cpu * 1000 / pages:.1f} / {wall * 1000 / pages:.1f}")
@@ -460,7 +416,6 @@ def main() -> None:
         pages = bodies(server, source, options.pages)
     count, passes = len(pages), options.passes
     contract = RecordContract(tenant_id=DEMO_TENANT_ID)
-    decoder = msgspec_decoder(Decision)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         outputs = {name: root / name for name in ("python", "typed", "checked")}
@@ -477,8 +432,8 @@ def main() -> None:
         # objects would stay for the collector to walk again.
         validate = functools.partial(_each, lambda n, b: contract.read_page(source, n, b), pages)
         _report("of which the contract's validation (pydantic, strict)", timed(passes, validate), count)
-        decode = functools.partial(_each, lambda _, body: decoder.decode(body), pages)
-        _report("msgspec's strict decode into structs of the same models", timed(passes, decode), count)
+        decode = functools.partial(_each, lambda _, body: fast_page(Decision, body), pages)
+        _report("msgspec's strict decode (resources.fast_records.fast_page)", timed(passes, decode), count)
         for threads in (1, 2):
             con = duckdb.connect(config={"threads": threads})
             for name, run in (("typed", typed), ("checked", checked)):

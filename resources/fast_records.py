@@ -35,6 +35,7 @@ import msgspec
 from pydantic import BaseModel
 
 from models.base import Envelope, Page, ServiceModel, Timestamp
+from models.errors import AuthoritySyncError
 
 FLOAT_LIMIT = 1e16
 """The magnitude from which pydantic and msgspec write a float differently (``1e+16``, ``1e16``)."""
@@ -44,7 +45,7 @@ _TIMESTAMP = get_args(Timestamp)[1:]
 S = TypeVar("S", bound=msgspec.Struct)
 
 
-class UnsupportedError(TypeError):
+class UnsupportedError(AuthoritySyncError, TypeError):
     """A model, or a type in it, that msgspec cannot read exactly as pydantic does."""
 
 
