@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Context, Decimal
 from enum import Enum
-from typing import Any, TypeVar, get_args
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
@@ -215,11 +216,19 @@ def _without(struct: type[msgspec.Struct], exclude: dict[str, Any]) -> type[msgs
             continue
         kind = found.type
         if isinstance(left_out, dict):
-            (item,) = get_args(kind)  # a list of structs, in the models that leave item fields out
-            kind = list[_without(item, dict.fromkeys(left_out["__all__"], True))]  # type: ignore[misc]
+            kind = _items_without(kind, dict.fromkeys(left_out["__all__"], True))
         default = msgspec.NODEFAULT if found.required else found.default
         fields.append((found.name, kind, msgspec.field(name=found.encode_name, default=default)))
     return msgspec.defstruct(f"Own{struct.__name__}", fields, kw_only=True)
+
+
+def _items_without(kind: Any, exclude: dict[str, Any]) -> Any:
+    """The type of a list of structs (or of null) with each item's struct `_without` ``exclude``."""
+    if get_origin(kind) is list:
+        return list[_without(get_args(kind)[0], exclude)]  # type: ignore[misc]
+    if get_origin(kind) in (Union, UnionType):
+        return Union[tuple(_items_without(option, exclude) for option in get_args(kind))]  # noqa: UP007
+    return kind
 
 
 def _model_of(record: ServiceModel | RecordStruct) -> type[ServiceModel]:
