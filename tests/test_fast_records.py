@@ -75,13 +75,16 @@ a lone one)."""
 
 
 def _whole(value: Any) -> Any:
-    """``value`` with every float that is a 32-bit whole number's size made that integer."""
+    """``value`` with every number made a whole one of 31 bits, as services write counts and ranks."""
     if isinstance(value, dict):
         return {key: _whole(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_whole(item) for item in value]
-    if isinstance(value, float) and abs(value) < 2**31:
-        return int(value)
+    if isinstance(value, float | JsonText):
+        number = float(value)
+        return int(number) % 2**31 if math.isfinite(number) else 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value % 2**31
     return value
 
 
@@ -96,7 +99,7 @@ def varied(draw: st.DrawFn, spec_record: str, clean: bool) -> Any:
     odd forms, edge number texts, surrogate escapes, a key given twice or under its Python spelling."""
     complete = clean and draw(st.integers(0, 4)) < 4
     drawn = draw(record(spec_record, clean=clean, complete=complete)).record
-    if not draw(st.booleans()):  # numbers as most services write counts and ranks: whole
+    if not draw(st.booleans()):
         drawn = _whole(drawn)
     bent = draw(st.integers(0, 2)) == 2
     values = _bend(draw, {"id": draw(IDS | texts()), **drawn}, spec_record, bent)
