@@ -186,13 +186,13 @@ def raw_and_hash(record: ServiceModel | RecordStruct, content: OwnContent) -> tu
     (`resources.fast_records`) the same text written by msgspec (tests/test_fast_records.py)."""
     raw = record.raw_json()
     if isinstance(record, RecordStruct):
-        hashed = _OWN_TEXT.encode(_own_decoder(type(record), content).decode(raw)).decode("utf-8")
+        hashed = _OWN_TEXT.encode(_own_decoder(type(record), content).decode(raw))
     else:
-        hashed = record.model_dump_json(by_alias=True, exclude=content.exclude)
+        hashed = record.model_dump_json(by_alias=True, exclude=content.exclude).encode()
     references = "".join(
         f"|{name}={getattr(getattr(record, name), 'id', None)}" for name in sorted(content.by_id)
     )
-    return raw, hashlib.blake2b((hashed + references).encode(), digest_size=16).hexdigest()
+    return raw, hashlib.blake2b(hashed + references.encode(), digest_size=16).hexdigest()
 
 
 _OWN_TEXT = msgspec.json.Encoder()
