@@ -231,17 +231,18 @@ def _items_without(kind: Any, exclude: dict[str, Any]) -> Any:
     return kind
 
 
-def _model_of(record: ServiceModel | RecordStruct) -> type[ServiceModel]:
-    """The model of a record, whichever way it was read."""
-    return record.model if isinstance(record, RecordStruct) else type(record)
-
-
 def item_texts(parent: ServiceModel | RecordStruct, field_names: tuple[str, ...]) -> dict[str, list[str]]:
     """For each of the parent's lists ``field_names``, the JSON text of each item as the service sent it
     (cut out of the parent's own text, decoded once for all the lists, so ``1500.00`` stays ``1500.00``);
     re-serialised only when the parent's text is not known (a record built here, not read) or does not
     show the list under its wire name."""
-    fields = _model_of(parent).model_fields
+    if isinstance(parent, RecordStruct):
+        # Read by the fast path: every item is an object and each list is under its wire name.
+        lists = _item_lists(type(parent), field_names).decode(parent.raw_json())
+        return {
+            name: [bytes(text).decode("utf-8") for text in getattr(lists, name) or ()] for name in field_names
+        }
+    fields = type(parent).model_fields
     aliases = {name: fields[name].alias or name for name in field_names}
     sent = member_objects(parent.raw_json(), aliases.values())
     texts: dict[str, list[str]] = {}
@@ -252,6 +253,17 @@ def item_texts(parent: ServiceModel | RecordStruct, field_names: tuple[str, ...]
             found = [item.model_dump_json(by_alias=True) for item in items]
         texts[name] = found
     return texts
+
+
+@functools.cache
+def _item_lists(struct: type[RecordStruct], field_names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a record's text into the lists ``field_names`` of ``struct`` (None where one is null),
+    each item left as its text (`msgspec.Raw`); the record's other keys skipped."""
+    wire = {found.name: found.encode_name for found in msgspec.structs.fields(struct)}
+    fields: list[tuple[str, Any, Any]] = [
+        (name, list[msgspec.Raw] | None, msgspec.field(default=None, name=wire[name])) for name in field_names
+    ]
+    return msgspec.json.Decoder(msgspec.defstruct("ItemTexts", fields))
 
 
 @keyed
