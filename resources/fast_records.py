@@ -24,11 +24,13 @@ cell by cell with ``raw`` and ``content_hash``, or the fast path declines them.
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
-from functools import cache
 from types import NoneType, UnionType
-from typing import Annotated, Any, ClassVar, TypeVar, Union, cast, get_args, get_origin
+from typing import Annotated, Any, ClassVar, ParamSpec, TypeVar, Union, cast, get_args, get_origin
 
 import annotated_types
 import msgspec
@@ -43,6 +45,25 @@ FLOAT_LIMIT = 1e16
 _TIMESTAMP = get_args(Timestamp)[1:]
 """What pydantic's field info holds for a `models.base.Timestamp` besides ``datetime``."""
 S = TypeVar("S", bound=msgspec.Struct)
+T = TypeVar("T")
+P = ParamSpec("P")
+
+_BUILDING = threading.RLock()
+
+
+def built_once(build: Callable[P, T]) -> Callable[P, T]:
+    """``build`` cached, each call under one lock for every struct type and decoder: msgspec builds a
+    struct type's decoding information when a decoder of it is first made, and two threads doing that at
+    once for the same type crashed the process (SIGSEGV: the extract reads the first pages of several
+    lists at once). Reentrant, as struct types are built within one another."""
+    cached = functools.cache(build)
+
+    @functools.wraps(build)
+    def once(*args: P.args, **kwargs: P.kwargs) -> T:
+        with _BUILDING:
+            return cached(*args, **kwargs)  # type: ignore[arg-type]  # builders take hashable arguments
+
+    return once
 
 
 class UnsupportedError(AuthoritySyncError, TypeError):
@@ -107,7 +128,7 @@ def _annotated(base: Any, metadata: tuple[Any, ...]) -> Any:
     raise UnsupportedError(f"no struct type for {base!r} with {metadata!r}")
 
 
-@cache
+@built_once
 def struct_of(model: type[ServiceModel]) -> type[RecordStruct]:
     """The struct of ``model``: its fields under their wire names, with their types and defaults; keys it
     does not declare refused. `UnsupportedError` when msgspec cannot read it exactly as pydantic does."""
@@ -148,7 +169,7 @@ def struct_of(model: type[ServiceModel]) -> type[RecordStruct]:
     return cast(type[RecordStruct], struct)
 
 
-@cache
+@built_once
 def _page_decoder(model: type[ServiceModel]) -> msgspec.json.Decoder[Any] | None:
     """The strict decoder of a page envelope of ``model``'s records, or None when the model has no struct."""
     try:
@@ -186,7 +207,7 @@ def _instants_read(struct: S) -> S:
     return struct
 
 
-@cache
+@built_once
 def _instant_fields(struct: type[msgspec.Struct]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The fields of ``struct`` read as `INSTANT_TEXT`, and those holding structs (alone or in a list) that
     have some."""

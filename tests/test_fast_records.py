@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -256,3 +258,46 @@ def test_the_contract_reads_a_service_page_the_fast_way(seeded_http: httpx.Clien
     records = envelope.data.data
     assert records and all(isinstance(item, RecordStruct) for item in records)
     assert [item.raw_json() for item in records] == page_records(body.decode())
+
+
+CONCURRENT_FIRST_READS = """
+import json, sys, threading
+from pydantic import create_model
+from models.decisions import Decision
+from models.groups import Group
+from resources.fast_records import fast_page
+bodies = json.load(sys.stdin)
+for round in range(40):
+    # New models each round: new struct types, each built by the first threads that read a page of it.
+    models = [create_model(f"D{round}", __base__=Decision), create_model(f"G{round}", __base__=Group)]
+    barrier = threading.Barrier(8)
+    def read(i):
+        barrier.wait()
+        assert fast_page(models[i % 2], bodies[i % 2].encode()) is not None
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+print("read")
+"""
+
+
+def test_threads_reading_first_pages_at_once_do_not_crash(seeded_http: httpx.Client) -> None:
+    """The extract reads the first pages of several lists at once. msgspec builds a struct type's decoding
+    information on first use, and threads doing that at once for one type crashed the process (SIGSEGV
+    in `make bench-quick`, 7 calls into a sync; this probe crashed 3 runs of 3 without
+    `resources.fast_records.built_once`'s lock)."""
+    decisions = seeded_http.get("/decision/v1/decisions", params={"page": 1, "limit": 50}).text
+    groups = seeded_http.get(
+        "/settings/v1/groups", params={"page": 1, "limit": 50, "tenantId": DEMO_TENANT_ID}
+    )
+    assert groups.status_code == 200
+    found = subprocess.run(
+        [sys.executable, "-c", CONCURRENT_FIRST_READS],
+        input=json.dumps([decisions, groups.text]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (found.returncode, found.stdout.strip()) == (0, "read"), found.stderr[-2000:]

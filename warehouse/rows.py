@@ -28,7 +28,7 @@ from models.delegations import Delegation
 from models.groups import Group
 from models.positions import Position
 from models.users import User, UserPosition
-from resources.fast_records import RecordStruct
+from resources.fast_records import RecordStruct, built_once
 from resources.rawjson import member_objects
 
 Row = dict[str, Any]
@@ -198,7 +198,7 @@ def raw_and_hash(record: ServiceModel | RecordStruct, content: OwnContent) -> tu
 _OWN_TEXT = msgspec.json.Encoder()
 
 
-@functools.cache
+@built_once
 def _own_decoder(struct: type[RecordStruct], content: OwnContent) -> msgspec.json.Decoder[Any]:
     """A decoder of a record's text into ``struct`` without the fields ``content`` leaves out. Instants stay
     the text received: the fast path takes only the service's own form, which is also the form pydantic
@@ -255,7 +255,7 @@ def item_texts(parent: ServiceModel | RecordStruct, field_names: tuple[str, ...]
     return texts
 
 
-@functools.cache
+@built_once
 def _item_lists(struct: type[RecordStruct], field_names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
     """A decoder of a record's text into the lists ``field_names`` of ``struct`` (None where one is null),
     each item left as its text (`msgspec.Raw`); the record's other keys skipped."""
