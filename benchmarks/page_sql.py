@@ -6,8 +6,8 @@ Then, over the same bodies, each the fastest of ``--passes``:
 
 - **today's path** (`RecordContract.read_page`, the list's flatten function, `StagingWriter`), and its
   validation alone;
-- **msgspec**: a strict decode (no coercion) of each page into structs derived from the same models (the
-  contract's fast path since, `resources.fast_records.fast_page`);
+- **msgspec**: a strict decode (no coercion) of each page into structs derived from the same models (now
+  the contract's fast path, `resources.fast_records.fast_page`);
 - **DuckDB, typed**: each page's records written one a line (cut out by `page_records`), converted by
   ``json_transform`` to the models' types (DuckDB casts what it can) and written as the four staged tables;
   the lower bound of a set-based path, which checks nothing of the record contract;

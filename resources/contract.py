@@ -187,14 +187,7 @@ class RecordContract:
 
     def read_page(self, source: Source, page: int, body: bytes) -> Envelope[Any]:
         """The page's envelope with its valid (or tolerated) records; rejected ones are logged, not kept."""
-        fast = fast_page(source.record, body)
-        if fast is not None and self._all_fit(fast.data.data, body, page_records):
-            return fast
-        envelope_type: type[Envelope[Page[Any]]] = Envelope[Page[source.record]]  # type: ignore[name-defined]
-        try:
-            envelope = envelope_type.model_validate_json(body, strict=True)
-        except ValidationError:
-            envelope = None
+        envelope = self._page_whole(source, body)
         if envelope is not None and self._all_fit(envelope.data.data, body, page_records):
             return envelope
         # Not JSON, or a broken envelope or page: strict in every mode (the caller reports it).
@@ -203,6 +196,20 @@ class RecordContract:
         kept, rejected = self._kept(source, page, raw.data.data, texts)
         page_read = raw.data.model_copy(update={"data": kept}).keeping_out(rejected)
         return raw.model_copy(update={"data": page_read})
+
+    @staticmethod
+    def _page_whole(source: Source, body: bytes) -> Envelope[Any] | None:
+        """The page read whole and strictly: by msgspec where it reads it exactly as pydantic would (the
+        same records, so no second read when they do not all fit), else by pydantic; None when it does
+        not validate."""
+        fast = fast_page(source.record, body)
+        if fast is not None:
+            return fast
+        envelope_type: type[Envelope[Page[Any]]] = Envelope[Page[source.record]]  # type: ignore[name-defined]
+        try:
+            return envelope_type.model_validate_json(body, strict=True)
+        except ValidationError:
+            return None
 
     def read_array(self, source: Source, body: bytes) -> Envelope[Any]:
         """An envelope holding an array of records (E9), read as one page under the contract."""
