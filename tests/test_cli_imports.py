@@ -21,6 +21,7 @@ HELP_MODULES = frozenset(
     | {"pipelines.terminal"}  # the commands' console (rich, which Typer's help loads anyway)
     | {"warehouse.files"}  # the callback's keep_private, which every subcommand runs
     | {"pipelines.process_exit"}  # how the process ends (the standard library only)
+    | {"pipelines.process_memory"}  # the package's malloc arenas (the standard library only)
 )
 """The product modules ``--help`` and ``hr --help`` load: the commands' signatures and what they name."""
 

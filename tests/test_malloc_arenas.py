@@ -1,0 +1,69 @@
+"""A process of this tool keeps at most `ARENAS` malloc arenas from its start (`pipelines.process_memory`),
+counted by glibc itself (``malloc_stats``) in a process of their own, since the bound is process-wide."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+from pipelines.process_memory import ARENAS
+
+THREADS = 16
+"""As many worker threads as a sync runs."""
+
+_ALLOCATE = textwrap.dedent(
+    f"""
+    import ctypes, threading
+
+    def allocate_then_count():
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        start = threading.Barrier({THREADS})
+
+        def allocate():
+            start.wait()
+            for _ in range(2000):  # a foreign call releases the GIL: the threads allocate at once
+                libc.free(libc.malloc(4096))
+
+        threads = [threading.Thread(target=allocate) for _ in range({THREADS})]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        libc.malloc_stats()
+    """
+)
+
+_WAYS = {
+    "plain": "allocate_then_count()",
+    # Where the command line (`pipelines.cli`) and Dagster's processes (`pipelines.definitions`) begin.
+    "package": "import pipelines\nallocate_then_count()",
+}
+
+
+def _arenas(way: str, **env: str) -> int:
+    """The arenas glibc reports after `THREADS` threads allocated at once in a new process started one of
+    `_WAYS`."""
+    environment = {key: value for key, value in os.environ.items() if key != "MALLOC_ARENA_MAX"} | env
+    done = subprocess.run(
+        [sys.executable, "-c", _ALLOCATE + _WAYS[way]],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=True,
+    )
+    return len(re.findall(r"^Arena \d+:$", done.stderr, re.MULTILINE))
+
+
+def test_importing_the_package_bounds_the_arenas_its_threads_share() -> None:
+    # Without the bound glibc gives the threads arenas of their own: the count shows the bound at work.
+    assert _arenas("plain") > ARENAS
+    assert 1 <= _arenas("package") <= ARENAS
+
+
+def test_an_operators_malloc_arena_max_is_left_as_it_is() -> None:
+    assert _arenas("package", MALLOC_ARENA_MAX="4") == 4
