@@ -12,7 +12,7 @@ import textwrap
 from pipelines.process_memory import ARENAS
 
 THREADS = 16
-"""As many worker threads as a sync runs."""
+"""As many worker threads as the client's pool of a benchmark's sync (``ADM_CONCURRENCY=16``)."""
 
 _ALLOCATE = textwrap.dedent(
     f"""
