@@ -2,7 +2,8 @@
 
 Importing the package bounds the process's malloc arenas (`pipelines.process_memory`) before anything it
 imports can start a thread: the command line and Dagster's processes (code servers, run workers) all begin
-by importing it."""
+by importing it. The `dagster` command has started a thread of its own by then, so its processes keep the
+two arenas they have (measured with `dagster definitions validate`)."""
 
 from pipelines.process_memory import bound_malloc_arenas
 

@@ -1,4 +1,4 @@
-"""How many malloc arenas a process of this tool keeps: bounded when it starts, before any thread.
+"""How many malloc arenas a process of this tool keeps: bounded when it starts, before its threads.
 
 glibc's malloc gives each new thread an arena of its own, up to eight per core, and an arena keeps what its
 thread freed for that thread to reuse. A sync runs pools of worker threads (the client's, of
@@ -7,7 +7,8 @@ instead of being reused. One arena for all is enough: the threads take turns on 
 everything they allocate, and a full extract took no longer on one arena than on sixteen. Bounding the
 arenas only holds for those made afterwards, so `bound_malloc_arenas` runs when the ``pipelines`` package
 is imported, which is where the command line and Dagster's processes (code servers, run workers) begin.
-Figures in docs/benchmarks.md ("malloc arenas").
+A `dagster` process has started a thread of its own by then (gRPC's registry cleanup) and keeps the two
+arenas it has; the command line keeps one. Figures in docs/benchmarks.md ("malloc arenas").
 
 An operator's ``MALLOC_ARENA_MAX`` (glibc reads it when the process starts) is left as it is. Elsewhere
 than on glibc (macOS, musl) there is nothing to bound.
