@@ -1,4 +1,5 @@
-"""How many malloc arenas a process of this tool keeps: bounded when it starts, before its threads.
+"""How a process of this tool allocates: few malloc arenas, and Arrow's buffers from malloc too, both set
+when it starts, before its threads.
 
 glibc's malloc gives each new thread an arena of its own, up to eight per core, and an arena keeps what its
 thread freed for that thread to reuse. A sync runs pools of worker threads (the client's, of
@@ -12,6 +13,16 @@ arenas it has; the command line keeps one. Figures in docs/benchmarks.md ("mallo
 
 An operator's ``MALLOC_ARENA_MAX`` (glibc reads it when the process starts) is left as it is. Elsewhere
 than on glibc (macOS, musl) there is nothing to bound.
+
+Arrow's buffers (the pages the extract stages, the tables it hands DuckDB) come from pyarrow's default
+memory pool, mimalloc in the wheels, which keeps a heap for each thread that allocates and holds on to
+what those heaps freed. A sync of a 150-decision tenant peaked at 287 MB with it and at 243 MB on the
+system allocator, and a full extract of 100,000 decisions at 401-427 MB against 379-383 MB, no slower
+(docs/benchmarks.md, "Arrow's memory pool"). pyarrow chooses its pool when it is first imported, from
+``ARROW_DEFAULT_MEMORY_POOL``, so `arrow_on_malloc` sets that variable (an operator's own value stands)
+rather than import pyarrow (46 MB and a tenth of a second) into commands that never use it. A process
+that imported pyarrow before the package keeps the pool it chose; the variable also reaches the
+processes this one starts.
 """
 
 from __future__ import annotations
@@ -22,6 +33,9 @@ from functools import cache
 
 ARENAS = 1
 """Arenas a process of this tool keeps at most."""
+
+ARROW_POOL = "system"
+"""pyarrow's default memory pool in a process of this tool (``ARROW_DEFAULT_MEMORY_POOL``): malloc's."""
 
 _M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter of the number of arenas (malloc.h)."""
@@ -39,3 +53,9 @@ def bound_malloc_arenas() -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return bool(mallopt(_M_ARENA_MAX, ARENAS) == 1)
+
+
+def arrow_on_malloc() -> None:
+    """Have pyarrow allocate from `ARROW_POOL` once it is imported, unless the operator chose a pool
+    (``ARROW_DEFAULT_MEMORY_POOL``)."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)

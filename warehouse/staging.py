@@ -56,9 +56,8 @@ class StagingWriter:
     _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
 
     def __enter__(self) -> StagingWriter:
-        # Arrow's default allocator (mimalloc) keeps freed buffers for reuse; staging makes many short-lived
-        # batches, and the system allocator hands them back, so a run's memory stays lower and flat.
-        pa.set_memory_pool(pa.system_memory_pool())
+        # Arrow's buffers come from the process's pool, malloc's where the process began in `pipelines`
+        # (`pipelines.process_memory`): mimalloc kept what each staging thread freed.
         self.directory.mkdir(parents=True, exist_ok=True)
         return self
 
