@@ -27,7 +27,9 @@ from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
     COMMIT_BUFFERS,
+    FIRST_COMMIT_LARGER_FROM,
     FIRST_COMMIT_ONE_THREAD_FROM,
+    LARGER,
     MEMORY_LIMIT_BYTES,
     MEMORY_LIMIT_MB,
     ONE_THREAD,
@@ -581,6 +583,18 @@ def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(
     with (tmp_path / "decisions.parquet").open("wb") as file:
         file.truncate(FIRST_COMMIT_ONE_THREAD_FROM - 1)
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == COMMIT_BUFFERS
+
+
+def test_a_tenants_first_commit_of_three_buffers_starts_on_the_larger_one(tmp_path: Path) -> None:
+    # 300,000 decisions (about 570 MB staged) ran out of 128 MB on one thread at the end of the commit.
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(FIRST_COMMIT_LARGER_FROM)  # sparse: the size is what counts
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == (LARGER, UNBOUNDED)
+    one_thread_first = COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == one_thread_first  # mostly compared
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(FIRST_COMMIT_LARGER_FROM - 1)
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == one_thread_first
 
 
 def test_staging_that_differs_from_the_extract_is_never_committed(tmp_path: Path) -> None:

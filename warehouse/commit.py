@@ -281,13 +281,24 @@ and 20,000 (43 MB; 1.9 s lost), and fit at 5,000 (11 MB). A second full refresh 
 inserts almost nothing, fits on two threads and is 0.7 s faster there than on one."""
 
 
+FIRST_COMMIT_LARGER_FROM = 3 * MEMORY_LIMIT_BYTES
+"""Staged bytes from which a tenant's first commit starts on `LARGER`: the primary-key indexes of every row
+it inserts outgrow `ONE_THREAD`'s bound, and the transaction fails at its very end. A first full refresh
+of 100,000 decisions (191 MB staged) committed within 128 MB on one thread; one of 300,000 (about 570 MB)
+ran out there and committed at 256 MB, after a failed attempt of 30-35 s (docs/benchmarks.md, "Arrow's
+memory pool"). Two sizes measured: the bound lies between them."""
+
+
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
-    """`COMMIT_BUFFERS`, from the single-threaded one when the staged files outweigh the bound, or a
-    tenant's first commit reaches `FIRST_COMMIT_ONE_THREAD_FROM`: such a commit runs out of it on more
-    threads, and finding that out cost 17 s at 100,000 decisions."""
+    """`COMMIT_BUFFERS`, from the one a commit of this size fits in as measured: the single-threaded one
+    when the staged files outweigh the bound, or a tenant's first commit reaches
+    `FIRST_COMMIT_ONE_THREAD_FROM` (such a commit runs out of it on more threads, and finding that out cost
+    17 s at 100,000 decisions); `LARGER` when a first commit reaches `FIRST_COMMIT_LARGER_FROM`."""
     staged_bytes = sum(path.stat().st_size for path in staged_tables(staged.staging).values())
-    first = staged.held_records == 0 and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM
-    if first or staged_bytes > MEMORY_LIMIT_BYTES:
+    first = staged.held_records == 0
+    if first and staged_bytes >= FIRST_COMMIT_LARGER_FROM:
+        return COMMIT_BUFFERS[COMMIT_BUFFERS.index(LARGER) :]
+    if (first and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM) or staged_bytes > MEMORY_LIMIT_BYTES:
         return COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
     return COMMIT_BUFFERS
 
