@@ -586,7 +586,7 @@ def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(
 
 
 def test_a_tenants_first_commit_of_three_buffers_starts_on_the_larger_one(tmp_path: Path) -> None:
-    # 300,000 decisions (about 570 MB staged) ran out of 128 MB on one thread at the end of the commit.
+    # 300,000 decisions (about 570 MB staged, by proportion) ran out of 128 MB on one thread, at the end.
     with (tmp_path / "decisions.parquet").open("wb") as file:
         file.truncate(FIRST_COMMIT_LARGER_FROM)  # sparse: the size is what counts
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == (LARGER, UNBOUNDED)

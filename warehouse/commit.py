@@ -284,9 +284,9 @@ inserts almost nothing, fits on two threads and is 0.7 s faster there than on on
 FIRST_COMMIT_LARGER_FROM = 3 * MEMORY_LIMIT_BYTES
 """Staged bytes from which a tenant's first commit starts on `LARGER`: the primary-key indexes of every row
 it inserts outgrow `ONE_THREAD`'s bound, and the transaction fails at its very end. A first full refresh
-of 100,000 decisions (191 MB staged) committed within 128 MB on one thread; one of 300,000 (about 570 MB)
-ran out there and committed at 256 MB, a commit of 91-94 s, 77 s when it starts there (docs/benchmarks.md,
-"Arrow's memory pool"). Two sizes measured: the bound lies between them."""
+of 100,000 decisions (191 MB staged) committed within 128 MB on one thread; one of 300,000 (about 570 MB,
+by proportion) ran out there and committed at 256 MB, a commit of 91-94 s, 77 s when it starts there
+(docs/benchmarks.md, "Arrow's memory pool"). Two sizes measured: the bound lies between them."""
 
 
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
