@@ -365,6 +365,35 @@ def test_a_publish_over_the_warehouse_itself_is_refused_before_it_writes(tmp_pat
     assert query(warehouse, "SELECT one FROM kept") == [(1,)]
 
 
+def test_the_copy_is_on_the_disk_before_it_replaces_the_readers_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written, flushed, renamed: a crash never leaves the readers an unflushed copy under their file's
+    name. The order is watched at the operating system's calls the publish makes."""
+    warehouse, target = tmp_path / "wh.duckdb", PublishTarget(tmp_path / "readers.duckdb")
+    calls: list[str] = []
+    flush, replace = os.fsync, os.replace
+
+    def flushed(fd: int) -> None:
+        calls.append(f"fsync {Path(f'/proc/self/fd/{fd}').readlink().name}")
+        flush(fd)
+
+    def replaced(source: str | os.PathLike[str], destination: str | os.PathLike[str]) -> None:
+        calls.append(f"replace {Path(source).name} -> {Path(destination).name}")
+        replace(source, destination)
+
+    monkeypatch.setattr(os, "fsync", flushed)
+    monkeypatch.setattr(os, "replace", replaced)
+    with writing(warehouse, "a test", 0) as con:
+        con.execute("CREATE TABLE kept AS SELECT 1 AS one")
+        publish(con, target, "flushed")
+
+    temporary = f".readers.duckdb.tmp-{os.getpid()}"
+    mine = [call for call in calls if temporary in call]
+    assert mine == [f"fsync {temporary}", f"replace {temporary} -> readers.duckdb"]
+    assert query(target.path, "SELECT one FROM kept") == [(1,)]
+
+
 def test_a_reader_on_the_writers_file_is_told_in_one_line_to_open_the_copy(tmp_path: Path) -> None:
     # Before: DuckDB's own error, whose hint ("open this database in read-only mode") is what the reader did.
     warehouse = tmp_path / "warehouse.duckdb"
