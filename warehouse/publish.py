@@ -174,7 +174,7 @@ def _copy_file(con: duckdb.DuckDBPyConnection, source: str, source_file: Path, p
     _discard(path)
     con.execute("CHECKPOINT")
     shutil.copyfile(source_file, path)
-    on_disk(path)
+    _on_disk(path)
     con.execute(f"ATTACH ? AS {ALIAS} (READ_ONLY)", [str(path)])
     try:
         # The bytes of the catalog are the warehouse's own: its views bind as the warehouse's do, so the
@@ -185,7 +185,7 @@ def _copy_file(con: duckdb.DuckDBPyConnection, source: str, source_file: Path, p
         con.execute(f"DETACH {ALIAS}")
 
 
-def on_disk(path: Path) -> None:
+def _on_disk(path: Path) -> None:
     """Wait until the file at ``path`` is on the disk (``fsync``), before it is renamed into place: else a
     crash could leave the readers' copy empty or torn where the file system does not flush a file renamed
     over another. On ext4, which does, the wait was counted in the run's next write instead: its last
