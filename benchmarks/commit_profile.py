@@ -17,23 +17,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.contenders import committed_run, fresh
-from benchmarks.harness import BIN, DEMO, OUTPUT, EmulatorProcess, base_env
+from benchmarks.contenders import OursConfig, committed_run, fresh
+from benchmarks.harness import BIN, OUTPUT, EmulatorProcess
 from benchmarks.run import CONCURRENCY, UNLIMITED_RATE, WORK, full_scale, one_percent
 
 
 def profiled(emulator: EmulatorProcess, warehouse: Path, arguments: list[str], name: str) -> Path:
     """``authority-sync <arguments>`` under pyinstrument; returns the text profile's path."""
     out = OUTPUT / f"profile_{name}.txt"
-    env = base_env() | {
-        "ADM_BASE_URL": emulator.base_url,
-        "ADM_TOKEN": DEMO["token"],
-        "ADM_TENANT_ID": DEMO["tenant_id"],
-        "ADM_WAREHOUSE": str(warehouse),
-        "ADM_CONCURRENCY": str(CONCURRENCY),
-        "ADM_RATE_PER_MINUTE": f"{UNLIMITED_RATE:g}",
-        "PATH": f"{BIN}:{base_env().get('PATH', '')}",
-    }
+    env = OursConfig(CONCURRENCY, UNLIMITED_RATE).env(emulator, warehouse)
+    env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
     command = [sys.executable, "-m", "pyinstrument", "-r", "text", "-o", str(out), "--no-color"]
     command += ["-p", "processor_options.filter_threshold=0.005", "--from-path", "authority-sync"]
     subprocess.run([*command, *arguments], env=env, check=True, capture_output=True)

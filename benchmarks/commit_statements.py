@@ -24,8 +24,8 @@ from typing import Any
 import duckdb
 
 import warehouse.commit
-from benchmarks.contenders import fresh
-from benchmarks.harness import DEMO, EmulatorProcess, base_env
+from benchmarks.contenders import OursConfig, fresh
+from benchmarks.harness import DEMO, EmulatorProcess
 from benchmarks.run import CONCURRENCY, UNLIMITED_RATE, WORK, full_scale, one_percent
 
 
@@ -93,19 +93,10 @@ def main() -> None:
     # The commit module looks `connected` up when it commits: every commit of this process is timed.
     warehouse.commit.connected = _timed_connected  # type: ignore[assignment]
     with EmulatorProcess(spec, work / "emulator.log") as emulator:
-        env = base_env()  # without DAGSTER_HOME: the run is the sync alone, as the command line runs it
+        # Without DAGSTER_HOME (`base_env`): the run is the sync alone, as the command line runs it.
+        env = OursConfig(CONCURRENCY, UNLIMITED_RATE).env(emulator, fresh(work / "warehouse.duckdb"))
         os.environ.clear()
-        os.environ.update(
-            env
-            | {
-                "ADM_BASE_URL": emulator.base_url,
-                "ADM_TOKEN": DEMO["token"],
-                "ADM_TENANT_ID": DEMO["tenant_id"],
-                "ADM_WAREHOUSE": str(fresh(work / "warehouse.duckdb")),
-                "ADM_CONCURRENCY": str(CONCURRENCY),
-                "ADM_RATE_PER_MINUTE": f"{UNLIMITED_RATE:g}",
-            }
-        )
+        os.environ.update(env)
         timed_run("first full refresh", True, options.top)
         if options.nightly:
             emulator.mutate(one_percent(spec))

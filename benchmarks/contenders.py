@@ -47,6 +47,23 @@ class OursConfig:
     """``DAGSTER_HOME``: with it the CLI runs the sync as the Dagster job in that instance; without it (the
     benchmarks' default) the sync alone."""
 
+    def env(self, emulator: EmulatorProcess, warehouse: Path) -> dict[str, str]:
+        """The environment of a run of ours: the harness's (`base_env`) with these settings, the emulator's
+        demo tenant and ``warehouse``."""
+        env = base_env() | {
+            "ADM_BASE_URL": emulator.base_url,
+            "ADM_TOKEN": DEMO["token"],
+            "ADM_TENANT_ID": DEMO["tenant_id"],
+            "ADM_WAREHOUSE": str(warehouse),
+            "ADM_CONCURRENCY": str(self.concurrency),
+            "ADM_RATE_PER_MINUTE": f"{self.rate_per_minute:g}",
+        }
+        if self.burst is not None:
+            env["ADM_BURST"] = str(self.burst)
+        if self.dagster_home is not None:
+            env["DAGSTER_HOME"] = str(self.dagster_home)
+        return env
+
 
 def run_ours(
     emulator: EmulatorProcess,
@@ -59,18 +76,7 @@ def run_ours(
 ) -> Row:
     """One ``authority-sync extract`` into ``warehouse``; rows are those the run committed. Another
     ``authority-sync`` ``command`` runs the same way (the caller then says what its rows are)."""
-    env = base_env() | {
-        "ADM_BASE_URL": emulator.base_url,
-        "ADM_TOKEN": DEMO["token"],
-        "ADM_TENANT_ID": DEMO["tenant_id"],
-        "ADM_WAREHOUSE": str(warehouse),
-        "ADM_CONCURRENCY": str(config.concurrency),
-        "ADM_RATE_PER_MINUTE": f"{config.rate_per_minute:g}",
-    }
-    if config.burst is not None:
-        env["ADM_BURST"] = str(config.burst)
-    if config.dagster_home is not None:
-        env["DAGSTER_HOME"] = str(config.dagster_home)
+    env = config.env(emulator, warehouse)
     extract = command is None
     arguments = ["extract", *(["--full-refresh"] if full_refresh else [])] if command is None else command
     emulator.reset_stats()
