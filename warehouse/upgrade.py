@@ -11,7 +11,9 @@ place, keeping everything it holds (history, ``sync_runs``, the HR plans and aud
    reports only real changes.
 5. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
    the format this release creates (`warehouse.commit.STORAGE_VERSION`), so that every later publish is a
-   file copy instead of a rebuilt database.
+   file copy instead of a rebuilt database. So is a file the migrations left mostly free (`_mostly_free`):
+   DuckDB reuses the blocks a dropped table freed but never gives them back, and every publish would copy
+   them.
 
 It holds the warehouse's writer lock throughout: no sync or HR apply writes meanwhile.
 """
@@ -24,6 +26,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from warehouse.commit import STORAGE_VERSION
 from warehouse.db import open_database
 from warehouse.locks import held, writer_lock_path
@@ -33,6 +37,10 @@ from warehouse.rehash import rehash_if_stale
 from warehouse.reorder import CHILD_KEYS, reorder_children
 
 BACKUP_SUFFIX = ".before-upgrade"
+FREE_SHARE_REWRITTEN = 0.25
+"""The share of a file's blocks left free, after the migrations, from which the upgrade rewrites it: migration
+0047 builds every table with a ``raw`` column again, which freed 645 of a 20,000-decision warehouse's 993
+blocks."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +75,22 @@ def upgrade(path: Path, wait_s: float) -> Upgraded:
             rehashed = rehash_if_stale(con)
             reordered = reorder_children(con) if CHILD_KEYS in applied else 0
             con.commit()
-        rewritten = not readable_as(path, STORAGE_VERSION)
+            spare = _mostly_free(con)
+        rewritten = spare or not readable_as(path, STORAGE_VERSION)
         if rewritten:
             _rewrite(path)
     return Upgraded(backup, applied, rehashed, reordered, rewritten)
+
+
+def _mostly_free(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether at least `FREE_SHARE_REWRITTEN` of the file's blocks are free once what the upgrade wrote is
+    checkpointed into it."""
+    con.execute("CHECKPOINT")
+    found = con.execute(
+        "SELECT free_blocks, total_blocks FROM pragma_database_size() "
+        "WHERE database_name = current_database()"
+    ).fetchone()
+    return found is not None and found[0] >= FREE_SHARE_REWRITTEN * found[1]
 
 
 def _keep_as_it_was(path: Path) -> Path:
