@@ -11,7 +11,7 @@ place, keeping everything it holds (history, ``sync_runs``, the HR plans and aud
    reports only real changes.
 5. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
    the format this release creates (`warehouse.commit.STORAGE_VERSION`), so that every later publish is a
-   file copy instead of a rebuilt database. So is a file the migrations left mostly free (`_mostly_free`):
+   file copy instead of a rebuilt database. So is a file the migrations left mostly free (`_why_rewritten`):
    DuckDB reuses the blocks a dropped table freed but never gives them back, and every publish would copy
    them.
 
@@ -51,12 +51,13 @@ class Upgraded:
     applied: list[int]
     rehashed: int
     reordered: int
-    rewritten: bool
+    rewritten: str
+    """Why the file was rewritten whole (`_why_rewritten`), or empty."""
 
     def describe(self) -> str:
         """One line."""
         migrations = f"migrations {self.applied[0]}-{self.applied[-1]}" if self.applied else "no migration"
-        storage = f"rewritten in storage {STORAGE_VERSION}" if self.rewritten else "storage already current"
+        storage = self.rewritten or "storage already current"
         hashes = f"{self.rehashed:,} content hashes computed again"
         reordered = f"the child rows of {self.reordered:,} records put in the service's order"
         kept = f"the file as it was is kept at {self.backup}"
@@ -75,22 +76,26 @@ def upgrade(path: Path, wait_s: float) -> Upgraded:
             rehashed = rehash_if_stale(con)
             reordered = reorder_children(con) if CHILD_KEYS in applied else 0
             con.commit()
-            spare = _mostly_free(con)
-        rewritten = spare or not readable_as(path, STORAGE_VERSION)
+            rewritten = _why_rewritten(con, path)
         if rewritten:
             _rewrite(path)
     return Upgraded(backup, applied, rehashed, reordered, rewritten)
 
 
-def _mostly_free(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether at least `FREE_SHARE_REWRITTEN` of the file's blocks are free once what the upgrade wrote is
-    checkpointed into it."""
+def _why_rewritten(con: duckdb.DuckDBPyConnection, path: Path) -> str:
+    """Why the file at ``path`` (open on ``con``) is to be rewritten whole, or empty: a storage format newer
+    than `STORAGE_VERSION`, or at least `FREE_SHARE_REWRITTEN` of its blocks free once what the upgrade
+    wrote is checkpointed into it."""
+    if not readable_as(path, STORAGE_VERSION):
+        return f"rewritten in storage {STORAGE_VERSION}"
     con.execute("CHECKPOINT")
     found = con.execute(
         "SELECT free_blocks, total_blocks FROM pragma_database_size() "
         "WHERE database_name = current_database()"
     ).fetchone()
-    return found is not None and found[0] >= FREE_SHARE_REWRITTEN * found[1]
+    if found is None or found[0] < FREE_SHARE_REWRITTEN * found[1]:
+        return ""
+    return f"rewritten to give back {found[0]:,} free blocks of its {found[1]:,}"
 
 
 def _keep_as_it_was(path: Path) -> Path:
