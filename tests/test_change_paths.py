@@ -1,0 +1,144 @@
+"""The change log's paths of ``raw`` (``raw_changes``): since migration 0048 it walks only the top-level
+members that differ, and reads only the versions that start or end at the commit's instant. For any two
+JSON texts RFC 8259 allows (repeated keys, keys that need quoting, scalars and empty containers at the top,
+numbers of any size), its rows are those of migration 0042's macro, at the commit's instant and over the
+whole history."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from warehouse import migrate as migrations
+from warehouse.db import open_database
+from warehouse.migrate import migrate
+
+BY_MEMBER = 48
+"""The migration that changed the macros."""
+BEFORE, AT = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def _built(path: Path, up_to: int | None) -> duckdb.DuckDBPyConnection:
+    """A warehouse replayed up to (not including) migration ``up_to``, or to this release."""
+    shipped = migrations.available()
+    with pytest.MonkeyPatch.context() as patch:
+        if up_to is not None:
+            patch.setattr(migrations, "available", lambda: tuple(m for m in shipped if m[0] < up_to))
+        con = open_database(path)
+        migrate(con, describe=False)
+    return con
+
+
+@pytest.fixture(scope="module")
+def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[duckdb.DuckDBPyConnection]]:
+    """Migration 0042's macros, and this release's."""
+    folder = tmp_path_factory.mktemp("change_paths")
+    both = [_built(folder / "before.duckdb", BY_MEMBER), _built(folder / "now.duckdb", None)]
+    yield both
+    for con in both:
+        con.close()
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+)
+_KEYS = st.one_of(st.sampled_from(["a", "b", "name", "", "a b", "a.b", '"', "$", "[0]"]), st.text(max_size=4))
+
+
+def _text(value: Any) -> str:
+    """JSON text of a value whose objects are lists of (key, member) pairs, so that keys may repeat."""
+    if isinstance(value, tuple) and value[0] == "object":
+        return "{" + ",".join(f"{json.dumps(key)}:{_text(member)}" for key, member in value[1]) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_text(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(st.just("object"), st.lists(st.tuples(_KEYS, inner), max_size=4)),
+    ),
+    max_leaves=12,
+)
+
+
+@st.composite
+def _versions(draw: st.DrawFn) -> tuple[str, str]:
+    """Two raws of one record: the second drawn afresh, or the first with members changed, dropped,
+    added or moved (most changes touch a few members)."""
+    members = draw(st.lists(st.tuples(_KEYS, _VALUES), max_size=5))
+    before = draw(st.one_of(st.just(("object", members)), _VALUES))
+    if not draw(st.booleans()):
+        return _text(before), _text(draw(st.one_of(st.just(("object", members)), _VALUES)))
+    after = list(members)
+    for _ in range(draw(st.integers(0, 3))):
+        move = draw(st.sampled_from(["change", "drop", "add", "swap"]))
+        if move == "add" or not after:
+            after.insert(draw(st.integers(0, len(after))), (draw(_KEYS), draw(_VALUES)))
+        elif move == "change":
+            at = draw(st.integers(0, len(after) - 1))
+            after[at] = (after[at][0], draw(_VALUES))
+        elif move == "drop":
+            after.pop(draw(st.integers(0, len(after) - 1)))
+        else:
+            after.reverse()
+    return _text(("object", members)), _text(("object", after))
+
+
+def _changes(con: duckdb.DuckDBPyConnection, before: str, after: str) -> tuple[list[Any], list[Any]]:
+    """Both raws as two versions of one decision; ``raw_changes`` at the second's instant and over the
+    whole history, sorted (nothing is kept: the transaction is rolled back)."""
+    con.begin()
+    try:
+        con.execute(
+            "INSERT INTO decisions_history BY NAME SELECT * FROM (VALUES "
+            "('t', 'd', ?::JSON, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, FALSE, 'r1'), "
+            "('t', 'd', ?::JSON, ?::TIMESTAMPTZ, NULL, TRUE, 'r2')) "
+            "v(tenant_id, id, raw, valid_from, valid_to, is_current, run_id)",
+            [before, BEFORE, AT, after, AT],
+        )
+        query = "SELECT * FROM raw_changes('decisions', 'decisions_history', ?, ?) ORDER BY ALL"
+        return con.execute(query, ["t", AT]).fetchall(), con.execute(query, [None, None]).fetchall()
+    finally:
+        con.rollback()
+
+
+@settings(max_examples=150, deadline=None)
+@given(_versions())
+def test_the_paths_of_any_two_raws_are_those_the_whole_walk_gave(
+    warehouses: list[duckdb.DuckDBPyConnection], versions: tuple[str, str]
+) -> None:
+    before, now = (_changes(con, *versions) for con in warehouses)
+
+    assert now == before
+    assert now[0] == now[1]  # at the instant as over the whole history
+
+
+def test_a_changed_member_is_named_by_each_leaf_that_differs(
+    warehouses: list[duckdb.DuckDBPyConnection],
+) -> None:
+    at_instant, _ = _changes(
+        warehouses[1],
+        '{"name":"A","tags":["x","y"],"a b":{"c":1},"same":[1,{}]}',
+        '{"name":"B","tags":["x","z"],"a b":{"c":1,"d":{}},"same":[1,{}]}',
+    )
+
+    assert [(row[5], row[6], row[7]) for row in at_instant] == [
+        ('$."a b".d', None, "{}"),
+        ("$.name", '"A"', '"B"'),
+        ("$.tags[1]", '"y"', '"z"'),
+    ]
