@@ -1,8 +1,8 @@
 """The change log's paths of ``raw`` (``raw_changes``): since migration 0048 it walks only the top-level
 members that differ, and reads only the versions that start or end at the commit's instant. For any two
 JSON texts RFC 8259 allows (repeated keys, keys that need quoting, scalars and empty containers at the top,
-numbers of any size), its rows are those of migration 0042's macro, at the commit's instant and over the
-whole history."""
+integers past 64 bits, any finite float), its rows are those of migration 0042's macros, at the commit's
+instant and over the whole history."""
 
 from __future__ import annotations
 
