@@ -118,27 +118,6 @@ def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tu
         return con.execute(sql, params or []).fetchall()
 
 
-def raw_storage(warehouse: Path) -> dict[str, set[str]]:
-    """Each table with a ``raw`` column (found in the catalog, not listed here): the compression its column
-    declares (``declared``, or ``DuckDB's choice``) and those of the segments it has stored (``stored``),
-    for the migration that stores raw with ZSTD (0047)."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        tables = con.execute(
-            "SELECT t.table_name, t.sql FROM duckdb_tables() t JOIN duckdb_columns() c "
-            "USING (database_name, schema_name, table_name) WHERE c.column_name = 'raw'"
-        ).fetchall()
-        found: dict[str, set[str]] = {}
-        for table, sql in tables:
-            stored = con.execute(
-                "SELECT DISTINCT compression FROM pragma_storage_info(?) "
-                "WHERE column_name = 'raw' AND segment_type <> 'VALIDITY'",
-                [table],
-            ).fetchall()
-            declared = "ZSTD" if "raw JSON USING COMPRESSION ZSTD" in sql else "DuckDB's choice"
-            found[table] = {f"declared {declared}", *(f"stored {row[0]}" for row in stored)}
-    return found
-
-
 def only_run(warehouse: Path) -> tuple[str, datetime]:
     """The id and commit instant (in UTC) of the one run a warehouse has had: a copy of the synced template
     (tests/conftest.py) names its first run this way."""

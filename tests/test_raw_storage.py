@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from tests.sync_support import query, raw_storage
+from tests.sync_support import query
 from warehouse import migrate as migrations
 from warehouse.commit import STORAGE_VERSION
 from warehouse.db import open_database
@@ -16,6 +17,27 @@ from warehouse.publish import readable_as
 from warehouse.upgrade import FREE_SHARE_REWRITTEN, upgrade
 
 ZSTD = {"declared ZSTD", "stored ZSTD"}
+
+
+def raw_storage(warehouse: Path) -> dict[str, set[str]]:
+    """Each table with a ``raw`` column (found in the catalog, not listed here): the compression its column
+    declares (``declared``, or ``DuckDB's choice``) and those of the segments it has stored (``stored``),
+    for the migration that stores raw with ZSTD (0047)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        tables = con.execute(
+            "SELECT t.table_name, t.sql FROM duckdb_tables() t JOIN duckdb_columns() c "
+            "USING (database_name, schema_name, table_name) WHERE c.column_name = 'raw'"
+        ).fetchall()
+        found: dict[str, set[str]] = {}
+        for table, sql in tables:
+            stored = con.execute(
+                "SELECT DISTINCT compression FROM pragma_storage_info(?) "
+                "WHERE column_name = 'raw' AND segment_type <> 'VALIDITY'",
+                [table],
+            ).fetchall()
+            declared = "ZSTD" if "raw JSON USING COMPRESSION ZSTD" in sql else "DuckDB's choice"
+            found[table] = {f"declared {declared}", *(f"stored {row[0]}" for row in stored)}
+    return found
 
 
 def test_a_synced_warehouse_stores_every_raw_column_with_zstd(synced: Path) -> None:

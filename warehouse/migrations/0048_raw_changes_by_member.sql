@@ -18,8 +18,8 @@ WHERE before_raw IS NOT NULL AND (at_instant IS NULL OR valid_from = at_instant)
 
 CREATE OR REPLACE MACRO raw_changes(entity_name, history_table, tenant, at_instant) AS TABLE
 WITH steps AS (
+    -- at an instant, raw_steps gives only the versions that start then
     SELECT entity_name AS entity, * FROM raw_steps(history_table, tenant, at_instant)
-    WHERE at_instant IS NULL OR valid_from = at_instant
 ), sides AS (
     SELECT entity, tenant_id, record_id, valid_from, run_id, 'before' AS side, before_raw AS doc FROM steps
     UNION ALL
