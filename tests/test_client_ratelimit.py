@@ -188,18 +188,23 @@ def test_back_to_back_runs_of_a_tenant_trip_no_429_when_the_bucket_is_remembered
 ) -> None:
     # Before: each process started with a full bucket while the service's was drained (3 to 6 x 429 for
     # runs queued behind the same tenant's run). Each client here is a new process's (buckets forgotten).
-    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=20))
+    # The service's burst is 40 and the client keeps 5 of it back (half a second's jitter allowance), so
+    # the first run (51 calls) spends the client's 35 at once and is paced for the rest, leaving the service
+    # about 5 tokens. Without memory the second run's 35 at once meet 429s unless nearly 3 s pass between
+    # the runs; with a burst of 20 a pause of 1 s between them on a busy machine was enough to refill it
+    # (the control then failed in CI). The second run (36 calls) outspends what is left either way.
+    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=40))
     state = {"limiter_state_dir": tmp_path / "ratelimit"} if remembered else {}
     runs = []
-    for _ in range(2):
-        with make_client(server, rate_per_minute=600, burst=20, **state) as client:
-            assert len(list(client.iter_decisions(DecisionQuery(limit=34)))) == 1000
+    for limit in (20, 29):
+        with make_client(server, rate_per_minute=600, burst=40, **state) as client:
+            assert len(list(client.iter_decisions(DecisionQuery(limit=limit)))) == 1000
             runs.append(client.metrics)
     assert runs[0].rate_limited == 0
     if remembered:
         assert runs[1].rate_limited == 0 and "429" not in statuses(server)
         # Paced from its first call: the service had little left. The first run, the baseline, had the whole
-        # burst (20 of its 30 calls at once). Not a fixed number of seconds: on a busy machine the requests
+        # burst (35 of its 51 calls at once). Not a fixed number of seconds: on a busy machine the requests
         # themselves take long enough to refill part of the bucket (before: `> 2` failed at 1.76 s).
         assert runs[1].limiter_wait_s > runs[0].limiter_wait_s
     else:  # the same runs without the memory: the second one spends its burst on a drained service
