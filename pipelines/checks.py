@@ -14,6 +14,7 @@ sync asset turns the outcomes into Dagster check results of the table they judge
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -164,25 +165,37 @@ def conformity(extract: TenantExtract) -> list[CheckOutcome]:
     return outcomes
 
 
-_NUMERIC_LIMITS = ("Currency", "Number", "Days", "Months", "Years", "Percentage")
+NUMERIC_LIMITS = ("Currency", "Number", "Days", "Months", "Years", "Percentage")
 """Authority value types whose limit should be a number (``Authorized`` has none)."""
+_LIMIT_COLUMNS = ("value_type", "limit_value", "limit_number", "is_unlimited")
+_NUMERIC_TYPE = "^(?:" + "|".join(re.escape(name) for name in NUMERIC_LIMITS) + ")$"
+"""A ``value_type`` of `NUMERIC_LIMITS` as RE2 matches it (its ``$`` is the end of the text only)."""
+
+
+def unread_limit_values(path: Path) -> list[str | None]:
+    """The ``limit_value`` of each staged limit in the file ``path`` of a numeric type (`NUMERIC_LIMITS`),
+    without a number and not unlimited (an unknown ``is_unlimited`` is not unlimited), in file order."""
+    # Batch by batch with the file's own reader, never every limit at once, and each batch judged column by
+    # column: Python per row took 0.5-0.7 s for the 200,000 limits of 100,000 decisions.
+    return [value for batch in _staged_batches(path, _LIMIT_COLUMNS) for value in _unread_limits(batch)]
+
+
+def _unread_limits(batch: pa.RecordBatch) -> list[str | None]:
+    import pyarrow.compute as pc
+
+    # No Arrow value is built from Python (`pa.array`, `pa.scalar`): pyarrow imports pandas to do that.
+    numeric = pc.match_substring_regex(batch.column("value_type"), pattern=_NUMERIC_TYPE)
+    unlimited = batch.column("is_unlimited")
+    limited = pc.or_kleene(pc.invert(unlimited), pc.is_null(unlimited))
+    unread = pc.and_(pc.and_(numeric, pc.is_null(batch.column("limit_number"))), limited)
+    values: list[str | None] = pc.filter(batch.column("limit_value"), unread).to_pylist()
+    return values
 
 
 def limits_parse(extract: TenantExtract) -> CheckOutcome:
     """Staged authority limits of a numeric type whose value is not a number we can read (a warning: the
     row is kept with ``limit_number`` null)."""
-    import pyarrow.parquet as pq
-
-    path = extract.staging / "decision_authorities.parquet"
-    columns = ["value_type", "limit_value", "limit_number", "is_unlimited"]
-    # Batch by batch with the file's own reader (see `_staged_column`), never every limit at once.
-    batches = pq.ParquetFile(path).iter_batches(columns=columns) if path.exists() else iter(())
-    rows: Iterator[dict[str, Any]] = (row for batch in batches for row in batch.to_pylist())
-    unread = [
-        row["limit_value"]
-        for row in rows
-        if row["value_type"] in _NUMERIC_LIMITS and row["limit_number"] is None and not row["is_unlimited"]
-    ]
+    unread = unread_limit_values(extract.staging / "decision_authorities.parquet")
     description = f"{len(unread)} numeric limit value(s) could not be read as numbers" + (
         f", e.g. {', '.join(repr(value) for value in sorted(set(map(str, unread)))[:5])}" if unread else ""
     )
@@ -313,6 +326,14 @@ def staged_values(path: Path, column: str) -> set[str]:
     if not path.exists():
         return set()
     return {str(value) for value in _staged_column(path, column).to_pylist() if value is not None}
+
+
+def _staged_batches(path: Path, columns: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
+    """The ``columns`` of a staged file batch by batch, with the file's own reader (see `_staged_column`);
+    none when the list staged no such file."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).iter_batches(columns=list(columns)) if path.exists() else iter(())
 
 
 def _staged_column(path: Path, column: str) -> pa.ChunkedArray:
