@@ -188,25 +188,25 @@ def test_back_to_back_runs_of_a_tenant_trip_no_429_when_the_bucket_is_remembered
 ) -> None:
     # Before: each process started with a full bucket while the service's was drained (3 to 6 x 429 for
     # runs queued behind the same tenant's run). Each client here is a new process's (buckets forgotten).
-    # The service's burst is 40 and the client keeps 5 of it back (half a second's jitter allowance), so
-    # the first run (51 calls) spends the client's 35 at once and is paced for the rest, leaving the service
-    # about 5 tokens. Without memory the second run's 35 at once meet 429s unless nearly 3 s pass between
-    # the runs; with a burst of 20 a pause of 1 s between them on a busy machine was enough to refill it
-    # (the control then failed in CI). The second run (36 calls) outspends what is left either way.
-    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=40))
+    # The service's burst is 60 and the client keeps 5 of it back (half a second's jitter allowance). The
+    # first run (67 calls) spends the client's 55 at once and is paced for the rest, leaving the service
+    # about 5 tokens. The second run (53 calls) fits in a full bucket: a new process without the memory sends
+    # them all at once and meets 429s, unless nearly 5 s pass between the runs; one with the memory is paced
+    # from its first call. With a burst of 20, a pause of 1 s between the runs on a busy machine refilled the
+    # service enough that the control failed in CI.
+    set_faults(server, FaultConfig(rate_limit_per_minute=600, rate_burst=60))
     state = {"limiter_state_dir": tmp_path / "ratelimit"} if remembered else {}
     runs = []
-    for limit in (20, 29):
-        with make_client(server, rate_per_minute=600, burst=40, **state) as client:
+    for limit in (15, 19):
+        with make_client(server, rate_per_minute=600, burst=60, **state) as client:
             assert len(list(client.iter_decisions(DecisionQuery(limit=limit)))) == 1000
             runs.append(client.metrics)
     assert runs[0].rate_limited == 0
     if remembered:
         assert runs[1].rate_limited == 0 and "429" not in statuses(server)
-        # Paced from its first call: the service had little left. The first run, the baseline, had the whole
-        # burst (35 of its 51 calls at once). Not a fixed number of seconds: on a busy machine the requests
-        # themselves take long enough to refill part of the bucket (before: `> 2` failed at 1.76 s).
-        assert runs[1].limiter_wait_s > runs[0].limiter_wait_s
+        # A full bucket would have sent every call at once; this one was nearly empty (53 calls at 10 a
+        # second wait about 5 s; over 0.5 s unless the bucket refilled for more than 4.5 s between the runs).
+        assert runs[1].limiter_wait_s > 0.5
     else:  # the same runs without the memory: the second one spends its burst on a drained service
         assert runs[1].rate_limited > 0
 
