@@ -10,6 +10,11 @@ export UV_COMPILE_BYTECODE := 1
 
 .PHONY: demo test lint bench bench-quick generative emulator dagster dictionary clean
 
+# The project's bytecode, once: under PYTHONDONTWRITEBYTECODE every process would compile the same sources
+# again: every test worker and every process a test starts (the CLI, dagster), and every run a benchmark
+# times (0.3 s of each start when the project's bytecode is stale). Test modules are pytest's to compile.
+COMPILE := $(VENV)/bin/python -m compileall -q -x '/\.|/(test_[^/]*|conftest)\.py$$' .
+
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
@@ -37,9 +42,7 @@ demo: $(VENV)/.synced
 test: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	@# The project's bytecode, once: under PYTHONDONTWRITEBYTECODE every worker and every process a test
-	@# starts (the CLI, dagster) would compile the same sources again (test modules are pytest's to compile).
-	$(VENV)/bin/python -m compileall -q -x '/\.|/(test_[^/]*|conftest)\.py$$' .
+	$(COMPILE)
 	@# Two workers per core: many tests wait (on latency, Retry-After, a subprocess) rather than compute,
 	@# so twice the cores overlaps those waits. The ten slowest tests are listed: the suite's time is a
 	@# target (issue 30), and a clean clone's run is where it is measured.
@@ -56,11 +59,13 @@ lint: $(VENV)/.synced
 # The scenarios of benchmarks/run.py (latency, rate limit, incremental, memory, reverse sync); not part
 # of `make test`. Tables print here and land as JSON under data/bench/.
 bench: $(VENV)/.synced-bench
+	$(COMPILE)
 	$(VENV)/bin/python -m benchmarks.run
 
 # Scenarios 1 and 3 on a quarter-size tenant (5,000 decisions), ours beside dlt in the same run, in about two
 # minutes: run it before merging a change to the hot path (compare with the README's figure).
 bench-quick: $(VENV)/.synced-bench
+	$(COMPILE)
 	$(VENV)/bin/python -m benchmarks.run --quick
 
 # The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4,
