@@ -11,7 +11,15 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, PrivateAttr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PrivateAttr,
+    ValidationInfo,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -42,6 +50,15 @@ def _as_utc(value: datetime) -> datetime:
         return value.astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00:00+00:01 is before year 1 in UTC
         raise ValueError("the timestamp is out of range once converted to UTC") from None
+
+
+def refuse_null(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """A field validator (``mode="before"``) of a field that may be omitted, and is then None, but is never
+    null on the wire: an explicit null is refused. The record contract's fast path reads such a field as its
+    type without None, None when omitted (`resources.fast_records`)."""
+    if value is None:
+        raise ValueError(f"{info.field_name} may be omitted but not null")
+    return value
 
 
 def _printable(value: str) -> str:

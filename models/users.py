@@ -11,7 +11,15 @@ from typing import Annotated, Any
 
 from pydantic import EmailStr, Field, field_validator
 
-from models.base import PHONE_PATTERN, PRINTABLE, RequestModel, ServiceModel, Timestamp, UuidStr
+from models.base import (
+    PHONE_PATTERN,
+    PRINTABLE,
+    RequestModel,
+    ServiceModel,
+    Timestamp,
+    UuidStr,
+    refuse_null,
+)
 
 
 class UserStatus(StrEnum):
@@ -160,12 +168,7 @@ class User(ServiceModel):
     user_groups: list[UserGroup]
     is_impersonated: bool = False
 
-    @field_validator("status", mode="before")
-    @classmethod
-    def _status_not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("status may be omitted but not null")
-        return value
+    _status_not_null = field_validator("status", mode="before")(refuse_null)
 
 
 class UserGroupAssignment(RequestModel):

@@ -6,7 +6,9 @@ The fast path reads only what it can read exactly as the strict pydantic read wo
 (the page is then read by pydantic as before, under the whole contract):
 
 - a model with anything msgspec cannot express the same way (a pattern, a validator or a serialiser of its
-  own, a default built by a factory, another configuration) has no struct: its pages always go to pydantic;
+  own, a default built by a factory or a mutable one, another configuration) has no struct: its pages always
+  go to pydantic. One validator is understood: `models.base.refuse_null` (a field omitted is None, a null
+  one is refused), read as the field's type without None, defaulting to None;
 - an instant is taken only in the service's own form (`models.base.format_timestamp`,
   ``2026-03-31T00:00:00.000Z``), read by the standard library: other forms that pydantic accepts (offsets,
   more or fewer decimals) go to pydantic, which converts them;
@@ -36,7 +38,7 @@ import annotated_types
 import msgspec
 from pydantic import BaseModel
 
-from models.base import Envelope, Page, ServiceModel, Timestamp
+from models.base import Envelope, Page, ServiceModel, Timestamp, refuse_null
 from models.errors import AuthoritySyncError
 
 FLOAT_LIMIT = 1e16
@@ -133,10 +135,10 @@ def struct_of(model: type[ServiceModel]) -> type[RecordStruct]:
     """The struct of ``model``: its fields under their wire names, with their types and defaults; keys it
     does not declare refused. `UnsupportedError` when msgspec cannot read it exactly as pydantic does."""
     decorators = model.__pydantic_decorators__
+    null_refused = _null_refused(model)
     if model.model_config != ServiceModel.model_config or any(
         (
             decorators.validators,
-            decorators.field_validators,
             decorators.root_validators,
             decorators.model_validators,
             decorators.field_serializers,
@@ -147,15 +149,16 @@ def struct_of(model: type[ServiceModel]) -> type[RecordStruct]:
         raise UnsupportedError(f"{model.__name__} has a configuration or validators of its own")
     fields = []
     for name, info in model.model_fields.items():
-        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
-        kind = _as_struct_type(annotation)
+        annotation = _without_none(info.annotation) if name in null_refused else info.annotation
+        kind = _as_struct_type(Annotated[(annotation, *info.metadata)] if info.metadata else annotation)
         wire = info.alias or name
         if info.is_required():
             fields.append((name, kind, msgspec.field(name=wire)))
-        elif info.default_factory is None and info.default is None:
-            fields.append((name, kind, msgspec.field(default=None, name=wire)))
+        elif info.default_factory is None and isinstance(info.default, _CONSTANT_DEFAULTS):
+            # Neither reader validates a default, and both write it as they write a value read.
+            fields.append((name, kind, msgspec.field(default=info.default, name=wire)))
         else:
-            raise UnsupportedError(f"{model.__name__}.{name}: a default other than None")
+            raise UnsupportedError(f"{model.__name__}.{name}: a default msgspec cannot share")
     struct = msgspec.defstruct(
         f"{model.__name__}Struct",
         fields,
@@ -167,6 +170,30 @@ def struct_of(model: type[ServiceModel]) -> type[RecordStruct]:
         namespace={"model": model},
     )
     return cast(type[RecordStruct], struct)
+
+
+_CONSTANT_DEFAULTS = (NoneType, bool, int, str)
+"""Defaults a struct field takes as they are: immutable, and written the same way by pydantic and msgspec."""
+
+
+def _null_refused(model: type[ServiceModel]) -> frozenset[str]:
+    """The fields of ``model`` whose one validator is `models.base.refuse_null` (omitted: None; null:
+    refused): a struct reads them as their type without None, defaulting to None, so that msgspec refuses an
+    explicit null as pydantic does. `UnsupportedError` for any other field validator."""
+    fields: set[str] = set()
+    for decorator in model.__pydantic_decorators__.field_validators.values():
+        if getattr(decorator.func, "__func__", None) is not refuse_null or decorator.info.mode != "before":
+            raise UnsupportedError(f"{model.__name__} has a field validator of its own")
+        fields.update(decorator.info.fields)
+    return frozenset(fields)
+
+
+def _without_none(annotation: Any) -> Any:
+    """``annotation`` (``X | None``) without None."""
+    kept = tuple(argument for argument in get_args(annotation) if argument is not NoneType)
+    if get_origin(annotation) not in (Union, UnionType) or len(kept) != 1:
+        raise UnsupportedError(f"{annotation!r} is not one type or None")
+    return kept[0]
 
 
 @built_once
