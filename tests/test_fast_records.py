@@ -163,6 +163,19 @@ def pages(draw: st.DrawFn, name: str) -> bytes:
     return encode({"statusCode": 200, "timestamp": stamp, "message": draw(texts()), "data": page})
 
 
+def _clean_record(draw: Callable[[st.SearchStrategy[Any]], Any], spec_record: str) -> dict[str, Any]:
+    """A whole record of the spec's ``spec_record`` with an id, whole numbers and instants in the service's
+    own form: one both paths can read, before a test changes what it is about."""
+    drawn = _whole(draw(record(spec_record, clean=True, complete=True)).record)
+    return _bend(draw, {"id": draw(IDS), **drawn}, spec_record, bent=False)
+
+
+def _page_of(item: dict[str, Any]) -> bytes:
+    """A page envelope holding ``item`` alone, as the service writes one."""
+    envelope = {"statusCode": 200, "timestamp": "2026-01-01T00:00:00.000Z", "message": "OK"}
+    return encode(envelope | {"data": {"page": 1, "limit": 100, "total": 1, "data": [item]}})
+
+
 def _strict(model: type[ServiceModel], body: bytes) -> Envelope[Any] | None:
     """The page read by pydantic strictly (the contract's pydantic fast pass), records with their texts."""
     try:
@@ -241,17 +254,9 @@ def test_a_float_field_reads_the_same_or_declines(data: st.DataObject, number: A
     """A float the models declare beyond the spec's table (E8's ``authorityLimitSortPrecedence``): any
     number JSON allows reads to the same row and hash by either path, or the fast path declines (from
     1e16 on, where pydantic and msgspec write the exponent differently)."""
-    drawn = _whole(data.draw(record("Decision", clean=True, complete=True)).record)
-    decision = _bend(data.draw, {"id": data.draw(IDS), **drawn}, "Decision", bent=False)
+    decision = _clean_record(data.draw, "Decision")
     decision["authorityLimitSortPrecedence"] = number if math.isfinite(float(number)) else None
-    body = encode(
-        {
-            "statusCode": 200,
-            "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": "OK",
-            "data": {"page": 1, "limit": 100, "total": 1, "data": [decision]},
-        }
-    )
+    body = _page_of(decision)
     _assert_same_or_declined("decisions", body)
 
 
@@ -280,19 +285,11 @@ def test_a_field_left_out_reads_as_pydantic_reads_it_and_a_null_status_by_neithe
     """A user's field with a default may be left out: the fast path then reads the default, as pydantic
     does. ``status`` may be left out (it is then None) but is never null (`models.base.refuse_null`): the
     fast path declines a null one, which pydantic refuses."""
-    drawn = _whole(data.draw(record("User", clean=True, complete=True)).record)
-    user = _bend(data.draw, {"id": data.draw(IDS), **drawn}, "User", bent=False)
+    user = _clean_record(data.draw, "User")
     user.pop(field, None)
     if value is not OMITTED:
         user[field] = value
-    body = encode(
-        {
-            "statusCode": 200,
-            "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": "OK",
-            "data": {"page": 1, "limit": 100, "total": 1, "data": [user]},
-        }
-    )
+    body = _page_of(user)
     _assert_same_or_declined("users", body)  # what the fast path takes, it reads as pydantic does
     fast, slow = fast_page(User, body), _strict(User, body)
     if value is None:
