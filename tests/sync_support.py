@@ -25,7 +25,9 @@ from pipelines.tenant_runs import TenantRun
 from resources.ratelimit import clear_buckets
 from tests.conftest import DEMO_TENANT_ID, DEMO_TOKEN, OTHER_TENANT_ID, OTHER_TOKEN
 from tests.standin import StandIn
+from warehouse.merge import DIGESTED
 from warehouse.runs import RunRecord
+from warehouse.schema import row_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGSTER = Path(sys.executable).with_name("dagster")
@@ -116,6 +118,19 @@ def query(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tu
     """Query the committed warehouse."""
     with duckdb.connect(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).fetchall()
+
+
+def stale_digests(con: duckdb.DuckDBPyConnection, tenant_id: str | None = None) -> dict[str, int]:
+    """Rows (of ``tenant_id``, or of every tenant) whose stored ``row_digest`` is not the digest of their
+    staged columns, by table. The merge takes a row whose digest equals the staged row's as unchanged, so a
+    stale digest would keep a changed row from being written, or write an unchanged one again."""
+    stale = {}
+    for table in sorted(DIGESTED):
+        sql = f"SELECT count(*) FROM {table} WHERE row_digest IS DISTINCT FROM {row_digest(table)} "  # noqa: S608
+        found = con.execute(sql + "AND tenant_id = coalesce(?, tenant_id)", [tenant_id]).fetchone()
+        if found and found[0]:
+            stale[table] = int(found[0])
+    return stale
 
 
 def only_run(warehouse: Path) -> tuple[str, datetime]:

@@ -58,7 +58,7 @@ def test_an_upgrade_stores_the_raw_it_keeps_with_zstd(
         migrate(con, from_baseline=False)
         con.execute("ATTACH ? AS synced (READ_ONLY)", [str(synced)])
         for table in ("decisions", "users_history"):
-            con.execute(f"INSERT INTO {table} SELECT * FROM synced.{table}")  # noqa: S608 - fixed names
+            con.execute(f"INSERT INTO {table} SELECT {_STORED} FROM synced.{table}")  # noqa: S608 - fixed
         con.execute("DETACH synced")
         con.execute("CHECKPOINT")
     kept = {table: _rows(older, table) for table in ("decisions", "users_history")}
@@ -77,10 +77,17 @@ def test_an_upgrade_stores_the_raw_it_keeps_with_zstd(
     assert storage["decisions"] == storage["users_history"] == ZSTD
     for table, rows in kept.items():
         assert _rows(older, table) == rows, table
+    # Migration 0049 digested each row as the merge digests the row it writes (the synced file's rows).
+    digests = "SELECT id, row_digest FROM decisions ORDER BY id"
+    assert query(older, digests) == query(synced, digests)
 
 
 def _rows(warehouse: Path, table: str) -> list[tuple[object, ...]]:
-    return query(warehouse, f"SELECT * FROM {table} ORDER BY ALL")  # noqa: S608 - the test's own names
+    return query(warehouse, f"SELECT {_STORED} FROM {table} ORDER BY ALL")  # noqa: S608 - the test's names
+
+
+_STORED = "COLUMNS(lambda c: c <> 'row_digest')"
+"""Every column a table had before migration 0049 added the rows' digests."""
 
 
 def _free_share(warehouse: Path) -> float:

@@ -32,7 +32,13 @@ from pipelines.settings import SyncSettings
 from resources.errors import AuthenticationError
 from tests.conftest import copy_of
 from tests.standin import Quirks, StandIn
-from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, in_memory_instance, sync_standin
+from tests.sync_support import (
+    STANDIN_TENANT_ID,
+    STANDIN_TOKEN,
+    in_memory_instance,
+    stale_digests,
+    sync_standin,
+)
 from tests.test_sync_quirks import T, decision, delegation, tenant, ts, uid, user
 from warehouse.commit import connect
 from warehouse.migrate import available
@@ -323,6 +329,8 @@ def test_a_first_release_warehouse_upgrades_in_place_keeping_everything(
         assert result.exit_code == 0, result.output
         said = "the child rows of 8 records put in the service's order, rewritten in storage v1.4.0"
         assert "content hashes computed again, " + said in result.output
+        with duckdb.connect(str(old), read_only=True) as con:
+            assert stale_digests(con) == {}  # hashes computed again, children rewritten: digests with them
         again = sync_standin(standin, old)
 
     assert readable_as(old, "v1.4.0") and old.with_name("warehouse.duckdb.before-upgrade").is_file()

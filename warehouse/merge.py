@@ -31,7 +31,7 @@ import duckdb
 from models.errors import AuthoritySyncError
 from warehouse.catalog import FAMILIES, REVISIONS, Child, Family
 from warehouse.db import open_database
-from warehouse.schema import primary_keys, staging_schema
+from warehouse.schema import primary_keys, row_digest, staging_schema
 
 Counts = dict[str, int]
 
@@ -278,7 +278,11 @@ def _compared(table: str, scope: str, compare: tuple[str, ...]) -> str:
     pair them, the parent's first): its parent, whether it is new, the same (`_same`) and equal in every
     staged column. The tenant is the parameter ``$tenant``."""
     on = " AND ".join(f"c.{column} = s.{column}" for column in compare)
-    current = f"SELECT {_staged_columns(table)} FROM {table} WHERE tenant_id = $tenant AND {scope}"
+    stored = "row_digest" if table in DIGESTED else row_digest(table)
+    current = (
+        f"SELECT {_staged_columns(table)}, {stored} AS row_digest FROM {table} "
+        f"WHERE tenant_id = $tenant AND {scope}"
+    )
     return (
         f"SELECT s.{compare[0]} AS parent, c.tenant_id IS NULL AS inserted, ({_same(table)}) AS same, "
         f"({_SAME_ROW}) AS equal FROM {_staged_beside(table, current, on)}"
@@ -286,12 +290,11 @@ def _compared(table: str, scope: str, compare: tuple[str, ...]) -> str:
 
 
 def _staged_beside(table: str, current: str, on: str) -> str:
-    """The staged rows of ``table`` (``s``) left-joined ``on`` the rows of the query ``current`` (``c``, the
-    staged columns of current rows), each side with its `_ROW_DIGEST` as ``row_digest``."""
-    return (
-        f"(SELECT *, {_ROW_DIGEST} AS row_digest FROM stg_{table} r) s "
-        f"LEFT JOIN (SELECT *, {_ROW_DIGEST} AS row_digest FROM ({current}) r) c ON {on}"
-    )
+    """The staged rows of ``table`` (``s``, each with its `row_digest`) left-joined ``on`` the rows of the
+    query ``current`` (``c``: the staged columns of current rows and their ``row_digest``). The join
+    carries digests, not rows: with the rows themselves (``raw`` included), a second full refresh of 20,000
+    unchanged decisions ran out of the commit's 128 MB on two threads and on one."""
+    return f"(SELECT *, {row_digest(table)} AS row_digest FROM stg_{table}) s LEFT JOIN ({current}) c ON {on}"
 
 
 def _gone(table: str, scope: str, compare: tuple[str, ...], what: str) -> str:
@@ -309,15 +312,12 @@ def _staged_columns(table: str) -> str:
     return ", ".join(f'"{name}"' for name in staging_schema(table).names)
 
 
-_ROW_DIGEST = "md5_number(CAST(r AS VARCHAR))"
-"""The digest of a whole row ``r`` (a table alias is a struct in DuckDB) over the staged columns, as text.
-Each side is digested before the join, so that the join carries 16 bytes a row instead of the row: with
-the rows themselves (``raw`` included), a second full refresh of 20,000 unchanged decisions ran out of the
-commit's 128 MB on two threads and on one, and committed at 256 MB. MD5 here detects change, not tampering
-(the service can send any values it likes anyway): a changed row keeps its digest with a chance of 2^-128."""
-
 _SAME_ROW = "s.row_digest = c.row_digest"
-"""Whole-row equality over the staged columns, by `_ROW_DIGEST`."""
+"""Whole-row equality over the staged columns, by `warehouse.schema.row_digest`."""
+
+DIGESTED = frozenset(table for family in FAMILIES.values() for table in family.tables)
+"""The current tables that keep each row's digest (``row_digest``, written with the row): every table a
+record feeds. Revision lists are digested when compared (a row is two ids and a place)."""
 
 _ROOTS = frozenset(family.root for family in FAMILIES.values())
 
@@ -369,8 +369,8 @@ def _replace(ctx: MergeContext, table: str, parent: str, scope: str) -> None:
     if ctx.holds(table):
         ctx.con.execute(f"DELETE FROM {table} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
     ctx.con.execute(
-        f"INSERT INTO {table} BY NAME SELECT *, ?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table} "
-        f"WHERE {differing}",
+        f"INSERT INTO {table} BY NAME SELECT *, {row_digest(table)} AS row_digest, "
+        f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{table} WHERE {differing}",
         [ctx.now, ctx.run_id],
     )
 
@@ -391,7 +391,8 @@ def _replace_roots(ctx: MergeContext, root: str) -> None:
         ctx.con.execute(f"DELETE FROM {root} WHERE tenant_id = ? AND {differing}", [ctx.tenant_id])
     # A plain insert, then a small update: a join in the insert made DuckDB buffer the whole staged table.
     ctx.con.execute(
-        f"INSERT INTO {root} BY NAME SELECT *, CASE WHEN is_deleted THEN ?::TIMESTAMPTZ END AS deleted_at, "
+        f"INSERT INTO {root} BY NAME SELECT *, {row_digest(root)} AS row_digest, "
+        f"CASE WHEN is_deleted THEN ?::TIMESTAMPTZ END AS deleted_at, "
         f"?::TIMESTAMPTZ AS synced_at, ? AS run_id FROM stg_{root} WHERE {differing}",
         [ctx.now, ctx.now, ctx.run_id],
     )
@@ -408,7 +409,7 @@ def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
     the run that last saw them, so ``deleted_at > synced_at`` tells a record the service stopped listing.
     Only called when the comparison (`_diff`) found some: an unchanged tenant's full read marks none."""
     ctx.con.execute(
-        f"UPDATE {root} SET is_deleted = TRUE, deleted_at = ? "
+        f"UPDATE {root} SET {_marked_deleted(root)}, deleted_at = ? "
         f"WHERE tenant_id = ? AND NOT coalesce(is_deleted, FALSE) AND id NOT IN (SELECT id FROM stg_{root})",
         [ctx.now, ctx.tenant_id],
     )
@@ -417,10 +418,16 @@ def _soft_delete_vanished(ctx: MergeContext, root: str) -> None:
 def _soft_delete(ctx: MergeContext, root: str, ids: tuple[str, ...]) -> None:
     """Mark deleted the records the service removed from its list while this run read it."""
     ctx.con.execute(
-        f"UPDATE {root} SET is_deleted = TRUE, deleted_at = coalesce(deleted_at, ?) "
+        f"UPDATE {root} SET {_marked_deleted(root)}, deleted_at = coalesce(deleted_at, ?) "
         f"WHERE tenant_id = ? AND id IN (SELECT unnest(?::VARCHAR[]))",
         [ctx.now, ctx.tenant_id, list(ids)],
     )
+
+
+def _marked_deleted(root: str) -> str:
+    """The assignments of an update that marks records of ``root`` deleted: the flag, and the digest of the
+    row it leaves (the next comparison reads the stored digest, not the row)."""
+    return f"is_deleted = TRUE, row_digest = {row_digest(root, is_deleted='TRUE')}"
 
 
 def _record_history(ctx: MergeContext, family: Family) -> None:
@@ -428,7 +435,10 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     changed: staged records that differ from their current version, and records deleted now."""
     history, root = family.history, family.root
     if ctx.holds(history):
-        current = f"SELECT {_staged_columns(root)} FROM {history} WHERE tenant_id = ? AND is_current"
+        current = (
+            f"SELECT {_staged_columns(root)}, {row_digest(root)} AS row_digest FROM {history} "
+            f"WHERE tenant_id = ? AND is_current"
+        )
         ctx.con.execute(
             f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS "
             f"SELECT s.id FROM {_staged_beside(root, current, 'c.id = s.id')} "
@@ -443,7 +453,8 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     _end_versions(ctx, history, f"id IN (SELECT id FROM versioned_{root})")
     # A version's run_id and synced_at are those of the run that recorded it.
     ctx.con.execute(
-        f"INSERT INTO {history} BY NAME SELECT c.* REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
+        f"INSERT INTO {history} BY NAME "
+        f"SELECT c.* EXCLUDE (row_digest) REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
         f"?::TIMESTAMPTZ AS valid_from, TRUE AS is_current "
         f"FROM {root} c WHERE c.tenant_id = ? AND c.id IN (SELECT id FROM versioned_{root})",
         [ctx.now, ctx.run_id, ctx.now, ctx.tenant_id],
@@ -457,8 +468,9 @@ def _record_item_history(ctx: MergeContext, child: Child) -> None:
     its items' versions as they were."""
     parents = f"{child.parent_column} IN (SELECT id FROM differing_{child.table})"
     numbered = (
-        f"SELECT *, row_number() OVER (PARTITION BY {child.parent_column}, {child.reference} "
-        f"ORDER BY {child.order_column}) AS occurrence FROM {child.table} WHERE tenant_id = ? AND {parents}"
+        f"SELECT * EXCLUDE (row_digest), row_number() OVER ("
+        f"PARTITION BY {child.parent_column}, {child.reference} ORDER BY {child.order_column}) AS occurrence "
+        f"FROM {child.table} WHERE tenant_id = ? AND {parents}"
     )
     if not ctx.holds(child.history):
         # No version of the tenant's items yet (a first commit): each item starts its first, in one

@@ -22,7 +22,7 @@ from resources.contract import RecordContract
 from warehouse.arrow_batches import arrow_batch
 from warehouse.catalog import LISTS, ListTables
 from warehouse.rows import CONTENT_HASH_SCHEME, TableRows
-from warehouse.schema import staging_schema
+from warehouse.schema import row_digest, staging_schema
 
 SCHEME_KEY = "content_hash_scheme"
 BATCH = 1_000
@@ -61,9 +61,14 @@ def _rehash_table(con: duckdb.DuckDBPyConnection, entry: ListTables) -> int:
         return 0
     con.register("rehashed", new)
     try:
-        for target, current in ((table, ""), (f"{table}_history", " AND t.is_current")):
+        # The current row's stored digest covers its hash: it is written again with it.
+        digest = row_digest(table, "t", content_hash="r.content_hash")
+        for target, assigned, current in (
+            (table, f", row_digest = {digest}", ""),
+            (f"{table}_history", "", " AND t.is_current"),
+        ):
             con.execute(
-                f"UPDATE {target} t SET content_hash = r.content_hash FROM rehashed r "  # noqa: S608 - fixed
+                f"UPDATE {target} t SET content_hash = r.content_hash{assigned} FROM rehashed r "  # noqa: S608
                 f"WHERE t.tenant_id = r.tenant_id AND t.id = r.id{current}"
             )
     finally:

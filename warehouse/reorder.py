@@ -16,7 +16,7 @@ import pyarrow as pa
 from warehouse.catalog import LISTS, Child, ListTables
 from warehouse.rehash import flattened
 from warehouse.rows import TableRows
-from warehouse.schema import staging_schema
+from warehouse.schema import row_digest, staging_schema
 
 CHILD_KEYS = 13
 """The migration that keyed child rows by their place: an upgrade through it rewrites them."""
@@ -60,7 +60,8 @@ def _rewrite(con: duckdb.DuckDBPyConnection, root: str, child: Child, batch: Bat
             f"WHERE c.tenant_id = p.tenant_id AND c.{child.parent_column} = p.id"
         )
         con.execute(
-            f"INSERT INTO {child.table} BY NAME SELECT r.*, p.synced_at, p.run_id "  # noqa: S608
+            f"INSERT INTO {child.table} BY NAME "  # noqa: S608 - names from the catalog
+            f"SELECT r.*, {row_digest(child.table, 'r')} AS row_digest, p.synced_at, p.run_id "
             f"FROM reordered_rows r JOIN {root} p "
             f"ON p.tenant_id = r.tenant_id AND p.id = r.{child.parent_column}"
         )

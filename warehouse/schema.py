@@ -63,9 +63,22 @@ def primary_keys() -> dict[str, tuple[str, ...]]:
         return _migrated_keys()
 
 
-MERGE_COLUMNS = ("deleted_at", "synced_at", "run_id")
-"""Columns the merge fills (when a record was first seen deleted, by which run it was last written): the
-extract never stages them."""
+MERGE_COLUMNS = ("deleted_at", "synced_at", "run_id", "row_digest")
+"""Columns the merge fills (when a record was first seen deleted, by which run it was last written, the
+digest of what it staged): the extract never stages them."""
+
+
+def row_digest(table: str, alias: str = "", **values: str) -> str:
+    """SQL of the digest of a row of ``table`` over the columns a run stages, in their staged order: MD5 of
+    the row as DuckDB writes it as text. The columns are those of ``alias`` (none: unqualified); ``values``
+    puts an SQL expression in a column's place (the row as an update leaves it). A current table keeps each
+    row's digest in ``row_digest`` (migration 0049), written with the row; comparing a staged row with it
+    then reads 32 characters a row instead of digesting the stored row, ``raw`` and all, again. MD5 here
+    detects change, not tampering: a changed row keeps its digest with a chance of 2^-128."""
+    prefix = f"{alias}." if alias else ""
+    columns = {name: values.get(name, f'{prefix}"{name}"') for name in staging_schema(table).names}
+    fields = ", ".join(f'"{name}" := {column}' for name, column in columns.items())
+    return f"md5(CAST(struct_pack({fields}) AS VARCHAR))"
 
 
 def arrow_schema(table: str) -> pa.Schema:
