@@ -70,13 +70,17 @@ digest of what it staged): the extract never stages them."""
 
 def row_digest(table: str, alias: str = "", **values: str) -> str:
     """SQL of the digest of a row of ``table`` over the columns a run stages, in their staged order: MD5 of
-    the row as DuckDB writes it as text. The columns are those of ``alias`` (none: unqualified); ``values``
-    puts an SQL expression in a column's place (the row as an update leaves it). A current table keeps each
-    row's digest in ``row_digest`` (migration 0049), written with the row; comparing a staged row with it
-    then reads 32 characters a row instead of digesting the stored row, ``raw`` and all, again. MD5 here
-    detects change, not tampering: a changed row keeps its digest with a chance of 2^-128."""
+    the row as DuckDB writes it as text, ``raw`` as its own MD5. The columns are those of ``alias`` (none:
+    unqualified); ``values`` puts an SQL expression in a column's place (the row as an update leaves it). A
+    current table keeps each row's digest in ``row_digest`` (migration 0049), written with the row:
+    comparing a staged row with it reads 32 characters a row instead of digesting the stored row, ``raw``
+    and all, again. MD5 here detects change, not tampering: a changed row keeps its digest with a chance of
+    2^-128."""
     prefix = f"{alias}." if alias else ""
     columns = {name: values.get(name, f'{prefix}"{name}"') for name in staging_schema(table).names}
+    # A record's JSON enters as its own MD5: written as text inside the row it would be escaped character by
+    # character (20,000 decisions on one thread: 457 ms with it, 325 ms with its MD5).
+    columns = {name: f"md5({column})" if name == "raw" else column for name, column in columns.items()}
     fields = ", ".join(f'"{name}" := {column}' for name, column in columns.items())
     return f"md5(CAST(struct_pack({fields}) AS VARCHAR))"
 

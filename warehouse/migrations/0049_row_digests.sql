@@ -1,8 +1,8 @@
 -- Each row of a current table a record feeds keeps the digest of its staged columns (row_digest: MD5 of
--- the row as DuckDB writes it as text, the columns in their staged order), written by the merge with the
--- row. The merge compares a staged row with its current row by digest; it used to digest the current row
--- at every comparison, which read and decompressed raw for every row of the table even when a nightly run
--- staged a few records (a comparison of 200 staged decisions against 20,000 took 96 ms, 10 ms against
+-- the row as DuckDB writes it as text, the columns in their staged order, raw as its own MD5), written by
+-- the merge with the row. The merge compares a staged row with its current row by digest; it used to
+-- digest the current row at every comparison, which read and decompressed raw for every row of the table
+-- even when a nightly run staged a few records (a comparison of 200 staged decisions against 20,000 took 96 ms, 10 ms against
 -- stored digests; docs/benchmarks.md, session 29).
 --
 -- Rows written before this migration are digested here, by the expression the merge uses
@@ -25,7 +25,7 @@ UPDATE decisions SET row_digest = md5(CAST(struct_pack(
     "delegable" := "delegable", "delegations_count" := "delegations_count",
     "authority_limit_sort_precedence" := "authority_limit_sort_precedence",
     "delegation_pathway" := "delegation_pathway", "link" := "link", "content_hash" := "content_hash",
-    "raw" := "raw", "is_deleted" := "is_deleted"
+    "raw" := md5("raw"), "is_deleted" := "is_deleted"
 ) AS VARCHAR));
 
 ALTER TABLE decision_groups ADD COLUMN row_digest VARCHAR;
@@ -33,7 +33,7 @@ UPDATE decision_groups SET row_digest = md5(CAST(struct_pack(
     "tenant_id" := "tenant_id", "id" := "id", "decision_id" := "decision_id",
     "item_order" := "item_order", "group_id" := "group_id",
     "tenant_group_type_id" := "tenant_group_type_id", "group_name" := "group_name",
-    "display_name" := "display_name", "raw" := "raw"
+    "display_name" := "display_name", "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE decision_authorities ADD COLUMN row_digest VARCHAR;
@@ -43,7 +43,7 @@ UPDATE decision_authorities SET row_digest = md5(CAST(struct_pack(
     "authority_type" := "authority_type", "authority_type_order" := "authority_type_order",
     "authority_limit" := "authority_limit", "value_type" := "value_type", "operator" := "operator",
     "limit_value" := "limit_value", "limit_number" := "limit_number", "limit_unit" := "limit_unit",
-    "is_unlimited" := "is_unlimited", "raw" := "raw"
+    "is_unlimited" := "is_unlimited", "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE decision_documents ADD COLUMN row_digest VARCHAR;
@@ -53,7 +53,7 @@ UPDATE decision_documents SET row_digest = md5(CAST(struct_pack(
     "document_display_id" := "document_display_id", "document_name" := "document_name",
     "document_type_name" := "document_type_name", "document_status" := "document_status",
     "document_file_type" := "document_file_type", "document_url" := "document_url",
-    "is_pinned" := "is_pinned", "raw" := "raw"
+    "is_pinned" := "is_pinned", "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE delegations ADD COLUMN row_digest VARCHAR;
@@ -63,7 +63,7 @@ UPDATE delegations SET row_digest = md5(CAST(struct_pack(
     "issuer_type" := "issuer_type", "issuer_id" := "issuer_id", "recipient_id" := "recipient_id",
     "recipient_name" := "recipient_name", "starts_at" := "starts_at", "ends_at" := "ends_at",
     "created_at" := "created_at", "updated_at" := "updated_at", "content_hash" := "content_hash",
-    "raw" := "raw", "is_deleted" := "is_deleted", "start_date" := "start_date",
+    "raw" := md5("raw"), "is_deleted" := "is_deleted", "start_date" := "start_date",
     "end_date" := "end_date"
 ) AS VARCHAR));
 
@@ -78,7 +78,7 @@ UPDATE users SET row_digest = md5(CAST(struct_pack(
     "mobile_phone" := "mobile_phone", "manager_id" := "manager_id", "start_date" := "start_date",
     "termination_date" := "termination_date", "is_deleted" := "is_deleted",
     "created_on" := "created_on", "updated_on" := "updated_on", "content_hash" := "content_hash",
-    "raw" := "raw"
+    "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE user_roles ADD COLUMN row_digest VARCHAR;
@@ -112,7 +112,7 @@ UPDATE groups SET row_digest = md5(CAST(struct_pack(
     "address_zip_code" := "address_zip_code", "address_country" := "address_country",
     "address_country_code" := "address_country_code", "decisions_count" := "decisions_count",
     "delegations_count" := "delegations_count", "created_on" := "created_on",
-    "updated_on" := "updated_on", "content_hash" := "content_hash", "raw" := "raw"
+    "updated_on" := "updated_on", "content_hash" := "content_hash", "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE group_parents ADD COLUMN row_digest VARCHAR;
@@ -124,7 +124,7 @@ UPDATE group_parents SET row_digest = md5(CAST(struct_pack(
 ALTER TABLE positions ADD COLUMN row_digest VARCHAR;
 UPDATE positions SET row_digest = md5(CAST(struct_pack(
     "tenant_id" := "tenant_id", "id" := "id", "position_name" := "position_name", "status" := "status",
-    "is_scim_provisioned" := "is_scim_provisioned", "group_ids" := "group_ids", "raw" := "raw",
+    "is_scim_provisioned" := "is_scim_provisioned", "group_ids" := "group_ids", "raw" := md5("raw"),
     "is_deleted" := "is_deleted"
 ) AS VARCHAR));
 
@@ -133,11 +133,11 @@ UPDATE group_directory SET row_digest = md5(CAST(struct_pack(
     "tenant_id" := "tenant_id", "id" := "id", "group_display_id" := "group_display_id",
     "group_name" := "group_name", "display_name" := "display_name",
     "group_type_name" := "group_type_name", "status" := "status", "is_deleted" := "is_deleted",
-    "content_hash" := "content_hash", "raw" := "raw"
+    "content_hash" := "content_hash", "raw" := md5("raw")
 ) AS VARCHAR));
 
 ALTER TABLE current_user_positions ADD COLUMN row_digest VARCHAR;
 UPDATE current_user_positions SET row_digest = md5(CAST(struct_pack(
     "tenant_id" := "tenant_id", "id" := "id", "user_id" := "user_id", "position_id" := "position_id",
-    "position_name" := "position_name", "raw" := "raw", "is_deleted" := "is_deleted"
+    "position_name" := "position_name", "raw" := md5("raw"), "is_deleted" := "is_deleted"
 ) AS VARCHAR));
