@@ -42,7 +42,7 @@ from tests.conftest import example_warehouse
 from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, JsonText, StandIn, Tenant, encode
-from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, stale_digests, sync_standin
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
@@ -290,6 +290,8 @@ def _run(
         _every_revision_list_as_served(con, served)
         if full_refresh:
             _every_unusable_record_rejected(con, served, outcome, earlier)
+        # What the next run takes as unchanged rests on these: each must be its row's.
+        assert stale_digests(con) == {}, f"{label}: a stored row_digest is not its row's"
 
 
 SHARED_ENDPOINT = frozenset(
