@@ -2,7 +2,8 @@
 members that differ, and reads only the versions that start or end at the commit's instant. For any two
 JSON texts RFC 8259 allows (repeated keys, keys that need quoting, scalars and empty containers at the top,
 integers past 64 bits, any finite float), its rows are those of migration 0042's macros, at the commit's
-instant and over the whole history."""
+instant and over the whole history. A commit compares its versions in batches (migration 0050,
+`warehouse.changes`): whatever the batches, it logs the rows ``raw_changes`` gives."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from warehouse import changes
 from warehouse import migrate as migrations
 from warehouse.db import open_database
 from warehouse.migrate import migrate
@@ -142,3 +144,32 @@ def test_a_changed_member_is_named_by_each_leaf_that_differs(
         ("$.name", '"A"', '"B"'),
         ("$.tags[1]", '"y"', '"z"'),
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_versions(), min_size=1, max_size=6), st.integers(min_value=1, max_value=300))
+def test_a_commit_logs_the_paths_raw_changes_gives_whatever_its_batches(
+    warehouses: list[duckdb.DuckDBPyConnection], records: list[tuple[str, str]], batch_bytes: int
+) -> None:
+    con = warehouses[1]
+    con.begin()
+    try:
+        for number, (before, after) in enumerate(records):
+            con.execute(
+                "INSERT INTO decisions_history BY NAME SELECT * FROM (VALUES "
+                "('t', ?, ?::JSON, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, FALSE, 'r1'), "
+                "('t', ?, ?::JSON, ?::TIMESTAMPTZ, NULL, TRUE, 'r2')) "
+                "v(tenant_id, id, raw, valid_from, valid_to, is_current, run_id)",
+                [f"d{number}", before, BEFORE, AT, f"d{number}", after, AT],
+            )
+        query = "SELECT * FROM raw_changes('decisions', 'decisions_history', ?, ?) ORDER BY ALL"
+        expected = con.execute(query, ["t", AT]).fetchall()
+        with pytest.MonkeyPatch.context() as patch:
+            # Budgets of a few bytes: most batches hold one or two records.
+            patch.setattr(changes, "RAW_BATCH_BYTES", batch_bytes)
+            changes.record_changes(con, "t", "r2", AT, revisions_changed=())
+        logged = con.execute("SELECT * FROM change_log WHERE tenant_id = 't' ORDER BY ALL").fetchall()
+    finally:
+        con.rollback()
+
+    assert logged == expected

@@ -6,7 +6,9 @@ The change log is appended per commit rather than computed per query, so that as
 month reads only those rows however long the history grows. Its one definition is the SQL macros
 ``record_changes``, ``item_changes`` and ``raw_changes`` (migration 0042), one history table each: here
 they are asked, for every table of the catalog, for this commit's changes alone (and by
-`warehouse.catalog_sql`, for every change the history of a table not logged yet holds).
+`warehouse.catalog_sql`, for every change the history of a table not logged yet holds). The paths of
+``raw`` that a commit changed are compared in batches (``raw_step_changes``, the comparison
+``raw_changes`` makes, migration 0050), so that the commit's buffer does not grow with their number.
 Table names come from the fixed catalog (`warehouse.catalog`), never from input.
 """
 
@@ -41,8 +43,9 @@ def record_changes(
     with _one_thread(con):
         for family in FAMILIES.values():
             if family.history in changed:
-                for call in root_calls(family, COMMIT):
-                    _append(con, call, tenant_id, now)
+                fields, _ = root_calls(family, COMMIT)
+                _append(con, fields, tenant_id, now)
+                _append_raw_paths(con, family, tenant_id, now)
             for child in family.children:
                 if child.history in changed:
                     _append(con, item_call(family, child, COMMIT), tenant_id, now)
@@ -117,6 +120,40 @@ def _append(con: duckdb.DuckDBPyConnection, call: str, tenant_id: str, now: date
     """Append the rows of the change macro ``call`` for the tenant's commit at ``now`` to the log. One
     statement per table: one query of every table ran out of a commit's bounded memory."""
     con.execute(f"INSERT INTO change_log SELECT * FROM {call}", [tenant_id, now])
+
+
+RAW_BATCH_BYTES = 2**20
+"""The most bytes of ``raw`` (both versions of each record, the record that crosses the bound included) that
+one comparison of a commit reads (`_append_raw_paths`). DuckDB's buffer needs about 35 times as much: of
+a tenant of 100,000 decisions, 125 changed decisions (0.9 MB) compared within 48 MB and 250 (1.7 MB) did
+not within 64 MB, and all 997 of a nightly run (7 MB) outgrew the commit's 128 MB (docs/benchmarks.md,
+session 30)."""
+
+
+def _append_raw_paths(con: duckdb.DuckDBPyConnection, family: Family, tenant_id: str, now: datetime) -> None:
+    """Append the changed paths of ``raw`` of the family root's versions that the commit at ``now`` started
+    to the log, comparing them in batches of `RAW_BATCH_BYTES` (``raw_step_changes``, migration 0050): one
+    comparison of every changed record at once needs a buffer that grows with their number. The versions
+    are read from the history once (the earlier ones are spread over the whole table)."""
+    size = "strlen(CAST(raw AS VARCHAR)) + strlen(CAST(before_raw AS VARCHAR))"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE commit_raw_steps AS SELECT *, CAST(floor(coalesce(sum({size}) OVER "
+        f"(ORDER BY record_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) / ?) AS BIGINT) AS batch "
+        f"FROM raw_steps({text_literal(family.history)}, ?, ?)",
+        [RAW_BATCH_BYTES, tenant_id, now],
+    )
+    batches = con.execute("SELECT DISTINCT batch FROM commit_raw_steps ORDER BY batch").fetchall()
+    for (batch,) in batches:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE commit_raw_batch AS SELECT * FROM commit_raw_steps WHERE batch = ?",
+            [batch],
+        )
+        con.execute(
+            "INSERT INTO change_log SELECT * FROM "
+            f"raw_step_changes({text_literal(family.root)}, 'commit_raw_batch')"
+        )
+    con.execute("DROP TABLE IF EXISTS commit_raw_batch")
+    con.execute("DROP TABLE commit_raw_steps")
 
 
 def text_literal(name: str) -> str:
