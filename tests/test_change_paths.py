@@ -146,7 +146,7 @@ def test_a_changed_member_is_named_by_each_leaf_that_differs(
     ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)  # each example logs a commit's changes (0.4 s): the suite's time
 @given(st.lists(_versions(), min_size=1, max_size=6), st.integers(min_value=1, max_value=300))
 def test_a_commit_logs_the_paths_raw_changes_gives_whatever_its_batches(
     warehouses: list[duckdb.DuckDBPyConnection], records: list[tuple[str, str]], batch_bytes: int

@@ -451,12 +451,15 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     else:  # no version yet: every staged record starts its first
         ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE versioned_{root} AS SELECT id FROM stg_{root}")
     _end_versions(ctx, history, f"id IN (SELECT id FROM versioned_{root})")
-    # A version's run_id and synced_at are those of the run that recorded it.
+    # A version's run_id and synced_at are those of the run that recorded it. The rows are picked by rowid,
+    # found by id first: picked by id, DuckDB read raw of every row of the table before the join dropped
+    # all but the versioned ones (a simulated nightly of 100,000 decisions, 1,000 versioned: 110 ms; 19 ms).
     ctx.con.execute(
         f"INSERT INTO {history} BY NAME "
         f"SELECT c.* EXCLUDE (row_digest) REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
         f"?::TIMESTAMPTZ AS valid_from, TRUE AS is_current "
-        f"FROM {root} c WHERE c.tenant_id = ? AND c.id IN (SELECT id FROM versioned_{root})",
+        f"FROM {root} c WHERE c.rowid IN (SELECT rowid FROM {root} "
+        f"WHERE tenant_id = ? AND id IN (SELECT id FROM versioned_{root}))",
         [ctx.now, ctx.run_id, ctx.now, ctx.tenant_id],
     )
 
