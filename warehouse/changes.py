@@ -134,18 +134,27 @@ def _append_raw_paths(con: duckdb.DuckDBPyConnection, family: Family, tenant_id:
     """Append the changed paths of ``raw`` of the family root's versions that the commit at ``now`` started
     to the log, comparing them in batches of `RAW_BATCH_BYTES` (``raw_step_changes``, migration 0050): one
     comparison of every changed record at once needs a buffer that grows with their number. The versions
-    are read from the history once (the earlier ones are spread over the whole table)."""
-    size = "strlen(CAST(raw AS VARCHAR)) + strlen(CAST(before_raw AS VARCHAR))"
+    are read from the history once (the earlier ones are spread over the whole table); the batches are
+    cut over their ids and sizes alone."""
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE commit_raw_steps AS SELECT *, CAST(floor(coalesce(sum({size}) OVER "
-        f"(ORDER BY record_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) / ?) AS BIGINT) AS batch "
-        f"FROM raw_steps({text_literal(family.history)}, ?, ?)",
-        [RAW_BATCH_BYTES, tenant_id, now],
+        f"CREATE OR REPLACE TEMP TABLE commit_raw_steps AS "
+        f"SELECT * FROM raw_steps({text_literal(family.history)}, ?, ?)",
+        [tenant_id, now],
     )
-    batches = con.execute("SELECT DISTINCT batch FROM commit_raw_steps ORDER BY batch").fetchall()
+    con.execute(
+        # A record's batch: the bytes of the records before it (by id), in units of the bound.
+        "CREATE OR REPLACE TEMP TABLE commit_raw_batches AS "
+        "SELECT record_id, CAST(floor(coalesce(sum(size) OVER before_it, 0) / ?) AS BIGINT) AS batch "
+        "FROM (SELECT record_id, strlen(CAST(raw AS VARCHAR)) + strlen(CAST(before_raw AS VARCHAR)) AS size "
+        "FROM commit_raw_steps) "
+        "WINDOW before_it AS (ORDER BY record_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)",
+        [RAW_BATCH_BYTES],
+    )
+    batches = con.execute("SELECT DISTINCT batch FROM commit_raw_batches ORDER BY batch").fetchall()
     for (batch,) in batches:
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE commit_raw_batch AS SELECT * FROM commit_raw_steps WHERE batch = ?",
+            "CREATE OR REPLACE TEMP TABLE commit_raw_batch AS SELECT * FROM commit_raw_steps "
+            "WHERE record_id IN (SELECT record_id FROM commit_raw_batches WHERE batch = ?)",
             [batch],
         )
         con.execute(
@@ -153,6 +162,7 @@ def _append_raw_paths(con: duckdb.DuckDBPyConnection, family: Family, tenant_id:
             f"raw_step_changes({text_literal(family.root)}, 'commit_raw_batch')"
         )
     con.execute("DROP TABLE IF EXISTS commit_raw_batch")
+    con.execute("DROP TABLE commit_raw_batches")
     con.execute("DROP TABLE commit_raw_steps")
 
 

@@ -453,7 +453,7 @@ def _record_history(ctx: MergeContext, family: Family) -> None:
     _end_versions(ctx, history, f"id IN (SELECT id FROM versioned_{root})")
     # A version's run_id and synced_at are those of the run that recorded it. The rows are picked by rowid,
     # found by id first: picked by id, DuckDB read raw of every row of the table before the join dropped
-    # all but the versioned ones (a simulated nightly of 100,000 decisions, 1,000 versioned: 110 ms; 19 ms).
+    # all but the versioned ones (a nightly of 100,000 decisions, 997 versioned: 0.42 s; by rowid 0.026 s).
     ctx.con.execute(
         f"INSERT INTO {history} BY NAME "
         f"SELECT c.* EXCLUDE (row_digest) REPLACE (?::TIMESTAMPTZ AS synced_at, ? AS run_id), "
