@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -88,7 +89,8 @@ def run_ours(
     run = committed_run(warehouse)
     phases = breakdown(observed.wall_s, run.phase_seconds)
     note = "time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
-    return _row(label, emulator, observed, run.rows, note, {"mode": run.mode, "phases_s": phases})
+    extra: dict[str, Any] = {"mode": run.mode, "phases_s": phases, "warnings": run.warnings}
+    return _row(label, emulator, observed, run.rows, note, extra)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class CommittedRun:
     """Rows it delivered: inserted, updated or unchanged."""
     mode: str
     phase_seconds: dict[str, float]
+    warnings: list[str]
 
 
 def committed_run(warehouse: Path) -> CommittedRun:
@@ -106,15 +109,16 @@ def committed_run(warehouse: Path) -> CommittedRun:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         found = con.execute(
-            "SELECT row_counts, mode, phase_seconds FROM sync_runs ORDER BY finished_at DESC LIMIT 1"
+            "SELECT row_counts, mode, phase_seconds, warnings FROM sync_runs "
+            "ORDER BY finished_at DESC LIMIT 1"
         ).fetchone()
     finally:
         con.close()
     if found is None:
-        return CommittedRun(0, "", {})
+        return CommittedRun(0, "", {}, [])
     counts: dict[str, dict[str, int]] = json.loads(found[0])
     total = sum(c["inserted"] + c["updated"] + c["unchanged"] for c in counts.values())
-    return CommittedRun(total, str(found[1]), json.loads(found[2] or "{}"))
+    return CommittedRun(total, str(found[1]), json.loads(found[2] or "{}"), json.loads(found[3] or "[]"))
 
 
 RUN_IMPORTS = "import pipelines.cli, pipelines.console, pipelines.tenant_runs"
