@@ -53,6 +53,7 @@ from benchmarks.harness import (
 from emulator.scale import Scale
 from pipelines.budget import BudgetTerms, MonthProjection, RunCalls, project_month
 from pipelines.settings import SyncSettings
+from warehouse.commit import RETRIED
 from warehouse.reads import tenant_sizes
 
 WORK = Path("data/bench/work")
@@ -377,7 +378,8 @@ def _month_lines(
 
 def scenario_memory(console: Console, options: Options) -> dict[str, Any]:
     """4. Peak memory of ours (full refresh) at each number of decisions, everything else equal: under the
-    limit at `MEMORY_LIMIT_AT` decisions, and every larger size within the growth target of the smallest."""
+    limit at `MEMORY_LIMIT_AT` decisions, and every larger size within the growth target of the smallest;
+    at `MEMORY_LIMIT_AT`, a nightly run after a `BUSY_DAY` change whose commit fits its first buffer."""
     rows = []
     nightly, change = None, {}
     specs = [full_scale(count, latency_ms=0.0) for count in options.memory_decisions]
@@ -452,10 +454,6 @@ def _commit_s(row: Row) -> float:
     """The seconds of the commit phase our run recorded (0 when it recorded none)."""
     phases: dict[str, float] = row.extra.get("phases_s", {})
     return phases.get("commit", 0.0)
-
-
-RETRIED = "the commit needed more memory"
-"""How a run's warnings begin when its commit was tried again with a larger buffer (warehouse/commit.py)."""
 
 
 def _commit_retries(row: Row) -> int:

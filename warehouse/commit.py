@@ -101,6 +101,9 @@ primary-key indexes) grows with the tenant: at 300,000 decisions 128 MB on one t
 unbounded retry took 4.8 GB; 256 MB on one thread committed it (process peak 474 MB, 111 s; 512 MB: 723 MB,
 90 s). Unbounded is the last resort; every retry is a warning of the run."""
 
+RETRIED = "the commit needed more memory than"
+"""How the warning of a commit tried again with a larger buffer begins, in the run's row and log."""
+
 POLL_S = 0.2
 
 STORAGE_VERSION = "v1.4.0"
@@ -268,7 +271,7 @@ def commit_run(
         except duckdb.OutOfMemoryException:
             # The transaction rolled back, so nothing was written: once more with the next buffer. The run's
             # row keeps the warning: a commit that went unbounded may have taken most of the machine.
-            warning = f"the commit needed more memory than {buffer} and was tried again with {larger}"
+            warning = f"{RETRIED} {buffer} and was tried again with {larger}"
             logger.warning("run %s: %s", record.run_id, warning)
             record.warnings.append(warning)
     return _commit(warehouse, staged, record, wait_s, attempts[-1], publish, started)
