@@ -39,7 +39,7 @@ from warehouse.merge import (
     prune_orphan_revisions,
     record_rechecks,
 )
-from warehouse.migrate import OlderWarehouseError, migrate, pending
+from warehouse.migrate import OlderWarehouseError, migrate, pending, up_to_date
 from warehouse.publish import Published, publish_run, readable_as, try_publish
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import RunStart, TenantSizes, run_start, sizes_of, tables_of
@@ -210,6 +210,8 @@ def _opened(
                     raise file_holder_error(path, str(error), copy, wait_s) from None
                 wait.still()
                 time.sleep(POLL_S)
+    if up_to_date(con):  # what nearly every open finds: the checks below cost a dozen statements
+        return con
     if not upgrade:
         _refuse_older(con, path)
     migrate(con)
