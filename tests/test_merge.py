@@ -26,6 +26,7 @@ from tests.spec_generators import SCALAR_VALUES
 from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
+    CHANGES_ONE_THREAD_FROM,
     COMMIT_BUFFERS,
     FIRST_COMMIT_LARGER_FROM,
     FIRST_COMMIT_ONE_THREAD_FROM,
@@ -583,6 +584,31 @@ def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(
     with (tmp_path / "decisions.parquet").open("wb") as file:
         file.truncate(FIRST_COMMIT_ONE_THREAD_FROM - 1)
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=0)) == COMMIT_BUFFERS
+
+
+def test_a_held_tenants_commit_of_a_sixteenth_of_the_buffer_read_incrementally_starts_on_one_thread(
+    tmp_path: Path,
+) -> None:
+    # Each record an incremental read stages changed: on two threads, a 5% nightly of 100,000 decisions ran
+    # out in the insert of its 5,000 new versions. The same bytes of a full read are mostly compared.
+    half = CHANGES_ONE_THREAD_FROM // 2
+    for table in ("decisions", "decision_groups", "users"):
+        with (tmp_path / f"{table}.parquet").open("wb") as file:
+            file.truncate(half)  # sparse: the size is what counts
+    one_thread_first = COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
+    incremental = {"decisions": "incremental", "users": "full"}
+    assert buffers_for(StagedRun(tmp_path, {}, incremental, held_records=1)) == one_thread_first
+    assert buffers_for(StagedRun(tmp_path, {}, {"decisions": "full", "users": "full"}, held_records=1)) == (
+        COMMIT_BUFFERS
+    )
+    assert buffers_for(
+        StagedRun(tmp_path, {}, {"decisions": "full", "users": "incremental"}, held_records=1)
+    ) == (
+        COMMIT_BUFFERS  # the users' half alone
+    )
+    with (tmp_path / "decision_groups.parquet").open("wb") as file:
+        file.truncate(half - 1)
+    assert buffers_for(StagedRun(tmp_path, {}, incremental, held_records=1)) == COMMIT_BUFFERS
 
 
 def test_a_tenants_first_commit_of_three_buffers_starts_on_the_larger_one(tmp_path: Path) -> None:
