@@ -301,7 +301,8 @@ inserted as they are in a first commit, beside a diff against every record the t
 of 100,000 decisions, a nightly after a 5% change (16 MB of such lists staged, 19 MB in all) ran out of
 `BOUNDED` on two threads in the merge's insert of the changed decisions and committed on its second try
 (commit 9.8 s, a warning in the run's row); started on one thread, it commits on its first (9.6 s). After
-a 1% change (about 3 MB, by proportion) it fits on two. A second full refresh reads no list incrementally: two threads."""
+a 1% change (about 3 MB, by proportion) it fits on two. A second full refresh reads no list
+incrementally: two threads."""
 
 
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
