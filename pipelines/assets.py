@@ -39,6 +39,7 @@ from pipelines.warehouse_resource import WarehouseResource
 from warehouse.catalog import LISTS, PERSONAL_TABLES, TABLE_GROUPS
 from warehouse.described import DescribedTable, described_tables, described_views
 from warehouse.publish import Published
+from warehouse.read_modes import FULL
 from warehouse.runs import RUNS_TABLE, RunRecord
 
 ASSET_PREFIX = "adm"
@@ -277,7 +278,7 @@ def _request(context: dg.AssetExecutionContext, partitions: dg.PartitionsDefinit
     return SyncRequest(
         tenant_id=_tenant(context, partitions),
         run_id=attempt_run_id(context.run.run_id, context.retry_number),
-        full_refresh=tags.get(MODE_TAG, "").strip().lower() == "full",
+        full_refresh=tags.get(MODE_TAG, "").strip().lower() == FULL,
         allow_over_quota=tags.get(ALLOW_OVER_QUOTA_TAG, "").strip().lower() in {"true", "1", "yes"},
         job_name=context.run.job_name,
         warn_only_checks=_warn_only(tags),

@@ -195,11 +195,12 @@ def sync_tenants(
 
     from pipelines.stopping import received_signal
     from pipelines.tenant_runs import tenant_runner
+    from warehouse.read_modes import FULL, INCREMENTAL
 
     runs = []
     with tenant_runner(settings, verbose=verbose) as run_tenant:
         for tenant_id in tenants:
-            mode = "full" if full_refresh else "incremental"
+            mode = FULL if full_refresh else INCREMENTAL
             with console.status(f"tenant {escape(settings.tenant_label(tenant_id))}: {mode} sync"):
                 runs.append(
                     run_tenant(tenant_id, full_refresh=full_refresh, allow_over_quota=allow_over_quota)

@@ -45,6 +45,7 @@ from warehouse.catalog import (
     RevisionList,
     revisions_named_by,
 )
+from warehouse.read_modes import DEPENDENT, FULL, INCREMENTAL
 from warehouse.reads import RevisionPlan
 from warehouse.rows import TableRows, check_row, current_user_position_rows, revision_rows
 from warehouse.staging import RevisionJournal, StagingWriter
@@ -55,8 +56,6 @@ DEFAULT_OVERLAP = timedelta(minutes=10)
 WHOLE_READ_MAX_RECORDS = 5_000
 """A list whose records change unseen by its cursor is read whole on every run while it holds at most
 this many live records (50 calls of 100; see `whole_reads`)."""
-FULL, INCREMENTAL, DEPENDENT = "full", "incremental", "dependent"
-"""Modes of one entity's read; a dependent read's scope follows its owner's (the revision lists)."""
 PAGE_LIMIT = 100
 
 

@@ -15,6 +15,7 @@ import dagster as dg
 from pipelines.assets import MODE_TAG
 from pipelines.tenant_runs import FULL_REFRESH_JOB, NIGHTLY_JOB
 from pipelines.tenant_tags import tenant_tags
+from warehouse.read_modes import FULL, INCREMENTAL
 
 __all__ = ["STEP_EXECUTOR", "sync_jobs", "sync_schedules"]
 
@@ -50,7 +51,7 @@ def sync_jobs(
             NIGHTLY_JOB,
             selection=selection,
             config=config,
-            tags={MODE_TAG: "incremental"},
+            tags={MODE_TAG: INCREMENTAL},
             executor_def=STEP_EXECUTOR,
             description="Incremental sync of one tenant: what changed since the last committed run.",
         ),
@@ -58,7 +59,7 @@ def sync_jobs(
             FULL_REFRESH_JOB,
             selection=selection,
             config=config,
-            tags={MODE_TAG: "full"},
+            tags={MODE_TAG: FULL},
             executor_def=STEP_EXECUTOR,
             description="Full sync of one tenant: re-reads everything; vanished records are marked deleted.",
         ),

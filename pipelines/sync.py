@@ -36,8 +36,6 @@ from pipelines.budget import BudgetTerms, MonthProjection, project_month
 from pipelines.checks import CheckOutcome, conformity, limits_parse, run_checks
 from pipelines.clients import AdmClientResource
 from pipelines.extract import (
-    FULL,
-    INCREMENTAL,
     ExtractRequest,
     TenantExtract,
     extract_tenant,
@@ -65,6 +63,7 @@ from warehouse.catalog import REVISIONS
 from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
+from warehouse.read_modes import FULL, INCREMENTAL
 from warehouse.runs import Progress, QuotaProjection, RunRecord, RunStatus
 from warehouse.staging import (
     ProgressFile,

@@ -30,6 +30,7 @@ from pipelines.settings import NO_SERVICE, SettingsError, SyncSettings, configur
 from pipelines.stopping import pause
 from pipelines.sync import SyncOutcome, SyncRequest, SyncServices, sync_tenant
 from pipelines.warehouse_resource import WarehouseResource
+from warehouse.read_modes import FULL, INCREMENTAL
 from warehouse.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ def run_directly(
     refused = _refusal(services, tenant_id)
     if refused is not None:
         return TenantRun(tenant_id, run_id, success=False, error=refused)
-    logger.info("tenant %s: %s sync", tenant_id, "full" if full_refresh else "incremental")
+    logger.info("tenant %s: %s sync", tenant_id, FULL if full_refresh else INCREMENTAL)
     policy, retry = services.policy, 0
     while True:
         request = SyncRequest(

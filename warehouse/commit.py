@@ -42,6 +42,7 @@ from warehouse.merge import (
 from warehouse.migrate import OlderWarehouseError, migrate, pending, up_to_date
 from warehouse.publish import Published, publish_run, readable_as, try_publish
 from warehouse.publish_target import PublishTarget
+from warehouse.read_modes import FULL, INCREMENTAL
 from warehouse.reads import RunStart, TenantSizes, run_start, sizes_of, tables_of
 from warehouse.rehash import rehash_if_stale
 from warehouse.runs import (
@@ -331,7 +332,7 @@ def _changed_bytes(staged: StagedRun, sizes: Mapping[str, int]) -> int:
     return sum(
         sizes.get(table, 0)
         for name, family in FAMILIES.items()
-        if staged.modes.get(name) == "incremental"
+        if staged.modes.get(name) == INCREMENTAL
         for table in family.tables
     )
 
@@ -558,7 +559,7 @@ def _merge_staged(
     held = held_tables(con, tenant, merged_tables(files))
     for name, family in FAMILIES.items():
         if family.root in files:
-            full = staged.modes.get(name, "full") == "full"
+            full = staged.modes.get(name, FULL) == FULL
             vanished = tuple(staged.vanished.get(name, ()))
             ctx = MergeContext(con, tenant, run_id, now, full, vanished, held)
             counts |= merge_family(ctx, family, files)
@@ -580,7 +581,7 @@ def _merge_staged(
 
 def _prunes(staged: StagedRun, revisions: RevisionList) -> bool:
     """Whether the commit drops the revision lists left orphan: after a full read of the list naming them."""
-    return staged.modes.get(revisions.named_by.name) == "full"
+    return staged.modes.get(revisions.named_by.name) == FULL
 
 
 def _revisions_changed(counts: Mapping[str, Counts]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from resources.contract import Rejection
+from warehouse.read_modes import FULL
 from warehouse.reads import read_only, table_exists
 
 
@@ -243,7 +244,7 @@ def project_quota(
         "SELECT coalesce(sum(api_calls_total), 0) FROM sync_runs WHERE tenant_id = ? AND started_at >= ?",
         [tenant_id, month_start],
     ).fetchone()
-    estimate = _last_calls(con, tenant_id, mode) or _last_calls(con, tenant_id, "full")
+    estimate = _last_calls(con, tenant_id, mode) or _last_calls(con, tenant_id, FULL)
     calls, source = estimate or (0, "no earlier run")
     return QuotaProjection(int(used[0]) if used else 0, calls, quota, max_share, source)
 
