@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import uuid
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from warehouse.commit import (
     MEMORY_LIMIT_BYTES,
     MEMORY_LIMIT_MB,
     ONE_THREAD,
+    SMALL_COMMIT_BELOW,
     UNBOUNDED,
     CommitBuffer,
     CommitResult,
@@ -45,7 +47,7 @@ from warehouse.commit import (
     record_unfinished,
 )
 from warehouse.db import ROW_GROUP_ROWS
-from warehouse.merge import CommitConstraintError
+from warehouse.merge import STAGED_COPIED_BELOW, CommitConstraintError, load_staged
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import CheckEvidence
 from warehouse.runs import RunRecord, RunStatus, insert_run
@@ -571,6 +573,40 @@ def test_a_staging_larger_than_the_buffer_commits_on_one_thread_first(tmp_path: 
         file.truncate(1)
     assert buffers_for(staged) == COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
     assert buffers_for(staged)[0] == CommitBuffer(f"{MEMORY_LIMIT_MB}MB", threads=1)
+
+
+def test_a_small_commit_starts_on_one_thread(tmp_path: Path) -> None:
+    # A hundred-odd statements of a few rows each: a second thread only adds its coordination.
+    with (tmp_path / "decisions.parquet").open("wb") as file:
+        file.truncate(SMALL_COMMIT_BELOW - 1)  # sparse: the size is what counts
+    one_thread_first = COMMIT_BUFFERS[COMMIT_BUFFERS.index(ONE_THREAD) :]
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == one_thread_first
+    assert (
+        buffers_for(StagedRun(tmp_path, {}, {"decisions": "incremental"}, held_records=1)) == one_thread_first
+    )
+    with (tmp_path / "users.parquet").open("wb") as file:
+        file.truncate(1)
+    assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == COMMIT_BUFFERS
+
+
+def test_small_staged_files_are_copied_large_ones_read_in_place_and_both_read_the_same(
+    tmp_path: Path,
+) -> None:
+    ids = pa.array([str(uuid.uuid4()) for _ in range(60_000)])
+    large, small = tmp_path / "large.parquet", tmp_path / "small.parquet"
+    pq.write_table(pa.table({"id": ids, "place": pa.array(range(len(ids)))}), large)
+    pq.write_table(pa.table({"id": ids[:100], "place": pa.array(range(100))}), small)
+    assert large.stat().st_size >= STAGED_COPIED_BELOW > small.stat().st_size
+    with duckdb.connect() as con:
+        load_staged(con, {"decisions": large, "users": small})
+        tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+        views = con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal"
+        ).fetchall()
+        assert (tables, views) == ([("stg_users",)], [("stg_decisions",)])
+        for view, path in (("stg_decisions", large), ("stg_users", small)):
+            read = con.table(view).order("place").to_arrow_table()
+            assert read.equals(pq.read_table(path))
 
 
 def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(tmp_path: Path) -> None:

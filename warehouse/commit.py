@@ -306,19 +306,26 @@ a 1% change (about 3 MB, by proportion) it fits on two. A second full refresh re
 incrementally: two threads."""
 
 
+SMALL_COMMIT_BELOW = 2**20
+"""Staged bytes under which a commit starts on `ONE_THREAD`: each of its hundred-odd statements handles a
+few rows, and a second thread only adds its coordination. A small tenant's nightly (60 users, 150
+decisions) took 0.12 s less CPU a sync on one thread (1.18 s against 1.31, docs/benchmarks.md)."""
+
+
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
     """`COMMIT_BUFFERS`, from the one a commit of this size fits in as measured: the single-threaded one
-    when the staged files outweigh the bound, a tenant's first commit reaches
-    `FIRST_COMMIT_ONE_THREAD_FROM` (such a commit runs out of it on more threads, and finding that out cost
-    17 s at 100,000 decisions), or the lists read incrementally reach `CHANGES_ONE_THREAD_FROM`; `LARGER`
-    when a first commit reaches `FIRST_COMMIT_LARGER_FROM`."""
+    when the staged files are under `SMALL_COMMIT_BELOW` or outweigh the bound, a tenant's first commit
+    reaches `FIRST_COMMIT_ONE_THREAD_FROM` (such a commit runs out of it on more threads, and finding that
+    out cost 17 s at 100,000 decisions), or the lists read incrementally reach `CHANGES_ONE_THREAD_FROM`;
+    `LARGER` when a first commit reaches `FIRST_COMMIT_LARGER_FROM`."""
     sizes = {table: path.stat().st_size for table, path in staged_tables(staged.staging).items()}
     staged_bytes = sum(sizes.values())
     first = staged.held_records == 0
     if first and staged_bytes >= FIRST_COMMIT_LARGER_FROM:
         return COMMIT_BUFFERS[COMMIT_BUFFERS.index(LARGER) :]
     if (
-        (first and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM)
+        staged_bytes < SMALL_COMMIT_BELOW
+        or (first and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM)
         or _changed_bytes(staged, sizes) >= CHANGES_ONE_THREAD_FROM
         or staged_bytes > MEMORY_LIMIT_BYTES
     ):
