@@ -11,6 +11,7 @@ import csv
 import io
 import re
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -202,6 +203,37 @@ def test_an_unclosed_quote_refuses_the_file_at_the_line_where_its_cell_began(
 def test_an_excel_serial_number_reads_as_its_date(day: date, fraction: str) -> None:
     serial = int(to_serial(datetime.combine(day, datetime.min.time())))
     assert parse_date(f"{serial}{fraction}", ("%d/%m/%Y",)) == day
+
+
+_ZEROS = st.sampled_from([chr(code) for code in range(0x20000) if unicodedata.digit(chr(code), None) == 0])
+"""The zero of each of Unicode's sets of decimal digits (ASCII, Arabic-Indic, Devanagari, fullwidth, ...;
+none lies above U+20000): ``strptime`` reads only ASCII's."""
+
+
+@st.composite
+def _day_texts(draw: st.DrawFn) -> str:
+    """Year-month-day texts: a real day, or up to four, two and two random digits (``strptime`` reads
+    ``2024-1-5``), in ASCII or another script's digits."""
+    text = draw(
+        st.one_of(
+            st.dates().map(date.isoformat),
+            st.dates().map(lambda day: f"{day.year}-{day.month}-{day.day}"),
+            st.from_regex(r"[0-9]{1,4}-[0-9]{1,2}-[0-9]{1,2}", fullmatch=True),
+        )
+    )
+    zero = draw(st.one_of(st.just("0"), _ZEROS))
+    return "".join(chr(ord(zero) + int(char)) if char.isdigit() else char for char in text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_day_texts(), time=st.sampled_from(["", " 00:00", "T12:30:00Z", "T08:00:00+02:00"]))
+def test_a_year_month_day_cell_reads_as_strptime_reads_it(text: str, time: str) -> None:
+    # ISO days take a shorter path than strptime: it must accept and refuse exactly what strptime does.
+    try:
+        expected: date | None = datetime.strptime(text, "%Y-%m-%d").date()
+    except ValueError:
+        expected = None
+    assert parse_date(f"{text}{time}", ("%Y-%m-%d",)) == expected
 
 
 def with_dates(formats: list[str], trust: bool = False) -> Mapping:
