@@ -8,6 +8,7 @@ exactly what an extract would give.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 import uuid
@@ -80,6 +81,8 @@ def demo_files() -> tuple[Path, Path]:
     """Fresh copies of the shipped demo exports (users, org units): as exports they are as old as their
     modification time, and a checkout's may be older than an export may be."""
     folder = Path(tempfile.mkdtemp(prefix="hr-demo-"))
+    # Made at collection (test modules name the files at import), before the run's scratch folder exists.
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     users, groups = folder / "demo_users.csv", folder / "demo_groups.csv"
     for path in (users, groups):
         shutil.copy(SAMPLES / path.name, path)
