@@ -65,7 +65,7 @@ _ISO_DAY_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 def _parsed(text: str, form: str) -> date:
     """``text`` as a date in format ``form``; ValueError when it does not fit. An ISO day in ASCII digits,
     the common case, is read by ``date.fromisoformat``, which accepts and refuses exactly those days that
-    ``strptime`` does: ``strptime`` looks the locale up on every call, a quarter of reading a date."""
+    ``strptime`` does: ``strptime`` looks the locale up on every call, more than half of reading a date."""
     if form == _ISO_DAY and _ISO_DAY_TEXT.fullmatch(text):
         return date.fromisoformat(text)
     return datetime.strptime(text, form).date()
