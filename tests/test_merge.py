@@ -24,6 +24,7 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from tests.conftest import example_warehouse
 from tests.spec_generators import SCALAR_VALUES
+from warehouse import merge
 from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
@@ -143,11 +144,21 @@ def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tup
 
 
 @pytest.fixture
-def warehouse(migrated: Path) -> Path:
-    """A new warehouse: a copy of the migrated template (these tests are about merging, not migrating)."""
+def warehouse(migrated: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A new warehouse: a copy of the migrated template (these tests are about merging, not migrating). A
+    test parametrized with `IN_PLACE` commits with every staged file read in place, as a large commit's
+    are: these tests stage small files, which are otherwise copied (`merge.STAGED_COPIED_BELOW`)."""
+    if getattr(request, "param", None) == IN_PLACE:
+        monkeypatch.setattr(merge, "STAGED_COPIED_BELOW", 0)
     return migrated
 
 
+IN_PLACE = "staged read in place"
+BOTH_WAYS = pytest.mark.parametrize("warehouse", ["staged copied", IN_PLACE], indirect=True)
+"""Run a merge test with its staged files copied (as small ones are) and read in place (as large ones)."""
+
+
+@BOTH_WAYS
 def test_insert_update_unchanged_delete_and_reappear(warehouse: Path) -> None:
     _, first = commit(warehouse, {"decisions": [decision("a", "A"), decision("b", "B"), decision("c", "C")]})
     assert first.row_counts["decisions"] == {"inserted": 3, "updated": 0, "unchanged": 0, "deleted": 0}
@@ -221,6 +232,7 @@ def test_a_record_the_service_says_is_deleted_keeps_when_it_was_first_seen_delet
     assert read(warehouse, "SELECT deleted_at <= synced_at FROM decisions WHERE id = 'a'") == [(True,)]
 
 
+@BOTH_WAYS
 def test_child_rows_follow_their_staged_record_and_stay_with_a_vanished_one(warehouse: Path) -> None:
     commit(
         warehouse,
@@ -285,6 +297,7 @@ def test_an_incremental_run_replaces_only_the_records_it_staged(warehouse: Path)
     ]
 
 
+@BOTH_WAYS
 def test_history_is_a_chain_of_versions_with_a_tombstone_and_a_return(warehouse: Path) -> None:
     commit(warehouse, {"decisions": [decision("a", "A")]})
     commit(warehouse, {"decisions": [decision("a", "A")]})  # unchanged: no version
@@ -307,6 +320,7 @@ def test_history_is_a_chain_of_versions_with_a_tombstone_and_a_return(warehouse:
     assert chain[-1][4] is None
 
 
+@BOTH_WAYS
 def test_revisions_keep_when_they_were_first_seen_and_count_a_new_order(warehouse: Path) -> None:
     commit(
         warehouse,
@@ -395,6 +409,7 @@ CURRENT_STATE = {
 versions or logs anything changes."""
 
 
+@BOTH_WAYS
 def test_a_commit_of_what_is_stored_writes_nothing_but_the_stamps(warehouse: Path) -> None:
     tables = {
         "decisions": [decision("a", "A"), decision("b", "B")],
