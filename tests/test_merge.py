@@ -24,7 +24,7 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from tests.conftest import example_warehouse
 from tests.spec_generators import SCALAR_VALUES
-from warehouse import merge
+from warehouse import commit as commit_module
 from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
 from warehouse.commit import (
@@ -48,7 +48,7 @@ from warehouse.commit import (
     record_unfinished,
 )
 from warehouse.db import ROW_GROUP_ROWS
-from warehouse.merge import STAGED_COPIED_BELOW, CommitConstraintError, load_staged
+from warehouse.merge import CommitConstraintError, load_staged
 from warehouse.publish_target import PublishTarget
 from warehouse.reads import CheckEvidence
 from warehouse.runs import RunRecord, RunStatus, insert_run
@@ -146,10 +146,10 @@ def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tup
 @pytest.fixture
 def warehouse(migrated: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new warehouse: a copy of the migrated template (these tests are about merging, not migrating). A
-    test parametrized with `IN_PLACE` commits with every staged file read in place, as a large commit's
-    are: these tests stage small files, which are otherwise copied (`merge.STAGED_COPIED_BELOW`)."""
+    test parametrized with `IN_PLACE` commits as a commit over `SMALL_COMMIT_BELOW` does (staged files read in
+    place, two threads): these tests stage small commits, which otherwise copy their files."""
     if getattr(request, "param", None) == IN_PLACE:
-        monkeypatch.setattr(merge, "STAGED_COPIED_BELOW", 0)
+        monkeypatch.setattr(commit_module, "SMALL_COMMIT_BELOW", 0)
     return migrated
 
 
@@ -604,24 +604,22 @@ def test_a_small_commit_starts_on_one_thread(tmp_path: Path) -> None:
     assert buffers_for(StagedRun(tmp_path, {}, {}, held_records=1)) == COMMIT_BUFFERS
 
 
-def test_small_staged_files_are_copied_large_ones_read_in_place_and_both_read_the_same(
-    tmp_path: Path,
-) -> None:
-    ids = pa.array([str(uuid.uuid4()) for _ in range(60_000)])
-    large, small = tmp_path / "large.parquet", tmp_path / "small.parquet"
-    pq.write_table(pa.table({"id": ids, "place": pa.array(range(len(ids)))}), large)
-    pq.write_table(pa.table({"id": ids[:100], "place": pa.array(range(100))}), small)
-    assert large.stat().st_size >= STAGED_COPIED_BELOW > small.stat().st_size
-    with duckdb.connect() as con:
-        load_staged(con, {"decisions": large, "users": small})
-        tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
-        views = con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal"
-        ).fetchall()
-        assert (tables, views) == ([("stg_users",)], [("stg_decisions",)])
-        for view, path in (("stg_decisions", large), ("stg_users", small)):
-            read = con.table(view).order("place").to_arrow_table()
-            assert read.equals(pq.read_table(path))
+def test_staged_files_copied_or_read_in_place_read_the_same_rows(tmp_path: Path) -> None:
+    ids = pa.array([str(uuid.uuid4()) for _ in range(3_000)])
+    decisions, users = tmp_path / "decisions.parquet", tmp_path / "users.parquet"
+    pq.write_table(pa.table({"id": ids, "place": pa.array(range(len(ids)))}), decisions)
+    pq.write_table(pa.table({"id": ids[:0], "place": pa.array([], pa.int64())}), users)  # none staged
+    files = {"decisions": decisions, "users": users}
+    listed = {
+        True: "SELECT table_name FROM duckdb_tables() WHERE temporary ORDER BY 1",
+        False: "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal ORDER BY 1",
+    }
+    for copied, query in listed.items():
+        with duckdb.connect() as con:
+            load_staged(con, files, copied=copied)
+            assert con.execute(query).fetchall() == [("stg_decisions",), ("stg_users",)]
+            for view, path in (("stg_decisions", decisions), ("stg_users", users)):
+                assert con.table(view).order("place").to_arrow_table().equals(pq.read_table(path))
 
 
 def test_a_tenants_first_commit_of_an_eighth_of_the_buffer_starts_on_one_thread(tmp_path: Path) -> None:

@@ -83,20 +83,15 @@ def merged_tables(staged: Iterable[str]) -> list[str]:
     return [*tables, *(table for table in REVISIONS if table in names)]
 
 
-STAGED_COPIED_BELOW = 2**20
-"""Bytes under which a staged Parquet file is copied into the commit's memory (`load_staged`). A dozen
-statements of a commit read each staged table, and each statement that reads a Parquet view binds the file
-again (opens it, reads its footer): of a small tenant's nightly (60 users, 150 decisions), copied tables
-took 0.12 s less CPU a sync than views (1.18 s against 1.31, docs/benchmarks.md). A larger file is read
-in place, so that a large commit's staging is not held in its bounded buffer."""
-
-
-def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path]) -> None:
-    """Staged Parquet files as temp tables or views ``stg_<table>`` (copied when under
-    `STAGED_COPIED_BELOW`, read in place otherwise; they vanish with the connection)."""
+def load_staged(con: duckdb.DuckDBPyConnection, staged: dict[str, Path], *, copied: bool) -> None:
+    """Staged Parquet files as temp tables ``stg_<table>`` (``copied``: the files' rows held in the
+    commit's memory) or temp views read in place; either vanishes with the connection. A dozen statements
+    of a commit read each staged table, and each that reads a view binds its file again (opens it, reads
+    its footer): a small commit copies (`warehouse.commit.SMALL_COMMIT_BELOW`), a larger one keeps its
+    bounded buffer for the merge."""
+    kind = "TABLE" if copied else "VIEW"
     for table, path in staged.items():
         literal = str(path).replace("'", "''")
-        kind = "TABLE" if path.stat().st_size < STAGED_COPIED_BELOW else "VIEW"
         con.execute(f"CREATE OR REPLACE TEMP {kind} stg_{table} AS SELECT * FROM read_parquet('{literal}')")
 
 
