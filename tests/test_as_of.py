@@ -154,7 +154,7 @@ def merge(
         files[table] = folder / f"{table}-{moment.timestamp()}.parquet"
         pq.write_table(pa.Table.from_pylist(rows, schema=staging_schema(table)), files[table])
     con.begin()
-    load_staged(con, files)
+    load_staged(con, files, copied=True)  # a small commit's
     held = held_tables(con, tenant, merged_tables(files)) if ask_held else None
     context = MergeContext(con, tenant, f"run-{moment.timestamp()}", moment, step.full, held=held)
     for family in ("users", "decisions"):
