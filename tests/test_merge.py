@@ -155,7 +155,7 @@ def warehouse(migrated: Path, request: pytest.FixtureRequest, monkeypatch: pytes
 
 IN_PLACE = "staged read in place"
 BOTH_WAYS = pytest.mark.parametrize("warehouse", ["staged copied", IN_PLACE], indirect=True)
-"""Run a merge test with its staged files copied (as small ones are) and read in place (as large ones)."""
+"""Run a merge test as a small commit does (staged files copied) and as a larger one does (read in place)."""
 
 
 @BOTH_WAYS

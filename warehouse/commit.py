@@ -315,9 +315,15 @@ that reads a Parquet view binds the file again. A small tenant's nightly (60 use
 At 20,000 decisions neither gained (a bound of 64 MiB: 2.38 s of commit statements against 2.25 s)."""
 
 
-def is_small(staged: StagedRun) -> bool:
-    """Whether the run's staged files total under `SMALL_COMMIT_BELOW`."""
-    return sum(path.stat().st_size for path in staged_tables(staged.staging).values()) < SMALL_COMMIT_BELOW
+def is_small(sizes: Mapping[str, int]) -> bool:
+    """Whether staged files of these ``sizes`` (table -> bytes, `staged_sizes`) total under
+    `SMALL_COMMIT_BELOW`."""
+    return sum(sizes.values()) < SMALL_COMMIT_BELOW
+
+
+def staged_sizes(files: Mapping[str, Path]) -> dict[str, int]:
+    """The bytes of each staged file (``files``: table -> file, `staged_tables`)."""
+    return {table: path.stat().st_size for table, path in files.items()}
 
 
 def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
@@ -326,13 +332,13 @@ def buffers_for(staged: StagedRun) -> tuple[CommitBuffer, ...]:
     reaches `FIRST_COMMIT_ONE_THREAD_FROM` (such a commit runs out of it on more threads, and finding that
     out cost 17 s at 100,000 decisions), or the lists read incrementally reach `CHANGES_ONE_THREAD_FROM`;
     `LARGER` when a first commit reaches `FIRST_COMMIT_LARGER_FROM`."""
-    sizes = {table: path.stat().st_size for table, path in staged_tables(staged.staging).items()}
+    sizes = staged_sizes(staged_tables(staged.staging))
     staged_bytes = sum(sizes.values())
     first = staged.held_records == 0
     if first and staged_bytes >= FIRST_COMMIT_LARGER_FROM:
         return COMMIT_BUFFERS[COMMIT_BUFFERS.index(LARGER) :]
     if (
-        is_small(staged)
+        is_small(sizes)
         or (first and staged_bytes >= FIRST_COMMIT_ONE_THREAD_FROM)
         or _changed_bytes(staged, sizes) >= CHANGES_ONE_THREAD_FROM
         or staged_bytes > MEMORY_LIMIT_BYTES
@@ -559,7 +565,7 @@ def _merge_all(
     if rehashed:
         logger.info("computed the content hashes of %d stored records again (a new definition)", rehashed)
     files = staged_tables(staged.staging)
-    load_staged(con, files, copied=is_small(staged))
+    load_staged(con, files, copied=is_small(staged_sizes(files)))
     try:
         return _merge_staged(con, staged, record, now, set(files))
     except duckdb.ConstraintException as error:
