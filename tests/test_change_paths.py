@@ -101,9 +101,13 @@ def _versions(draw: st.DrawFn) -> tuple[str, str]:
     return _text(("object", members)), _text(("object", after))
 
 
-def _changes(con: duckdb.DuckDBPyConnection, before: str, after: str) -> tuple[list[Any], list[Any]]:
-    """Both raws as two versions of one decision; ``raw_changes`` at the second's instant and over the
-    whole history, sorted (nothing is kept: the transaction is rolled back)."""
+_AT_INSTANT, _WHOLE = ["t", AT], [None, None]
+"""``raw_changes``' arguments: the changes at the second version's instant, and over the whole history."""
+
+
+def _changes(con: duckdb.DuckDBPyConnection, before: str, after: str, *walks: list[Any]) -> list[list[Any]]:
+    """Both raws as two versions of one decision; ``raw_changes`` of each of ``walks`` (`_AT_INSTANT`,
+    `_WHOLE`), sorted (nothing is kept: the transaction is rolled back)."""
     con.begin()
     try:
         con.execute(
@@ -114,7 +118,7 @@ def _changes(con: duckdb.DuckDBPyConnection, before: str, after: str) -> tuple[l
             [before, BEFORE, AT, after, AT],
         )
         query = "SELECT * FROM raw_changes('decisions', 'decisions_history', ?, ?) ORDER BY ALL"
-        return con.execute(query, ["t", AT]).fetchall(), con.execute(query, [None, None]).fetchall()
+        return [con.execute(query, walk).fetchall() for walk in walks]
     finally:
         con.rollback()
 
@@ -124,19 +128,23 @@ def _changes(con: duckdb.DuckDBPyConnection, before: str, after: str) -> tuple[l
 def test_the_paths_of_any_two_raws_are_those_the_whole_walk_gave(
     warehouses: list[duckdb.DuckDBPyConnection], versions: tuple[str, str]
 ) -> None:
-    before, now = (_changes(con, *versions) for con in warehouses)
+    # Migration 0042's whole walk is the oracle; this release's rows, at the instant and over the whole
+    # history, must both be its rows (0042's own rows at the instant would check 0042, not this release).
+    (whole_walk,) = _changes(warehouses[0], *versions, _WHOLE)
+    at_instant, whole = _changes(warehouses[1], *versions, _AT_INSTANT, _WHOLE)
 
-    assert now == before
-    assert now[0] == now[1]  # at the instant as over the whole history
+    assert at_instant == whole_walk
+    assert whole == whole_walk
 
 
 def test_a_changed_member_is_named_by_each_leaf_that_differs(
     warehouses: list[duckdb.DuckDBPyConnection],
 ) -> None:
-    at_instant, _ = _changes(
+    (at_instant,) = _changes(
         warehouses[1],
         '{"name":"A","tags":["x","y"],"a b":{"c":1},"same":[1,{}]}',
         '{"name":"B","tags":["x","z"],"a b":{"c":1,"d":{}},"same":[1,{}]}',
+        _AT_INSTANT,
     )
 
     assert [(row[5], row[6], row[7]) for row in at_instant] == [
