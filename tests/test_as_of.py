@@ -40,12 +40,14 @@ limits = st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(VALUES)), ma
 
 @dataclass(frozen=True)
 class Step:
-    """One commit: full or incremental, and the lists of the records it read (records it did not read keep
-    theirs; a full one marks them deleted, with their lists as last seen)."""
+    """One commit: full or incremental, the lists of the records it read (records it did not read keep
+    theirs; a full one marks them deleted, with their lists as last seen), and whether its staging is
+    copied, as a small commit's is, or read in place, as a larger one's (`warehouse.merge.load_staged`)."""
 
     full: bool
     users: dict[str, list[str | None]]
     decisions: dict[str, list[tuple[str | None, str]]]
+    copied: bool
 
 
 steps = st.builds(
@@ -53,6 +55,7 @@ steps = st.builds(
     st.booleans(),
     st.dictionaries(st.sampled_from(("u1", "u2", "u3")), memberships),
     st.dictionaries(st.sampled_from(("d1", "d2")), limits),
+    st.booleans(),
 )
 
 
@@ -153,13 +156,15 @@ def merge(
     for table, rows in staged(step, tenant).items():
         files[table] = folder / f"{table}-{moment.timestamp()}.parquet"
         pq.write_table(pa.Table.from_pylist(rows, schema=staging_schema(table)), files[table])
-    con.begin()
-    load_staged(con, files, copied=True)  # a small commit's
-    held = held_tables(con, tenant, merged_tables(files)) if ask_held else None
-    context = MergeContext(con, tenant, f"run-{moment.timestamp()}", moment, step.full, held=held)
-    for family in ("users", "decisions"):
-        merge_family(context, FAMILIES[family], set(files))
-    con.commit()
+    # A connection of its own, as each commit's is: the staged temp tables or views vanish with it.
+    with con.cursor() as commit_con:
+        commit_con.begin()
+        load_staged(commit_con, files, copied=step.copied)
+        held = held_tables(commit_con, tenant, merged_tables(files)) if ask_held else None
+        context = MergeContext(commit_con, tenant, f"run-{moment.timestamp()}", moment, step.full, held=held)
+        for family in ("users", "decisions"):
+            merge_family(context, FAMILIES[family], set(files))
+        commit_con.commit()
     return moment
 
 

@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -127,14 +128,25 @@ def commit(
     full: bool = False,
     tenant: str = TENANT,
     cursors: dict[str, str] | None = None,
+    in_place: bool = False,
 ) -> tuple[str, CommitResult]:
-    """Stage ``tables`` and commit them as one run; returns the run id and the commit's result."""
+    """Stage ``tables`` and commit them as one run; returns the run id and the commit's result. With
+    ``in_place``, the commit runs as a larger one does (`as_larger_commit`)."""
     folder, counts = stage(warehouse.parent, tables)
     mode = "full" if full else "incremental"
     modes = dict.fromkeys(("decisions", "delegations", "users", "groups"), mode)
     record = RunRecord(f"run-{next(_runs)}", tenant, mode, datetime.now(UTC))
-    result = commit_run(warehouse, StagedRun(folder, counts, modes, cursors or {}), record, wait_s=5)
+    with pytest.MonkeyPatch.context() as patch:
+        if in_place:
+            as_larger_commit(patch)
+        result = commit_run(warehouse, StagedRun(folder, counts, modes, cursors or {}), record, wait_s=5)
     return record.run_id, result
+
+
+def as_larger_commit(patch: pytest.MonkeyPatch) -> None:
+    """While ``patch`` holds, every commit runs as one over `SMALL_COMMIT_BELOW` does (staged files read in
+    place, two threads): the tests stage small commits, which otherwise copy their files."""
+    patch.setattr(commit_module, "SMALL_COMMIT_BELOW", 0)
 
 
 def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
@@ -146,10 +158,9 @@ def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tup
 @pytest.fixture
 def warehouse(migrated: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new warehouse: a copy of the migrated template (these tests are about merging, not migrating). A
-    test parametrized with `IN_PLACE` commits as a commit over `SMALL_COMMIT_BELOW` does (staged files read in
-    place, two threads): these tests stage small commits, which otherwise copy their files."""
+    test parametrized with `IN_PLACE` commits as a larger commit does (`as_larger_commit`)."""
     if getattr(request, "param", None) == IN_PLACE:
-        monkeypatch.setattr(commit_module, "SMALL_COMMIT_BELOW", 0)
+        as_larger_commit(monkeypatch)
     return migrated
 
 
@@ -352,16 +363,19 @@ def test_revisions_keep_when_they_were_first_seen_and_count_a_new_order(warehous
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lists=st.lists(
-        st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=4), min_size=2, max_size=3
+        st.tuples(st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=4), st.booleans()),
+        min_size=2,
+        max_size=3,
     )
 )
 def test_after_any_sequence_of_revision_lists_the_current_versions_are_the_list(
-    template: Path, folder: Path, lists: list[list[str]]
+    template: Path, folder: Path, lists: list[tuple[list[str], bool]]
 ) -> None:
     """An id added, dropped, moved, repeated or put in another's place: after each commit the history's
-    current versions are the list's ids, each with its occurrences; versions the commit ended name it."""
+    current versions are the list's ids, each with its occurrences; versions the commit ended name it.
+    Each commit runs as a small or as a larger one (drawn), whichever the commit before it was."""
     warehouse = example_warehouse(template, folder)
-    for ids in lists:
+    for ids, in_place in lists:
         before = Counter(read(warehouse, _CURRENT_REVISIONS))
         run_id, _ = commit(
             warehouse,
@@ -369,6 +383,7 @@ def test_after_any_sequence_of_revision_lists_the_current_versions_are_the_list(
                 "delegations": [delegation("d")],
                 "delegation_revisions": [revision("d", rid, order) for order, rid in enumerate(ids, 1)],
             },
+            in_place=in_place,
         )
         listed = Counter((rid, ids[: place + 1].count(rid)) for place, rid in enumerate(ids))
         assert Counter(read(warehouse, _CURRENT_REVISIONS)) == listed, ids
@@ -731,9 +746,20 @@ def drawn_decision(draw: st.DrawFn, record_id: str) -> dict[str, Any]:
     return row | {"raw": text, "content_hash": f"{text}/{status}"}
 
 
+@dataclass(frozen=True)
+class DrawnRun:
+    """One run: full or not, the decisions it stages with their authorities, and whether its commit runs
+    as a larger one does (`as_larger_commit`)."""
+
+    full: bool
+    decisions: list[dict[str, Any]]
+    authorities: list[dict[str, Any]]
+    in_place: bool
+
+
 @st.composite
-def drawn_run(draw: st.DrawFn) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
-    """One run: full or not, and the decisions it stages with their authorities."""
+def drawn_run(draw: st.DrawFn) -> DrawnRun:
+    """One `DrawnRun`."""
     ids = draw(st.lists(st.sampled_from(_POOL), unique=True, max_size=len(_POOL)))
     decisions = [draw(drawn_decision(record_id)) for record_id in ids]
     authorities = [
@@ -741,20 +767,22 @@ def drawn_run(draw: st.DrawFn) -> tuple[bool, list[dict[str, Any]], list[dict[st
         for record_id in ids
         for order in range(1, draw(st.integers(0, 2)) + 1)
     ]
-    return draw(st.booleans()), decisions, authorities
+    return DrawnRun(draw(st.booleans()), decisions, authorities, draw(st.booleans()))
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs=st.lists(drawn_run(), min_size=2, max_size=3))
 def test_the_change_log_each_commit_appends_is_what_the_whole_history_gives(
-    template: Path, folder: Path, runs: list[tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]]
+    template: Path, folder: Path, runs: list[DrawnRun]
 ) -> None:
     """Each commit logs only its own changes, from the versions of the records it touched (warehouse/
-    changes.py): after any sequence of runs the log is, row for row, every change the histories hold, as
-    recomputing it from the whole history gives (`backfill_calls`)."""
+    changes.py): after any sequence of runs, each committed as a small or a larger commit, the log is, row
+    for row, every change the histories hold, as recomputing it from the whole history gives
+    (`backfill_calls`)."""
     warehouse = example_warehouse(template, folder)
-    for full, decisions, authorities in runs:
-        commit(warehouse, {"decisions": decisions, "decision_authorities": authorities}, full=full)
+    for run in runs:
+        tables = {"decisions": run.decisions, "decision_authorities": run.authorities}
+        commit(warehouse, tables, full=run.full, in_place=run.in_place)
     with duckdb.connect(str(warehouse)) as con:
         logged = Counter(con.execute("SELECT * FROM change_log").fetchall())
         con.execute("DELETE FROM change_log")
