@@ -11,7 +11,8 @@ serves) and left the warehouse as it was.
 A record changed while its list was read may be stored as any copy it had during the read; the next
 (incremental) run must then store its latest; a record removed while paged may still be live, and one
 inserted while another list of its endpoint was read may be missing, until the next run (`_touched_late`).
-A run holds the records the service removed marked deleted once it read their list whole.
+A run holds the records the service removed marked deleted once it read their list whole. Each run
+commits as a small commit does (staging copied, one thread) or as a larger one (read in place), drawn.
 
 CI runs ``ADM_GENERATIVE_EXAMPLES`` examples (default 4, three runs each); `make generative` runs 300.
 ``ADM_GENERATIVE_DUMP=<file>`` writes each example as JSON (the last one is the failing one).
@@ -43,6 +44,7 @@ from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, JsonText, StandIn, Tenant, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, stale_digests, sync_standin
+from tests.test_merge import as_larger_commit
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
@@ -219,20 +221,22 @@ def _key(item: dict[str, Any]) -> str:
 @settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate]
 )
-@given(served=tenants())
+@given(served=tenants(), in_place=st.tuples(st.booleans(), st.booleans(), st.booleans()))
 def test_any_service_the_protocol_allows_leaves_every_value_exact_or_fails_naming_the_list(
-    served: Served, template: Path, folder: Path
+    served: Served, in_place: tuple[bool, bool, bool], template: Path, folder: Path
 ) -> None:
     warehouse = example_warehouse(template, folder)
     removed: set[tuple[str, str]] = set()
+    first, second, third = in_place
     with StandIn(served.tenant, served.service.quirks) as standin:
         # Run 1, full, while the service changes lists as they are read.
-        removed |= _removed_by(served, lambda: _run(served, standin, warehouse, "full", full_refresh=True))
+        full = partial(_run, served, standin, warehouse, "full", full_refresh=True, in_place=first)
+        removed |= _removed_by(served, full)
         served.service.while_paged = []
         for change in served.service.between:
             removed |= _removed_by(served, partial(apply, change, served.tenant))
-        _run(served, standin, warehouse, "incremental", full_refresh=False, removed=removed)
-        _run(served, standin, warehouse, "full again", full_refresh=True, removed=removed)
+        _run(served, standin, warehouse, "incremental", full_refresh=False, removed=removed, in_place=second)
+        _run(served, standin, warehouse, "full again", full_refresh=True, removed=removed, in_place=third)
     # RFC 6265 lets any answer set a cookie; the client sends only the credentials it was configured with.
     assert standin.requests["with a cookie"] == 0, "a request sent back a cookie the service set"
 
@@ -260,18 +264,23 @@ def _run(
     *,
     full_refresh: bool,
     removed: set[tuple[str, str]] | None = None,
+    in_place: bool = False,
 ) -> None:
-    """One run of the sequence and the property after it."""
+    """One run of the sequence and the property after it; ``in_place``: committed as a larger commit is
+    (`as_larger_commit`)."""
     before = _stored(warehouse)
     try:
-        outcome = sync_standin(
-            standin,
-            warehouse,
-            full_refresh=full_refresh,
-            reject_max_count=1_000,
-            reject_max_share=1.0,
-            request_deadline_s=DEADLINE_S,
-        )
+        with pytest.MonkeyPatch.context() as patch:
+            if in_place:
+                as_larger_commit(patch)
+            outcome = sync_standin(
+                standin,
+                warehouse,
+                full_refresh=full_refresh,
+                reject_max_count=1_000,
+                reject_max_share=1.0,
+                request_deadline_s=DEADLINE_S,
+            )
     except Exception as error:  # the run failed: it must say which list, and leave the warehouse as it was
         _dump(served, label, [str(error)])
         named = [name for name, names in ENDPOINT_NAMES.items() if any(n in str(error) for n in names)]
