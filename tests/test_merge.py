@@ -8,6 +8,8 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -136,9 +138,7 @@ def commit(
     mode = "full" if full else "incremental"
     modes = dict.fromkeys(("decisions", "delegations", "users", "groups"), mode)
     record = RunRecord(f"run-{next(_runs)}", tenant, mode, datetime.now(UTC))
-    with pytest.MonkeyPatch.context() as patch:
-        if in_place:
-            as_larger_commit(patch)
+    with committed_in_place(in_place):
         result = commit_run(warehouse, StagedRun(folder, counts, modes, cursors or {}), record, wait_s=5)
     return record.run_id, result
 
@@ -147,6 +147,16 @@ def as_larger_commit(patch: pytest.MonkeyPatch) -> None:
     """While ``patch`` holds, every commit runs as one over `SMALL_COMMIT_BELOW` does (staged files read in
     place, two threads): the tests stage small commits, which otherwise copy their files."""
     patch.setattr(commit_module, "SMALL_COMMIT_BELOW", 0)
+
+
+@contextmanager
+def committed_in_place(in_place: bool) -> Iterator[None]:
+    """For the block, commits run as a larger one does (`as_larger_commit`) when ``in_place``; otherwise as
+    they would."""
+    with pytest.MonkeyPatch.context() as patch:
+        if in_place:
+            as_larger_commit(patch)
+        yield
 
 
 def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:

@@ -44,7 +44,7 @@ from tests.fuzz_service import Service, apply, services
 from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, JsonText, StandIn, Tenant, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, stale_digests, sync_standin
-from tests.test_merge import as_larger_commit
+from tests.test_merge import committed_in_place
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
@@ -267,12 +267,10 @@ def _run(
     in_place: bool = False,
 ) -> None:
     """One run of the sequence and the property after it; ``in_place``: committed as a larger commit is
-    (`as_larger_commit`)."""
+    (`tests.test_merge.as_larger_commit`)."""
     before = _stored(warehouse)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            if in_place:
-                as_larger_commit(patch)
+        with committed_in_place(in_place):
             outcome = sync_standin(
                 standin,
                 warehouse,
