@@ -87,6 +87,12 @@ def open_database(
     return con
 
 
+def quoted(*names: str) -> str:
+    """An SQL identifier, qualified by its parts when there are several: each part in double quotes, its
+    own double quotes doubled (a catalog's names, never input)."""
+    return ".".join('"' + name.replace('"', '""') + '"' for name in names)
+
+
 def _catalog_name(path: Path) -> str:
     """The catalog name DuckDB gives the file when it opens it directly (its stem), unless it is a name of
     DuckDB's own (then ``<stem>_file``); double quotes doubled for a quoted identifier."""

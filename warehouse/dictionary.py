@@ -32,6 +32,7 @@ from typing import Any, Literal
 import duckdb
 
 from models.errors import AuthoritySyncError
+from warehouse.db import quoted
 
 Kind = Literal["table", "view", "macro"]
 
@@ -285,7 +286,7 @@ def comment_statements(relations: dict[str, Relation], live: dict[str, LiveRelat
         described = relations.get(name)
         if described is None:
             continue
-        target = _identifier(name)
+        target = quoted(name)
         if described.description and relation.comment != described.description:
             statements.append(
                 f"COMMENT ON {_COMMENTED[relation.kind]} {target} IS {_literal(described.description)}"
@@ -295,18 +296,12 @@ def comment_statements(relations: dict[str, Relation], live: dict[str, LiveRelat
         for column in relation.columns:
             text = described.columns.get(column.name)
             if text and column.comment != text:
-                statements.append(
-                    f"COMMENT ON COLUMN {target}.{_identifier(column.name)} IS {_literal(text)}"
-                )
+                statements.append(f"COMMENT ON COLUMN {target}.{quoted(column.name)} IS {_literal(text)}")
     return statements
 
 
 _COMMENTED: dict[Kind, str] = {"table": "TABLE", "view": "VIEW", "macro": "MACRO TABLE"}
 """What ``COMMENT ON`` calls each kind."""
-
-
-def _identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(text: str) -> str:

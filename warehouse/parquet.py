@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from warehouse.db import quoted
 from warehouse.publish_target import MANIFEST
 
 # pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
@@ -57,7 +58,7 @@ def _write_file(con: duckdb.DuckDBPyConnection, source: str, schema: str, name: 
     described = _described(
         con, source, schema, name
     )  # before the rows: a connection reads one result at a time
-    relation = ".".join('"' + part.replace('"', '""') + '"' for part in (source, schema, name))
+    relation = quoted(source, schema, name)
     reader = con.sql(f"SELECT * FROM {relation}").to_arrow_reader(BATCH_ROWS)  # noqa: S608 - catalog names
     target = file_schema(reader.schema, described)
     with pq.ParquetWriter(path, target) as writer:

@@ -37,7 +37,7 @@ import duckdb
 
 from models.errors import AuthoritySyncError
 from warehouse.changes import text_literal
-from warehouse.db import open_database
+from warehouse.db import open_database, quoted
 from warehouse.files import share_with_group
 from warehouse.parquet import (
     current_folder,
@@ -199,7 +199,7 @@ def copy_database(con: duckdb.DuckDBPyConnection, source: str, path: Path, stora
     _discard(path)
     con.execute(f"ATTACH ? AS {ALIAS} (STORAGE_VERSION ?)", [str(path), storage_version])
     try:
-        con.execute(f"COPY FROM DATABASE {_quoted(source)} TO {ALIAS}")
+        con.execute(f"COPY FROM DATABASE {quoted(source)} TO {ALIAS}")
         _check_copy(con, source)
     finally:
         # Detaching checkpoints the copy into its one file: no WAL is left beside it to publish.
@@ -222,7 +222,7 @@ def _contents(con: duckdb.DuckDBPyConnection, database: str, views: bool) -> dic
     contents: dict[str, object] = {}
     tables = []
     for schema, name, is_view in _relations(con, database):
-        relation = _quoted(database, schema, name)
+        relation = quoted(database, schema, name)
         if not is_view:
             tables.append((f"{schema}.{name}", relation))
         elif views:
@@ -269,11 +269,6 @@ def current_database(con: duckdb.DuckDBPyConnection) -> str:
 def _database_path(con: duckdb.DuckDBPyConnection, database: str) -> Path:
     found = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [database]).fetchall()
     return Path(str(found[0][0]))
-
-
-def _quoted(*names: str) -> str:
-    """A qualified SQL identifier from its parts."""
-    return ".".join('"' + name.replace('"', '""') + '"' for name in names)
 
 
 def _first_line(error: BaseException) -> str:
