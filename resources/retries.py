@@ -67,7 +67,16 @@ class RetryPolicy:
         sleep: Callable[[float], None] = time.sleep,
     ) -> T:
         """Run ``attempt`` until it succeeds or fails in a way that must not, or need not, be retried;
-        ``sleep`` waits between tries (a stopping client cuts it short)."""
+        ``sleep`` waits between tries (a stopping client cuts it short).
+
+        The first try runs outside tenacity's loop, which costs about 0.1 ms a call (a tenth of a small
+        call's CPU), and nearly every call succeeds at once. A first try that fails enters the loop as
+        its first try (`_replayed`): the loop decides, counts, waits and reports as if it had run it."""
+        run = attempt if retry_safe else _settling(attempt)
+        try:
+            return run()
+        except Exception as error:  # the loop below decides, as it would have
+            first_failure = error
         retrying = Retrying(
             sleep=sleep,
             retry=retry_if_exception(lambda error: is_retryable(error, retry_safe)),
@@ -76,7 +85,7 @@ class RetryPolicy:
             before_sleep=partial(_report, on_retry),
             reraise=True,
         )
-        return retrying(attempt if retry_safe else _settling(attempt))
+        return retrying(_replayed(first_failure, run))
 
     def _stop(self, state: RetryCallState) -> bool:
         rate_limited = isinstance(_failure(state), RateLimitError)
@@ -119,6 +128,19 @@ def _settling(attempt: Callable[[], T]) -> Callable[[], T]:
             raise outcome from error
 
     return settled
+
+
+def _replayed(failure: Exception, run: Callable[[], T]) -> Callable[[], T]:
+    """``run`` for a retry loop whose first try has already failed with ``failure``: the loop's first call
+    raises it again, its later calls run."""
+    pending = [failure]
+
+    def again() -> T:
+        if pending:
+            raise pending.pop()
+        return run()
+
+    return again
 
 
 def _failure(state: RetryCallState) -> BaseException | None:
