@@ -1,7 +1,8 @@
 """Arrow schemas and primary keys of the warehouse tables. The migrations are the single source of truth for
 column names and types; the schemas a run stages in are read from their generated description
 (``described_schema.json``, rendered from the migrated schema by `make dictionary` and held current by
-tests/test_dictionary.py), each table created empty in memory so that DuckDB itself gives its Arrow types."""
+tests/test_dictionary.py), each table's columns typed in one query so that DuckDB itself gives their Arrow
+types."""
 
 from __future__ import annotations
 
