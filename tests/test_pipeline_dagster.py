@@ -7,6 +7,7 @@ tests/test_pipeline_dagster_dev.py."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ from pipelines.settings import SyncSettings, load_settings, tenant_variable_suff
 from pipelines.tenant_runs import NIGHTLY_JOB
 from pipelines.tenant_tags import TENANT_TAG
 from resources.waits import NOTICE_AFTER_S
+from resources.waits import logger as wait_log
 from tests.conftest import DEMO_TENANT_ID, OTHER_TENANT_ID, OTHER_TOKEN, fresh, set_faults
 from tests.dagster_support import events, materialized, new_dagster_home, tenant_rows
 from tests.sync_support import in_memory_instance, query, settings_for, sync, sync_env, sync_job
@@ -342,30 +344,32 @@ def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when
     waited when it got it; the sync then commits."""
     job = sync_definitions(settings.model_copy(update={"lock_wait_s": 30})).resolve_job_def(NIGHTLY_JOB)
     run_id = str(uuid.uuid4())
-    messages: list[str] = []
+    told, ended, holding = threading.Event(), threading.Event(), threading.Event()
 
-    def hold_until_told(instance: dg.DagsterInstance, holding: threading.Event) -> None:
-        """Hold the writer lock until the run's log says it waits for it (or the run gave up)."""
+    def hold_until_told() -> None:
+        """Hold the writer lock until the run says it waits for it (or the run ended, having given up)."""
         with held(writer_lock_path(settings.warehouse), "an analyst's export", 0, "the warehouse"):
             holding.set()
-            while not any(message.startswith("waiting for the warehouse") for message in messages):
-                run = instance.get_run_by_id(run_id)
-                if run is not None and run.is_finished:
-                    return
-                messages[:] = [record.user_message for record in instance.all_logs(run_id)]
-                time.sleep(0.2)
+            while not (told.is_set() or ended.is_set()):
+                time.sleep(0.05)
 
-    # The project's instance settings: the `resources`, `pipelines` and `warehouse` loggers are managed. On an
-    # instance in memory: the test polls the run's log, which costs more on SQLite.
+    # The holder learns of the wait from the wait's own logger, not by reading the run's storage while the
+    # run writes it: on an instance in memory that read raced the run's writes ("database table is locked").
+    # What the run's log says is checked once the run has ended.
+    heard = _Heard("waiting for the warehouse", told)
     with dg.DagsterInstance.from_config(str(dagster_home)) as project:
         python_logs = project.get_settings("python_logs")
     with in_memory_instance({"python_logs": python_logs}) as instance:
-        holding = threading.Event()
-        holder = threading.Thread(target=hold_until_told, args=(instance, holding))
+        holder = threading.Thread(target=hold_until_told)
         holder.start()
         holding.wait()
-        result = job.execute_in_process(partition_key=DEMO_TENANT_ID, instance=instance, run_id=run_id)
-        holder.join()
+        wait_log.addHandler(heard)
+        try:
+            result = job.execute_in_process(partition_key=DEMO_TENANT_ID, instance=instance, run_id=run_id)
+        finally:
+            wait_log.removeHandler(heard)
+            ended.set()
+            holder.join()
         logged = [record.user_message for record in instance.all_logs(run_id)]
 
     assert result.success, "the run gave up waiting, and its log never said what it waited for"
@@ -375,6 +379,18 @@ def test_a_wait_for_the_warehouses_writer_is_a_run_event_when_it_starts_and_when
     waited = next(i for i, message in enumerate(logged) if message.startswith("waited "))
     assert waiting < waited and "for the warehouse" in logged[waited]
     assert float(logged[waited].split()[1]) >= NOTICE_AFTER_S
+
+
+class _Heard(logging.Handler):
+    """Sets ``event`` when a record's message starts with ``start``."""
+
+    def __init__(self, start: str, event: threading.Event) -> None:
+        super().__init__()
+        self.start, self.event = start, event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.start):
+            self.event.set()
 
 
 def test_a_run_without_a_partition_is_refused_before_it_does_anything(
