@@ -4,11 +4,13 @@ service's own write endpoints (E1, E3) between runs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pytest
 
@@ -22,6 +24,9 @@ from resources.client import AdmClient
 from tests.conftest import DEMO_TENANT_ID, copy_of, fetch_all, fresh
 from tests.sync_support import only_run, query, settings_for, sync
 from tests.test_client_support import make_client
+from warehouse.rehash import SCHEME_KEY, hashed_lists
+from warehouse.rows import CONTENT_HASH_SCHEME
+from warehouse.schema import row_digest
 
 
 @pytest.fixture
@@ -303,3 +308,44 @@ def test_a_membership_a_limit_and_a_reparent_each_add_one_version_and_as_of_give
         ],
         key=str,
     )
+
+
+def current_hashes(settings: SyncSettings, table: str) -> list[tuple[Any, ...]]:
+    """Each current record's id and content hash."""
+    return query(settings.warehouse, f"SELECT id, content_hash FROM {table} ORDER BY id")  # noqa: S608
+
+
+def test_hashes_of_an_earlier_definition_are_computed_again_and_add_no_version(full: SyncSettings) -> None:
+    """A release that changes what a content hash covers (`CONTENT_HASH_SCHEME`) meets warehouses whose
+    stored hashes follow the earlier definition: its first commit computes them again from ``raw`` before
+    it compares anything, so an unchanged tenant gains no version and every stored hash is one a sync
+    computes."""
+    sync(full, full_refresh=True)
+    lists = [entry.name for entry in hashed_lists()]
+    hashes = {name: current_hashes(full, name) for name in lists}
+    before = {name: versions(full, f"{name}_history") for name in lists}
+    earlier = "content_hash = 'earlier ' || content_hash"
+    with duckdb.connect(str(full.warehouse)) as con:  # the file as an earlier definition left it
+        con.execute(
+            "UPDATE warehouse_meta SET value = ? WHERE key = ?", [str(CONTENT_HASH_SCHEME - 1), SCHEME_KEY]
+        )
+        for name in lists:
+            con.execute(f"UPDATE {name} SET {earlier}")  # noqa: S608
+            con.execute(f"UPDATE {name} SET row_digest = {row_digest(name)}")  # noqa: S608 - of the row as left
+            con.execute(f"UPDATE {name}_history SET {earlier} WHERE is_current")  # noqa: S608
+
+    run = sync(full, full_refresh=True)
+
+    counts = query(full.warehouse, "SELECT row_counts FROM sync_runs WHERE run_id = ?", [run.run_id])
+    counted = json.loads(counts[0][0])
+    for name in lists:
+        assert counted[name]["updated"] == 0, name  # the run tells the truth: nothing changed
+        assert versions(full, f"{name}_history") == before[name], name
+        assert current_hashes(full, name) == hashes[name], name
+        stale = (
+            f"SELECT count(*) FROM {name}_history h JOIN {name} c USING (tenant_id, id) "  # noqa: S608
+            "WHERE h.is_current AND h.content_hash <> c.content_hash"
+        )
+        assert query(full.warehouse, stale) == [(0,)], name
+    scheme = query(full.warehouse, "SELECT value FROM warehouse_meta WHERE key = ?", [SCHEME_KEY])
+    assert scheme == [(str(CONTENT_HASH_SCHEME),)]
