@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import pytest
 
@@ -24,6 +23,7 @@ from resources.client import AdmClient
 from tests.conftest import DEMO_TENANT_ID, copy_of, fetch_all, fresh
 from tests.sync_support import only_run, query, settings_for, sync
 from tests.test_client_support import make_client
+from warehouse.db import open_database
 from warehouse.rehash import SCHEME_KEY, hashed_lists
 from warehouse.rows import CONTENT_HASH_SCHEME
 from warehouse.schema import row_digest
@@ -325,7 +325,8 @@ def test_hashes_of_an_earlier_definition_are_computed_again_and_add_no_version(f
     hashes = {name: current_hashes(full, name) for name in lists}
     before = {name: versions(full, f"{name}_history") for name in lists}
     earlier = "content_hash = 'earlier ' || content_hash"
-    with duckdb.connect(str(full.warehouse)) as con:  # the file as an earlier definition left it
+    # The file as an earlier definition left it, written as the product's writers write it.
+    with open_database(full.warehouse) as con:
         con.execute(
             "UPDATE warehouse_meta SET value = ? WHERE key = ?", [str(CONTENT_HASH_SCHEME - 1), SCHEME_KEY]
         )
