@@ -93,8 +93,9 @@ dagster: $(VENV)/.synced
 		$(VENV)/bin/dagster dev -w workspace.yaml
 
 # The generated docs: docs/data-dictionary.md and warehouse/described_schema.json, rendered again from
-# warehouse/dictionary.toml and the migrated schema; warehouse/baseline.sql, the script a new warehouse is
-# built from; the README's table of settings, from pipelines/settings.py.
+# warehouse/dictionary.toml and the migrated schema; warehouse/baseline.sql, the schema as one script, and
+# warehouse/empty-<digest>.duckdb, the empty warehouse it builds, which a new warehouse is a copy of; the
+# README's table of settings, from pipelines/settings.py.
 dictionary: $(VENV)/.synced
 	$(VENV)/bin/python -m warehouse.dictionary_page --write
 	$(VENV)/bin/python -m warehouse.baseline --write

@@ -401,11 +401,12 @@ _MADE = ".made"
 
 @pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty warehouse, made once per run by `warehouse.commit.connect` (every migration and
-    the dictionary's comments) and copied wherever a test needs a new warehouse but is not about creating
-    one: migrating costs about 0.5 s of CPU a warehouse, a copy a millisecond. A copy is the very file the
-    first connection would have made (same storage format, same schema and comments); creating and
-    migrating files is tested on new files (tests/test_dictionary.py, tests/test_recovery.py,
+    """A migrated, empty warehouse, made once per run by `warehouse.commit.connect` (a stamped copy of the
+    shipped empty warehouse: `warehouse.empty`) and copied wherever a test needs a new warehouse but is not
+    about creating one: a new warehouse costs about 0.15 s of CPU, a copy of this one a millisecond. A copy
+    is the very file the first connection would have made (same storage format, same schema and comments)
+    but for the instants of its bookkeeping rows; creating and migrating files is tested on new files
+    (tests/test_baseline.py, tests/test_dictionary.py, tests/test_recovery.py,
     tests/test_pipeline_definitions.py, tests/test_tenant_ids.py, the CLI's tests, the HR template)."""
     folder = made_once(tmp_path_factory, "template", lambda made: connect(made / "warehouse.duckdb").close())
     return folder / "warehouse.duckdb"

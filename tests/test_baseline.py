@@ -1,9 +1,12 @@
 """The script a new warehouse is built from (``warehouse/baseline.sql``): rendered from this tree, and a
 warehouse built from it is the one the migrations, the catalog and the dictionary build, object by object,
-comment by comment and row by row; a migration shipped after it is applied on top."""
+comment by comment and row by row; a migration shipped after it is applied on top. The empty warehouse
+shipped beside it (`warehouse.empty`) is what the script builds, and a new warehouse is a copy of it
+stamped with the moment it was made."""
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -11,8 +14,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from warehouse import baseline
+from warehouse import baseline, empty
 from warehouse import migrate as migrations
+from warehouse.commit import connect
 from warehouse.db import open_database
 from warehouse.migrate import migrate
 
@@ -99,3 +103,75 @@ def test_a_migration_shipped_after_the_baseline_is_applied_on_top(
         assert migrate(con) == [later]
         assert con.execute("SELECT count(*) FROM added_later").fetchall() == [(0,)]
         assert con.execute("SELECT max(version) FROM schema_migrations").fetchall() == [(later,)]
+
+
+def _opened_read_only(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    with open_database(path, read_only=True) as con:
+        return _catalog(con), _rows(con)
+
+
+def test_the_shipped_empty_warehouse_is_the_one_the_baseline_builds(tmp_path: Path) -> None:
+    shipped = empty.shipped()
+    assert shipped is not None, "no empty warehouse is shipped for baseline.sql: run `make dictionary`"
+    built = tmp_path / "built.duckdb"
+    empty.build(built)
+
+    assert _opened_read_only(shipped) == _opened_read_only(built)
+    assert sorted(shipped.parent.glob("empty-*.duckdb")) == [shipped], "an empty warehouse of another script"
+
+
+def _instants(path: Path) -> list[datetime.datetime]:
+    """Every instant any row of the file holds."""
+    with open_database(path, read_only=True) as con:
+        tables = [row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        rows = [row for table in tables for row in con.execute(f'SELECT * FROM "{table}"').fetchall()]  # noqa: S608
+    return [value for row in rows for value in row if isinstance(value, datetime.datetime)]
+
+
+def test_a_new_warehouse_is_the_shipped_one_stamped_when_it_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = empty.shipped()
+    assert shipped is not None
+
+    def refused(con: duckdb.DuckDBPyConnection) -> None:
+        raise AssertionError("a new warehouse ran the baseline script instead of copying the shipped file")
+
+    monkeypatch.setattr(migrations, "_build_from_baseline", refused)
+    before = datetime.datetime.now(datetime.UTC)
+    path = tmp_path / "new" / "warehouse.duckdb"
+    connect(path).close()
+    after = datetime.datetime.now(datetime.UTC)
+
+    assert _opened_read_only(path) == _opened_read_only(shipped)
+    instants = _instants(path)
+    assert instants, "the new warehouse holds no instant to check"
+    assert all(before <= instant <= after for instant in instants), (before, after, sorted(set(instants)))
+    assert all(instant < before for instant in _instants(shipped))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert sorted(item.name for item in path.parent.iterdir()) == ["warehouse.duckdb"], "left beside it"
+
+
+def test_a_tree_that_ships_no_empty_warehouse_for_its_script_builds_one_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = empty.shipped()
+    assert shipped is not None
+    monkeypatch.setattr(empty, "shipped", lambda: None)
+    before = datetime.datetime.now(datetime.UTC)
+    path = tmp_path / "warehouse.duckdb"
+    connect(path).close()
+
+    assert _opened_read_only(path) == _opened_read_only(shipped)
+    assert all(before <= instant for instant in _instants(path))
+
+
+def test_a_warehouse_placed_first_is_kept_when_another_is_placed_on_it(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    assert empty.place(path)
+    first = (path.stat().st_ino, _instants(path))
+
+    assert empty.place(path)  # as a second process does when the first linked its file in between
+
+    assert (path.stat().st_ino, _instants(path)) == first
+    assert sorted(item.name for item in tmp_path.iterdir()) == ["warehouse.duckdb"]

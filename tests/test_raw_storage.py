@@ -10,8 +10,8 @@ import pytest
 
 from tests.sync_support import query
 from warehouse import migrate as migrations
-from warehouse.commit import STORAGE_VERSION
 from warehouse.db import open_database
+from warehouse.empty import STORAGE_VERSION
 from warehouse.migrate import migrate
 from warehouse.publish import readable_as
 from warehouse.upgrade import FREE_SHARE_REWRITTEN, upgrade

@@ -27,6 +27,7 @@ from models.errors import AuthoritySyncError
 from warehouse.changes import text_literal
 from warehouse.db import open_database
 from warehouse.dictionary import LiveRelation, comment_statements, live_schema, load, source_text
+from warehouse.empty import build, shipped_name
 from warehouse.migrate import BASELINE, migrate
 
 SCRIPT = Path(__file__).with_name(BASELINE)
@@ -130,15 +131,33 @@ def _literal(value: object) -> str:
     )
 
 
+def write_empty(script: bytes) -> Path:
+    """Ship the empty warehouse the baseline ``script`` builds (`warehouse.empty`) beside it, in place of
+    any built from another script; a file already built from this one is kept as it is (rebuilt, the same
+    warehouse would be other bytes)."""
+    target = SCRIPT.with_name(shipped_name(script))
+    for stale in SCRIPT.parent.glob("empty-*.duckdb"):
+        if stale != target:
+            stale.unlink()
+    if not target.exists():
+        with tempfile.TemporaryDirectory(dir=SCRIPT.parent) as folder:
+            built = Path(folder) / target.name
+            build(built)
+            built.replace(target)
+    return target
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the baseline script, or with ``--write`` rewrite ``warehouse/baseline.sql``."""
+    """Print the baseline script, or with ``--write`` rewrite ``warehouse/baseline.sql`` and ship the empty
+    warehouse it builds."""
     parser = argparse.ArgumentParser(
         prog="python -m warehouse.baseline", description="Render the script a new warehouse is built from."
     )
-    parser.add_argument("--write", action="store_true", help=f"rewrite {SCRIPT}")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {SCRIPT} and the empty warehouse")
     script = render()
     if parser.parse_args(argv).write:
         SCRIPT.write_text(script, encoding="utf-8")
+        write_empty(SCRIPT.read_bytes())
     else:
         sys.stdout.write(script)
     return 0

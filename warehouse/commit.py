@@ -24,6 +24,7 @@ from resources.waits import SharedWait
 from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, leased, open_database
+from warehouse.empty import STORAGE_VERSION, place
 from warehouse.files import default_publish_path
 from warehouse.locks import LockBusyError, file_holder_error, held, writer_lock_path
 from warehouse.merge import (
@@ -106,10 +107,6 @@ RETRIED = "the commit needed more memory than"
 """How the warning of a commit tried again with a larger buffer begins, in the run's row and log."""
 
 POLL_S = 0.2
-
-STORAGE_VERSION = "v1.4.0"
-"""The storage format of a warehouse this tool creates: DuckDB 1.4 and later open it, so that its reader
-copy (`warehouse.publish`) can be the file itself, copied, instead of a rebuilt database."""
 
 
 class StagingMismatchError(AuthoritySyncError, RuntimeError):
@@ -195,7 +192,7 @@ def _opened(
     config: dict[str, ConfigValue] = {"memory_limit": memory_limit} if memory_limit else {}
     if threads is not None:
         config["threads"] = threads
-    if not path.exists():
+    if not path.exists() and not place(path):  # no empty warehouse shipped for this tree: DuckDB makes one
         config["storage_compatibility_version"] = STORAGE_VERSION
     wait = SharedWait(lambda: f"the warehouse {path}, opened by another process (up to {wait_s:g} s)")
     with wait.waiting():

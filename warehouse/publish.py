@@ -145,7 +145,7 @@ def publish(con: duckdb.DuckDBPyConnection, target: PublishTarget, label: str) -
 def readable_as(path: Path, storage_version: str) -> bool:
     """Whether the DuckDB file at ``path`` is already in a storage format that readers of
     ``storage_version`` open: then the copy can be the file itself. A warehouse created by this tool is
-    (`warehouse.commit.STORAGE_VERSION`); one created by DuckDB 2.0's default is not."""
+    (`warehouse.empty.STORAGE_VERSION`); one created by DuckDB 2.0's default is not."""
     return _storage_number(path) <= _storage_number_of(storage_version)
 
 

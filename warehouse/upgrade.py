@@ -10,7 +10,7 @@ place, keeping everything it holds (history, ``sync_runs``, the HR plans and aud
    again from its parent's raw in the service's order (`warehouse.reorder`), so that the next sync
    reports only real changes.
 5. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
-   the format this release creates (`warehouse.commit.STORAGE_VERSION`), so that every later publish is a
+   the format this release creates (`warehouse.empty.STORAGE_VERSION`), so that every later publish is a
    file copy instead of a rebuilt database. So is a file the migrations left mostly free (`_why_rewritten`):
    DuckDB reuses the blocks a dropped table freed but never gives them back, and every publish would copy
    them.
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.commit import STORAGE_VERSION
 from warehouse.db import open_database
+from warehouse.empty import STORAGE_VERSION
 from warehouse.locks import held, writer_lock_path
 from warehouse.migrate import migrate
 from warehouse.publish import copy_database, current_database, readable_as
