@@ -18,27 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, RootModel, SecretStr
 from pydantic import ValidationError as PydanticValidationError
 
-from models.actions import (
-    Action,
-    ActionTemplate,
-    DeleteActions,
-    UpdateAction,
-    ValidateAction,
-    ValidateActionResult,
-)
 from models.auth import AccessKeyExchange, AccessToken
 from models.base import Envelope, Page, RequestModel, canonical_id
 from models.decisions import Decision, DecisionProjection
 from models.delegations import Delegation
 from models.groups import Group, UpdateGroup
-from models.matrices import Matrix, UpdateMatrix
-from models.notifications import MarkAllReadResult, Notification, ToggleNotificationStatus
 from models.positions import Position
 from models.queries import (
     MAX_LIMIT,
@@ -51,7 +41,6 @@ from models.queries import (
     SortOrder,
     UserQuery,
 )
-from models.reports import ReportStatusResult, UpdateReportStatuses
 from models.users import UpdateUserEntities, User, UserPosition
 from resources.auth import Credentials
 from resources.catalog import (
@@ -92,6 +81,21 @@ from resources.settings import ClientSettings
 from resources.transfer import MAX_REDIRECTS, json_bytes, redirect_target, send_within
 from resources.transport import Channel
 from resources.waits import SharedWait
+
+if TYPE_CHECKING:
+    # The models of the endpoints no sync calls (actions, matrices, notifications, reports) are imported by
+    # the methods that call them: building them cost every process that makes a client about 90 ms.
+    from models.actions import (
+        Action,
+        ActionTemplate,
+        DeleteActions,
+        UpdateAction,
+        ValidateAction,
+        ValidateActionResult,
+    )
+    from models.matrices import Matrix, UpdateMatrix
+    from models.notifications import MarkAllReadResult, Notification, ToggleNotificationStatus
+    from models.reports import ReportStatusResult, UpdateReportStatuses
 
 logger = logging.getLogger(__name__)
 
@@ -241,6 +245,8 @@ class AdmClient:
 
     def delete_actions(self, body: DeleteActions) -> list[Action]:
         """E2: delete several actions; returns them as deleted."""
+        from models.actions import Action
+
         return self._call("E2", Envelope[list[Action]], body=body).data
 
     def update_group(self, group_id: str, body: UpdateGroup) -> Group:
@@ -249,18 +255,26 @@ class AdmClient:
 
     def update_report_statuses(self, body: UpdateReportStatuses) -> ReportStatusResult:
         """E4: set or restore the status of several reports; ids not updated are in ``failedIds``."""
+        from models.reports import ReportStatusResult
+
         return self._call("E4", Envelope[ReportStatusResult], body=body).data
 
     def validate_action(self, body: ValidateAction) -> ValidateActionResult:
         """E5: whether an action exists for a decision and/or delegation."""
+        from models.actions import ValidateActionResult
+
         return self._call("E5", Envelope[ValidateActionResult], body=body).data
 
     def update_action(self, action_id: str, body: UpdateAction) -> Action:
         """E6: update an action."""
+        from models.actions import Action
+
         return self._call("E6", Envelope[Action], record_id=action_id, body=body).data
 
     def update_matrix(self, matrix_id: str, body: UpdateMatrix) -> Matrix:
         """E7: update a matrix."""
+        from models.matrices import Matrix
+
         return self._call("E7", Envelope[Matrix], record_id=matrix_id, body=body).data
 
     def list_decisions(self, query: DecisionQuery) -> Page[Decision]:
@@ -281,6 +295,8 @@ class AdmClient:
 
     def get_action_template(self, template_id: str) -> ActionTemplate:
         """E10: one action template."""
+        from models.actions import ActionTemplate
+
         return self._call("E10", Envelope[ActionTemplate], record_id=template_id).data
 
     def delegation_revision_ids(self, delegation_id: str, query: RevisionQuery | None = None) -> list[str]:
@@ -295,10 +311,14 @@ class AdmClient:
         self, notification_id: str, body: ToggleNotificationStatus
     ) -> Notification:
         """E13: set a notification READ or UNREAD (without ``status`` it flips)."""
+        from models.notifications import Notification
+
         return self._call("E13", Envelope[Notification], record_id=notification_id, body=body).data
 
     def mark_all_notifications_read(self) -> MarkAllReadResult:
         """E14: mark every notification of the caller read; ``count`` says how many."""
+        from models.notifications import MarkAllReadResult
+
         return self._call("E14", Envelope[MarkAllReadResult]).data
 
     def revision_ids(
