@@ -29,10 +29,12 @@ import duckdb
 
 from warehouse.db import open_database, quoted
 from warehouse.migrate import BASELINE, migrate
+from warehouse.publish_target import DEFAULT_STORAGE_VERSION
 
-STORAGE_VERSION = "v1.4.0"
-"""The storage format of a warehouse this tool creates: DuckDB 1.4 and later open it, so that its reader
-copy (`warehouse.publish`) can be the file itself, copied, instead of a rebuilt database."""
+STORAGE_VERSION = DEFAULT_STORAGE_VERSION
+"""The storage format of a warehouse this tool creates: the reader copy's by default (DuckDB 1.4 and later
+open it), so that the copy (`warehouse.publish`) can be the file itself, copied, instead of a rebuilt
+database."""
 
 _INSTANT = "TIMESTAMP WITH TIME ZONE"
 """The type of the bookkeeping rows' instants (as `duckdb_columns` names it)."""
