@@ -33,6 +33,8 @@ from warehouse.schema import staging_schema
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
+RAW = "raw"
+"""The column of each record's (and each item's) JSON as the service sent it: most of a row's bytes."""
 BATCH_ROWS = 2_000
 """Rows buffered per table before they are written as one Arrow batch (bounds memory)."""
 
@@ -62,7 +64,8 @@ class StagingWriter:
         return self
 
     def add(self, rows: TableRows) -> None:
-        """Buffer the rows of one record; flush a table when its buffer is full."""
+        """Buffer the rows of one record; flush a table when its buffer is full. The writer takes the rows:
+        once written, they have given up their ``raw`` (`_texts_apart`)."""
         for table, table_rows in rows.items():
             buffer = self._buffers.setdefault(table, [])
             buffer.extend(table_rows)
@@ -116,13 +119,13 @@ class StagingWriter:
     def _flush(self, table: str) -> None:
         import pyarrow.parquet as pq
 
-        schema = staging_schema(table)
+        schema, rows = staging_schema(table), self._buffers[table]
         try:
             writer = self._writers.get(table)
             if writer is None:
                 writer = pq.ParquetWriter(self.directory / f"{table}.parquet", schema)
                 self._writers[table] = writer
-            writer.write_table(arrow_batch(self._buffers[table], schema))
+            writer.write_table(arrow_batch(rows, schema, _texts_apart(rows, schema)))
         except OSError as error:  # a full disk: Arrow's message names no file
             raise StagingError(
                 f"could not write {table} to the staging folder {self.directory}: {error}"
@@ -137,6 +140,12 @@ class StagingWriter:
                 self._flush(table)
         for writer in self._writers.values():
             writer.close()
+
+
+def _texts_apart(rows: list[Row], schema: pa.Schema) -> dict[str, list[str | None]]:
+    """The ``raw`` texts of buffered ``rows``, taken out of them (the writer owns its buffers, and the rows
+    are dropped once written) to be laid into Arrow directly (`warehouse.arrow_batches`)."""
+    return {RAW: [row.pop(RAW, None) for row in rows]} if RAW in schema.names else {}
 
 
 def staged_tables(directory: Path) -> dict[str, Path]:
