@@ -69,6 +69,9 @@ def text_array(values: Sequence[str | None]) -> pa.ChunkedArray:
 
 def _chunks(encoded: list[bytes | None]) -> Iterator[list[bytes | None]]:
     """``encoded`` in runs of at most `MAX_CHUNK_BYTES` (one run unless the texts are that large)."""
+    if sum(map(len, filter(None, encoded))) <= MAX_CHUNK_BYTES:  # the common case, counted in C
+        yield encoded
+        return
     start, size = 0, 0
     for index, text in enumerate(encoded):
         length = len(text or b"")
@@ -82,9 +85,13 @@ def _chunks(encoded: list[bytes | None]) -> Iterator[list[bytes | None]]:
 def _strings(encoded: list[bytes | None]) -> pa.Array:
     """One Arrow string array of ``encoded`` (its offsets, its bytes, and its nulls when it has any)."""
     offsets = array("i", itertools.accumulate((len(text or b"") for text in encoded), initial=0))
-    data = b"".join(text for text in encoded if text)
-    valid = np.array([text is not None for text in encoded])
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    data = b"".join(filter(None, encoded))
+    valid = (
+        None
+        if None not in encoded
+        else np.packbits([text is not None for text in encoded], bitorder="little")
+    )
+    bitmap = None if valid is None else pa.py_buffer(valid)
     return pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
 
 
