@@ -3,7 +3,9 @@ sends rows through JSON lines and Arrow's JSON reader instead of Arrow's constru
 which import pandas. The property draws rows of any staged table with any values its column types allow
 (texts of any code point but a lone surrogate, which UTF-8 cannot hold; the 32-bit range; every double
 including NaN, infinities and -0.0; decimals at the column's precision; instants and days across the
-calendar) and compares each cell with what the rows held, bit for bit where floats are concerned."""
+calendar) and compares each cell with what the rows held, bit for bit where floats are concerned. Text
+columns given apart from the rows (as staging gives ``raw``) go into Arrow's buffers directly: the same
+property holds for them, and a column too large for one Arrow array is cut into chunks losing nothing."""
 
 from __future__ import annotations
 
