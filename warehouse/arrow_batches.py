@@ -86,12 +86,8 @@ def _strings(encoded: list[bytes | None]) -> pa.Array:
     """One Arrow string array of ``encoded`` (its offsets, its bytes, and its nulls when it has any)."""
     offsets = array("i", itertools.accumulate((len(text or b"") for text in encoded), initial=0))
     data = b"".join(filter(None, encoded))
-    valid = (
-        None
-        if None not in encoded
-        else np.packbits([text is not None for text in encoded], bitorder="little")
-    )
-    bitmap = None if valid is None else pa.py_buffer(valid)
+    valid = [text is not None for text in encoded] if None in encoded else None
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
 
 
