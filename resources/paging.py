@@ -79,7 +79,7 @@ import hashlib
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, KeysView
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -125,10 +125,10 @@ class _Pass:
     the records the service served there that ``data`` does not hold (kept out by a record contract)."""
 
     totals: list[int] = field(default_factory=list)
-    ids: set[str] = field(default_factory=set)
     repeated: set[str] = field(default_factory=set)
     page_of: dict[str, int] = field(default_factory=dict)
-    """Id -> the page that listed it first in this pass."""
+    """Id -> the page that listed it first in this pass; its keys are the ids the pass listed (one container
+    where a set of them beside it held each id twice: 300,000 records read hold 300,000 of each)."""
     crossed: set[str] = field(default_factory=set)
     """The ids listed on two different pages: the list shifted while the pass read."""
     filled: set[int] = field(default_factory=lambda: {1})
@@ -143,6 +143,11 @@ class _Pass:
     served: dict[int, int] = field(default_factory=dict)
     """Page number -> the records its latest answer served, repeats and kept-out ones included."""
 
+    @property
+    def ids(self) -> KeysView[str]:
+        """Every id the pass listed."""
+        return self.page_of.keys()
+
     def kept_out_counts(self) -> Counter[str]:
         """Each kept-out record's fingerprint -> how often the pass read it."""
         return Counter(key for keys in self.kept_out.values() for key in keys)
@@ -155,7 +160,7 @@ class _Pass:
         """What a second pass must list to show that nothing moved: the same ids, and each kept-out
         record on the same page (a list reshuffled for every request places them anew)."""
         placed = frozenset((number, tuple(sorted(keys))) for number, keys in self.kept_out.items() if keys)
-        return frozenset(self.ids), placed
+        return frozenset(self.page_of), placed
 
 
 def fingerprint(text: str) -> str:
@@ -205,13 +210,14 @@ class PageStream(Generic[T]):
         self._past_end = past_end
         self._updated_of = updated
         self._updated: dict[str, datetime | None] = {}
+        """Every id yielded -> the updated-at of the copy yielded (None without ``updated``): the stream's
+        record of what it has yielded, one entry a record."""
         self._limit = limit
         self._record_id = record_id
         self._map = mapper
         self._order_key = order_key
         self._describe = describe
         self._max_passes = max_passes
-        self._seen: set[str] = set()
         self._started = False
         self.total: int | None = None
         self.last_total: int | None = None
@@ -226,7 +232,7 @@ class PageStream(Generic[T]):
     @property
     def records(self) -> int:
         """Records yielded so far."""
-        return len(self._seen)
+        return len(self._updated)
 
     @property
     def append_only(self) -> bool:
@@ -243,7 +249,7 @@ class PageStream(Generic[T]):
             current = _Pass()
             yield from self._pass(current)
             if self._settled(current, previous):
-                self.vanished = sorted(self._seen - current.ids)
+                self.vanished = sorted(self._updated.keys() - current.ids)
                 return
             previous = current.listing()
             logger.info(
@@ -379,14 +385,14 @@ class PageStream(Generic[T]):
         new = []
         for item in page.data:
             key = self._record_id(item)
-            if key in current.ids:
+            listed_on = current.page_of.get(key)
+            if listed_on is None:
+                current.page_of[key] = number
+            else:
                 current.repeated.add(key)
-                if current.page_of[key] != number:
+                if listed_on != number:
                     current.crossed.add(key)
-            current.ids.add(key)
-            current.page_of.setdefault(key, number)
-            if key not in self._seen:
-                self._seen.add(key)
+            if key not in self._updated:
                 self._updated[key] = self._updated_of(item) if self._updated_of else None
                 new.append(item)
             elif self._updated_of is not None:
