@@ -127,8 +127,8 @@ class _Pass:
     totals: list[int] = field(default_factory=list)
     repeated: set[str] = field(default_factory=set)
     page_of: dict[str, int] = field(default_factory=dict)
-    """Id -> the page that listed it first in this pass; its keys are the ids the pass listed (one container
-    where a set of them beside it held each id twice: 300,000 records read hold 300,000 of each)."""
+    """Id -> the page that listed it first in this pass. Its keys are the ids the pass listed (`ids`): no set
+    of them is kept beside it, which held each id read a second time."""
     crossed: set[str] = field(default_factory=set)
     """The ids listed on two different pages: the list shifted while the pass read."""
     filled: set[int] = field(default_factory=lambda: {1})
