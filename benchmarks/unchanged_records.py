@@ -41,22 +41,19 @@ from benchmarks.run import CONCURRENCY, UNLIMITED_RATE, WORK, full_scale, one_pe
 from models.base import canonical_id
 from warehouse.catalog import LISTS
 from warehouse.rows import TableRows
-from warehouse.schema import staging_schema
+from warehouse.schema import MERGE_COLUMNS, staging_schema
 
 TENANT = DEMO["tenant_id"]
-STAMPED = frozenset(
-    {
-        "synced_at",
-        "run_id",
-        "valid_from",
-        "valid_to",
-        "ended_run_id",
-        "deleted_at",
-        "first_seen_at",
-        "changed_at",
-    }
-)
-"""Columns two runs of the same records fill differently (their instants and run ids)."""
+STAMPED = (frozenset(MERGE_COLUMNS) - {"row_digest"}) | {
+    "valid_from",
+    "valid_to",
+    "ended_run_id",
+    "first_seen_at",
+    "changed_at",
+}
+"""Columns two runs of the same records fill differently: the instants and run ids the merge stamps (its
+`MERGE_COLUMNS` but the digest, which is compared), a history version's span, a revision's and a change's
+instant."""
 RUN_RECORDS = frozenset({"sync_runs", "warehouse_meta", "revision_rechecks"})
 """Tables about the runs themselves: compared by their runs' row counts instead."""
 _COMMIT = vars(warehouse.commit)

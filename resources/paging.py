@@ -160,7 +160,7 @@ class _Pass:
         """What a second pass must list to show that nothing moved: the same ids, and each kept-out
         record on the same page (a list reshuffled for every request places them anew)."""
         placed = frozenset((number, tuple(sorted(keys))) for number, keys in self.kept_out.items() if keys)
-        return frozenset(self.page_of), placed
+        return frozenset(self.ids), placed
 
 
 def fingerprint(text: str) -> str:
