@@ -69,11 +69,13 @@ bench-quick: $(VENV)/.synced-bench
 	$(VENV)/bin/python -m benchmarks.run --quick
 
 # The protocol fuzzer of the sync (tests/test_sync_generative.py) at 300 examples instead of make test's 4,
-# and the generative test of the HR write path (tests/test_hr_generative.py: each example plans and applies)
-# at 50 instead of 3. `make test` draws the same examples every run (reproducible); this draws new ones.
+# the sequences of changes and runs that hold reusing unchanged records to deriving them
+# (tests/test_unchanged.py) at 300 instead of 2, and the generative test of the HR write path
+# (tests/test_hr_generative.py: each example plans and applies) at 50 instead of 3. `make test` draws the
+# same examples every run (reproducible); this draws new ones.
 generative: $(VENV)/.synced
 	HYPOTHESIS_PROFILE=explore ADM_GENERATIVE_EXAMPLES=300 ADM_HR_GENERATIVE_EXAMPLES=50 $(VENV)/bin/pytest -q tests/test_sync_generative.py \
-		tests/test_hr_generative.py
+		tests/test_unchanged.py tests/test_hr_generative.py
 
 emulator: $(VENV)/.synced
 	$(VENV)/bin/authority-sync emulator

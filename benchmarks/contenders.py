@@ -102,6 +102,8 @@ class CommittedRun:
     mode: str
     phase_seconds: dict[str, float]
     warnings: list[str]
+    records_reused: dict[str, int]
+    """Per list, records read unchanged whose stored rows it staged (`warehouse.unchanged`)."""
 
 
 def committed_run(warehouse: Path) -> CommittedRun:
@@ -109,16 +111,22 @@ def committed_run(warehouse: Path) -> CommittedRun:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         found = con.execute(
-            "SELECT row_counts, mode, phase_seconds, warnings FROM sync_runs "
+            "SELECT row_counts, mode, phase_seconds, warnings, records_reused FROM sync_runs "
             "ORDER BY finished_at DESC LIMIT 1"
         ).fetchone()
     finally:
         con.close()
     if found is None:
-        return CommittedRun(0, "", {}, [])
+        return CommittedRun(0, "", {}, [], {})
     counts: dict[str, dict[str, int]] = json.loads(found[0])
     total = sum(c["inserted"] + c["updated"] + c["unchanged"] for c in counts.values())
-    return CommittedRun(total, str(found[1]), json.loads(found[2] or "{}"), json.loads(found[3] or "[]"))
+    return CommittedRun(
+        total,
+        str(found[1]),
+        json.loads(found[2] or "{}"),
+        json.loads(found[3] or "[]"),
+        json.loads(found[4] or "{}"),
+    )
 
 
 RUN_IMPORTS = "import pipelines.cli, pipelines.console, pipelines.tenant_runs"

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from models.base import canonical_id
 from models.errors import AuthoritySyncError
 from resources.client import AdmClient
 from resources.clock import ServiceClock
@@ -49,6 +50,7 @@ from warehouse.read_modes import DEPENDENT, FULL, INCREMENTAL
 from warehouse.reads import RevisionPlan
 from warehouse.rows import TableRows, check_row, current_user_position_rows, revision_rows
 from warehouse.staging import RevisionJournal, StagingWriter
+from warehouse.unchanged import text_digest
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,9 @@ class EntityReport:
     """Records that lacked the updated-at field the cursor follows (the list is then read whole)."""
     future: int = 0
     """Records stamped later than the service's own clock: loaded, but they move no cursor."""
+    unchanged: set[str] = field(default_factory=set)
+    """Ids of records read with the text of stored rows the run may stage again (`warehouse.unchanged`):
+    not derived again; their stored rows join the staging after the read (``tables`` then counts them)."""
     checks: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Revision lists only: parent id -> what its check found (``listed``, ``empty``, ``not_found``) and
     how many revision ids."""
@@ -150,6 +155,9 @@ class ExtractRequest:
     """How old an answer of an earlier, uncommitted attempt may be to be reused."""
     whole: frozenset[str] = frozenset()
     """Incremental lists this run reads whole all the same (`whole_reads`)."""
+    unchanged: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per list read whole: the records whose stored rows may be staged again if their text is unchanged,
+    id -> MD5 of the stored text (`warehouse.unchanged.stored_digests`)."""
 
     def check_stop(self) -> None:
         """Raise `ExtractStoppedError` once another read of this extract has failed."""
@@ -162,8 +170,7 @@ class ExtractRequest:
         alone (that day's midnight), which is earlier than the cursor when the change came after it the
         same day."""
         cursor = self.cursors.get(entity)
-        whole = self.full_refresh or entity in self.whole
-        if whole or cursor is None:
+        if cursor is None or reads_whole(entity, self.full_refresh, self.cursors, self.whole):
             return None
         day = cursor.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         return min(cursor - self.overlap, day)
@@ -180,6 +187,15 @@ def whole_reads(live_records: Mapping[str, int], applied_since_commit: bool) -> 
         if entry.unseen_changes
         and (applied_since_commit or live_records.get(name, 0) <= WHOLE_READ_MAX_RECORDS)
     )
+
+
+def reads_whole(
+    entity: str, full_refresh: bool, cursors: Mapping[str, datetime | None], whole: frozenset[str]
+) -> bool:
+    """Whether a run reads the list ``entity`` whole: a full refresh, a list without a cursor (never
+    committed, or cleared), one the service offers no incremental read of, or one of ``whole``."""
+    incremental = LISTS[entity].source.incremental
+    return full_refresh or not incremental or cursors.get(entity) is None or entity in whole
 
 
 CHECKS_TABLE = "revision_checks"
@@ -300,9 +316,12 @@ def _stage_list(
         writer.declare(*entry.family.tables)
         for record in stream.items():
             request.check_stop()
-            writer.add(_staged(request, entry, report, since, named, record))
+            if not _unchanged(request, entry, report, since, record):
+                writer.add(_staged(request, entry, report, since, named, record))
             report.rows += 1
-        # Records that changed while the list was read: their latest copy replaces the one staged.
+        # Records that changed while the list was read: their latest copy replaces the one staged (or noted
+        # unchanged, whose stored rows then stay out).
+        report.unchanged.difference_update(canonical_id(record.id) for record in stream.newer.values())
         newer = [_staged(request, entry, report, since, named, record) for record in stream.newer.values()]
         family = entry.family
         writer.replace({table: family.parent_column(table) for table in family.tables}, newer)
@@ -329,6 +348,24 @@ def _staged(
     _offer_parents(entry, rows, named)
     _follow_cursor(request, report, since, record)
     return rows
+
+
+def _unchanged(
+    request: ExtractRequest, entry: ListTables, report: EntityReport, since: datetime | None, record: Any
+) -> bool:
+    """Whether the record read has the text of stored rows the run may stage again (`warehouse.unchanged`):
+    then it is only noted and its updated-at followed. A second record of the same id is derived, so that
+    the staging holds the id twice, as it would without reuse, and the checks see it."""
+    stored = request.unchanged.get(entry.name)
+    if not stored:
+        return False
+    record_id = canonical_id(record.id)
+    digest = stored.get(record_id)
+    if digest is None or record_id in report.unchanged or text_digest(record.raw_json()) != digest:
+        return False
+    report.unchanged.add(record_id)
+    _follow_cursor(request, report, since, record)
+    return True
 
 
 def _offer_parents(entry: ListTables, rows: TableRows, named: Mapping[RevisionList, RevisionScope]) -> None:

@@ -78,6 +78,11 @@ RECHECK_DAYS = 30
 benchmark's tenant (20,000 decisions, 2,000 delegations, 1,000 documents, 1% changed a night) spends 48% of
 Essential's quota a month; docs/sync.md weighs other windows."""
 
+REUSE_MIN_RECORDS = 1_000
+"""The default of ``ADM_REUSE_MIN_RECORDS``: staging a list's unchanged records from the warehouse opens the
+file once more and reads it (tens of milliseconds), and deriving a record costs about 0.1 ms (docs/sync.md,
+"Records read again unchanged")."""
+
 SECRET_FIELDS = frozenset({"token", "access_key", "tenant_tokens", "tenant_access_keys"})
 _V = TypeVar("_V")
 
@@ -273,6 +278,12 @@ class SyncSettings(BaseSettings):
             "whose delegation or decision did not change, the longest unverified first: a revision added "
             "without touching its owner is seen within N runs; see [docs/sync.md](docs/sync.md)",
         )
+    )
+    reuse_min_records: Annotated[int, Field(ge=0), Accepts("a whole number of records, 0 or more")] = Field(
+        REUSE_MIN_RECORDS,
+        description="a list read whole that holds at least this many live records does not derive again the "
+        "records whose text and derivation are those of their stored rows: it stages those rows (0: any "
+        "list; a number above the largest list: never); see [docs/sync.md](docs/sync.md)",
     )
     resume_hours: Annotated[float, Field(ge=0), Accepts("a number of hours, 0 or more")] = Field(
         12.0,

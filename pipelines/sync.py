@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -39,6 +39,7 @@ from pipelines.extract import (
     ExtractRequest,
     TenantExtract,
     extract_tenant,
+    reads_whole,
     whole_reads,
 )
 from pipelines.settings import SyncSettings
@@ -59,8 +60,8 @@ from resources.errors import StoppedError
 from resources.metrics import MetricsSnapshot
 from resources.waits import ended_by
 from warehouse import reads
-from warehouse.catalog import REVISIONS
-from warehouse.commit import CommitResult, StagedRun, commit_run, record_unfinished, start_run
+from warehouse.catalog import LISTS, REVISIONS
+from warehouse.commit import CommitResult, StagedRun, StartedRun, commit_run, record_unfinished, start_run
 from warehouse.files import keep_private, tighten, warehouse_files
 from warehouse.locks import LockBusyError, held, tenant_lock_path
 from warehouse.read_modes import FULL, INCREMENTAL
@@ -73,6 +74,7 @@ from warehouse.staging import (
     leftover_progress,
     resume_dir,
 )
+from warehouse.unchanged import derivation, stage_unchanged
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +244,9 @@ def _run(
     killed = leftover_progress(staging_root, request.tenant_id)
     quota = (policy.quota_of(request.tenant_id), policy.quota_max_share)
     wait, recheck_days = services.warehouse.lock_wait_s, policy.revision_recheck_days
-    started = start_run(warehouse, outcome.record, killed, wait, quota, recheck_days)
+    outcome.record.derivation = derivation(policy.schema_contract)
+    reusing = _reusing(request.full_refresh, policy.reuse_min_records)
+    started = start_run(warehouse, outcome.record, killed, wait, quota, recheck_days, reusing)
     outcome.killed, outcome.projection = started.killed, started.projection
     if outcome.projection.over and not (request.allow_over_quota or policy.allow_over_quota):
         raise SyncRefusedError(
@@ -251,9 +255,25 @@ def _run(
         )
     for leftover in clean_leftovers(staging_root, request.tenant_id):
         logger.info("removed staging left by an earlier run: %s", leftover)
-    _extract_check_commit(request, services, outcome, started.start, staging, stop)
+    _extract_check_commit(request, services, outcome, started, staging, stop)
     sizes = outcome.commit.sizes if outcome.commit is not None else None
     outcome.month = _project_month(request.tenant_id, services, sizes)
+
+
+def _reusing(full_refresh: bool, min_records: int) -> Callable[[reads.RunStart], frozenset[str]]:
+    """Which lists a run reads whole and may stage unchanged records of (``ADM_REUSE_MIN_RECORDS``), from
+    what the warehouse says as it starts."""
+
+    def lists(start: reads.RunStart) -> frozenset[str]:
+        evidence = start.evidence
+        whole = whole_reads(evidence.live_records, evidence.applied_since_commit)
+        return frozenset(
+            name
+            for name, records in evidence.live_records.items()
+            if records >= min_records and reads_whole(name, full_refresh, start.cursors, whole)
+        )
+
+    return lists
 
 
 def _project_month(
@@ -276,11 +296,11 @@ def _extract_check_commit(
     request: SyncRequest,
     services: SyncServices,
     outcome: SyncOutcome,
-    start: reads.RunStart,
+    started: StartedRun,
     staging: Path,
     stop: RunStop,
 ) -> None:
-    warehouse, record, policy = services.warehouse.file, outcome.record, services.policy
+    warehouse, record, policy, start = services.warehouse.file, outcome.record, services.policy, started.start
     record.recheck_days = policy.revision_recheck_days
     default, modes = parse_modes(policy.schema_contract)
     contract = RecordContract(
@@ -307,8 +327,10 @@ def _extract_check_commit(
                     resume=_resume_dir(services, request.tenant_id),
                     resume_max_age=timedelta(hours=policy.resume_hours),
                     whole=whole_reads(start.evidence.live_records, start.evidence.applied_since_commit),
+                    unchanged=started.unchanged,
                 )
             )
+            _stage_unchanged(services, record, outcome.extract, started.unchanged)
         finally:
             _count_calls(record, client.metrics)
             record.deviations, record.rejections = contract.log.summary(), list(contract.log.rejections)
@@ -342,6 +364,27 @@ def _extract_check_commit(
         warehouse, staged, record, services.warehouse.lock_wait_s, services.warehouse.publish_target
     )
     forget_resume(Path(services.warehouse.staging_root), request.tenant_id)
+
+
+def _stage_unchanged(
+    services: SyncServices, record: RunRecord, extract: TenantExtract, stored: dict[str, dict[str, str]]
+) -> None:
+    """Stage the stored rows of the records each list read unchanged; count them with its tables and in
+    the run's record."""
+    noted = {
+        entity: {record_id: stored[entity][record_id] for record_id in report.unchanged}
+        for entity, report in extract.reports.items()
+        if report.unchanged
+    }
+    warehouse = services.warehouse
+    added = stage_unchanged(warehouse.file, warehouse.lock_wait_s, extract.staging, record.tenant_id, noted)
+    for entity in noted:
+        report = extract.reports[entity]
+        for table in LISTS[entity].family.tables:
+            report.tables[table] = report.tables.get(table, 0) + added.get(table, 0)
+    record.records_reused = {entity: len(ids) for entity, ids in noted.items()}
+    if noted:
+        logger.info("read unchanged, their stored rows staged: %s", record.records_reused)
 
 
 def _resume_dir(services: SyncServices, tenant_id: str) -> Path | None:

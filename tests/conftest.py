@@ -481,6 +481,7 @@ LONGEST_FIRST = (
     "test_pipeline_dagster_dev.py",
     "test_sync_generative.py",
     "test_recovery.py",
+    "test_unchanged.py",
     "test_hr_safety.py",
     "test_hr_apply.py",
     "test_pipeline_dagster_processes.py",

@@ -59,6 +59,7 @@ from warehouse.runs import (
     update_after_commit,
 )
 from warehouse.staging import staged_tables
+from warehouse.unchanged import stored_digests
 
 # pyarrow.parquet and pyarrow.compute are imported where used: commands that write no Parquet (`hr plan`)
 # then do without their 15 MB.
@@ -493,6 +494,8 @@ class StartedRun:
     killed: list[str]
     projection: QuotaProjection
     start: RunStart
+    unchanged: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per list the run may stage again unchanged: id -> MD5 of the stored text (`warehouse.unchanged`)."""
 
 
 def start_run(
@@ -502,13 +505,15 @@ def start_run(
     wait_s: float,
     quota: tuple[int, float],
     recheck_days: int,
+    reusing: Callable[[RunStart], frozenset[str]] | None = None,
 ) -> StartedRun:
     """Mark the tenant's runs that were killed (``killed``: what their staging last reported), then write
     this run's row as ``running``, in one small transaction; then project the month's calls with the run
     (``quota``: the monthly quota and the share of it runs may use) and read the run's `RunStart`
-    (``recheck_days``: the re-verification's cycle) on the same connection, since each open of the file
-    costs tens of milliseconds. Call it holding the tenant's lock, which keeps what it read as it is until
-    the run commits."""
+    (``recheck_days``: the re-verification's cycle) and, for the lists ``reusing`` names from it, the digests
+    of the records whose stored rows the run may stage again (under the record's ``derivation``), on the
+    same connection, since each open of the file costs tens of milliseconds. Call it holding the tenant's
+    lock, which keeps what it read as it is until the run commits."""
     record.status = RunStatus.RUNNING
     with writing(warehouse, f"run {record.run_id}", wait_s) as con:
         con.begin()
@@ -518,7 +523,9 @@ def start_run(
         con.commit()
         projection = project_quota(con, record.tenant_id, record.mode, *quota, now)
         start = run_start(con, record.tenant_id, recheck_days, now)
-    return StartedRun(ended, projection, start)
+        lists = reusing(start) if reusing is not None and record.derivation else frozenset()
+        unchanged = stored_digests(con, record.tenant_id, str(record.derivation), lists) if lists else {}
+    return StartedRun(ended, projection, start, unchanged)
 
 
 def record_unfinished(

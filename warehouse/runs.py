@@ -70,6 +70,11 @@ class RunRecord:
     """Revision lists re-verified although their owner had not changed (known once committed)."""
     rechecks_found_new: int | None = None
     """How many of them held revision ids the warehouse did not have."""
+    derivation: str | None = None
+    """What derived the run's rows (`warehouse.unchanged.derivation`): rows it wrote or compared can be
+    staged again unchanged by a run with the same."""
+    records_reused: dict[str, int] = field(default_factory=dict)
+    """Per list: records read unchanged whose stored rows the run staged instead of deriving them."""
     pid: int = field(default_factory=os.getpid)
     host: str = field(default_factory=socket.gethostname)
 
@@ -82,7 +87,8 @@ class RunRecord:
 _COLUMNS = (
     "run_id, tenant_id, mode, status, started_at, finished_at, api_calls_total, api_calls, rate_limited_429, "
     "retries, row_counts, warnings, error, job_name, checks, monthly_quota, phase_seconds, deviations, "
-    "rejected_records, pid, host, recheck_days, revisions_rechecked, rechecks_found_new"
+    "rejected_records, pid, host, recheck_days, revisions_rechecked, rechecks_found_new, derivation, "
+    "records_reused"
 )
 _PLACEHOLDERS = ", ".join("?" * len(_COLUMNS.split(",")))
 
@@ -120,6 +126,8 @@ def insert_run(con: duckdb.DuckDBPyConnection, record: RunRecord) -> None:
             record.recheck_days,
             record.revisions_rechecked,
             record.rechecks_found_new,
+            record.derivation,
+            json.dumps(record.records_reused),
         ],
     )
     if record.rejections:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -99,22 +99,16 @@ class StagingWriter:
     def _rewrite_without(self, table: str, column: str, replaced: set[object]) -> None:
         """Rewrite ``table``'s staged file without the rows whose ``column`` is in ``replaced``, batch by
         batch, leaving its writer open for the rows that follow."""
-        path = self.directory / f"{table}.parquet"
-        aside = path.with_name(f".{table}.old.parquet")
-        path.replace(aside)
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
-        writer = pq.ParquetWriter(path, staging_schema(table))
-        self._writers[table] = writer
         ids = pa.schema([pa.field("id", pa.string())])
         replaced_ids = arrow_batch([{"id": value} for value in sorted(map(str, replaced))], ids).column(0)
-        for batch in pq.ParquetFile(aside).iter_batches(BATCH_ROWS):
-            keep = pc.invert(pc.is_in(batch.column(column), value_set=replaced_ids))
-            kept = batch.filter(keep)
+        writer, batches = _rewritten(self.directory, table)
+        self._writers[table] = writer
+        for batch in batches:
+            kept = batch.filter(pc.invert(pc.is_in(batch.column(column), value_set=replaced_ids)))
             self.counts[table] -= batch.num_rows - kept.num_rows
             writer.write_batch(kept)
-        aside.unlink()
 
     def _flush(self, table: str) -> None:
         import pyarrow.parquet as pq
@@ -140,6 +134,36 @@ class StagingWriter:
                 self._flush(table)
         for writer in self._writers.values():
             writer.close()
+
+
+def _rewritten(directory: Path, table: str) -> tuple[pq.ParquetWriter, Iterator[pa.RecordBatch]]:
+    """A new writer of ``table``'s staged file, and the batches the file held (read from a copy set aside,
+    removed once they are read)."""
+    import pyarrow.parquet as pq
+
+    path = directory / f"{table}.parquet"
+    aside = path.with_name(f".{table}.old.parquet")
+    path.replace(aside)
+
+    def held() -> Iterator[pa.RecordBatch]:
+        yield from pq.ParquetFile(aside).iter_batches(BATCH_ROWS)
+        aside.unlink()
+
+    return pq.ParquetWriter(path, staging_schema(table)), held()
+
+
+def append_staged(directory: Path, table: str, batches: Iterable[pa.RecordBatch]) -> int:
+    """Add ``batches`` (in the table's staged schema) to ``table``'s staged file, whose rows stay; returns
+    the rows added. For rows staged from the warehouse after the list's read (`warehouse.unchanged`)."""
+    writer, held = _rewritten(directory, table)
+    added = 0
+    with writer:
+        for batch in held:
+            writer.write_batch(batch)
+        for batch in batches:
+            writer.write_batch(batch)
+            added += batch.num_rows
+    return added
 
 
 def _texts_apart(rows: list[Row], schema: pa.Schema) -> dict[str, list[str | None]]:

@@ -1,0 +1,176 @@
+"""Records read again unchanged: their stored rows are staged in place of rows derived again.
+
+A list read whole (every full refresh; a small list whose changes its cursor cannot see, every night) brings
+back mostly records the warehouse holds already, and turning each into rows is most of the Python a read
+costs (validation aside). A record is not derived again when all of this is proven:
+
+- **its text is the one stored**: the MD5 of the text read equals the MD5 of the current row's ``raw``;
+- **the same derivation wrote the stored rows**: the run that last wrote or compared them ran with this
+  process's `derivation` (the code and schema that turn texts into rows, and the schema contract's modes),
+  so the rows are what this release derives from that text;
+- **the row is live** (a record the warehouse marked deleted is derived again when it returns);
+- **its revision lists need no read it would have caused**: every revision list it names was checked before,
+  so offering it to the revision reads would have asked for nothing (`pipelines.extract.RevisionScope`).
+
+The extract then only notes the record's id and MD5; before the checks, `stage_unchanged` appends the current
+rows of the noted records to the staged files, after checking that each still has the noted MD5 (it fails
+naming the list when one does not). From there on the run is the run without reuse: the checks read the
+same staged rows, and the merge compares them as it compares any staged row (tests/test_unchanged.py holds
+the two ways to the same warehouse, field by field).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from models.errors import AuthoritySyncError
+from warehouse.catalog import LISTS, Family, revisions_named_by
+from warehouse.reads import LIVE, read_only
+from warehouse.schema import staging_schema
+from warehouse.staging import BATCH_ROWS, append_staged
+
+DERIVING_PACKAGES = ("models", "resources", "warehouse")
+"""The packages whose code and schema decide what rows a record's text becomes: any change to one of their
+files (a release, an upgrade) makes every stored row unproven, so the next read of each list derives all."""
+DigestsByList = Mapping[str, Mapping[str, str]]
+"""Per list: record id -> MD5 of its text (of the stored row, or of the text read)."""
+
+
+class UnchangedRowsError(AuthoritySyncError):
+    """The stored rows of records read unchanged no longer have the text the run read."""
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of every Python and SQL file of `DERIVING_PACKAGES` as this process runs them."""
+    digest = hashlib.sha256()
+    for package in DERIVING_PACKAGES:
+        folder = Path(str(importlib.import_module(package).__file__)).parent
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in {".py", ".sql"} and path.is_file():
+                digest.update(f"{path.relative_to(folder.parent).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def derivation(schema_contract: str) -> str:
+    """What derives this run's rows, as a short digest (``sync_runs.derivation``): the code and schema
+    (`code_fingerprint`) and the schema contract's modes (``ADM_SCHEMA_CONTRACT``, as configured: how a
+    value off the spec is read)."""
+    text = f"{code_fingerprint()}\0{schema_contract}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _checked(kind: str) -> str:
+    return f"(SELECT parent_id FROM revision_checks WHERE tenant_id = $tenant AND parent_kind = '{kind}')"  # noqa: S608
+
+
+def _revisions_read(name: str) -> str:
+    """Conditions that every revision list a stored record of ``name`` names was checked before (table and
+    column names are the catalog's)."""
+    conditions = []
+    for revisions in revisions_named_by(name):
+        column, checked = revisions.owner_column, _checked(revisions.kind)
+        if revisions.owner == name:
+            conditions.append(f"AND (coalesce(trim(r.{column}), '') = '' OR r.{column} IN {checked})")
+        else:
+            link = LISTS[name].family.parent_column(revisions.owner)
+            conditions.append(
+                f"AND NOT EXISTS (SELECT 1 FROM {revisions.owner} o WHERE o.tenant_id = $tenant "  # noqa: S608
+                f"AND o.{link} = r.id AND trim(o.{column}) <> '' AND o.{column} NOT IN {checked})"
+            )
+    return " ".join(conditions)
+
+
+_DIGESTS = {
+    name: f"""
+SELECT r.id, md5(r.raw) FROM {name} r
+WHERE r.tenant_id = $tenant AND {LIVE}
+  AND r.run_id IN (SELECT run_id FROM sync_runs WHERE tenant_id = $tenant AND derivation = $derivation)
+  {_revisions_read(name)}
+"""  # noqa: S608 - the catalog's names
+    for name in LISTS
+}
+
+
+def stored_digests(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, derivation_now: str, lists: frozenset[str]
+) -> dict[str, dict[str, str]]:
+    """For each list of ``lists``, the tenant's records whose stored rows a read may stage again: id -> MD5
+    of the stored text (see the module's conditions)."""
+    found: dict[str, dict[str, str]] = {}
+    for name in sorted(lists):
+        rows = con.execute(_DIGESTS[name], {"tenant": tenant_id, "derivation": derivation_now}).fetchall()
+        if rows:
+            found[name] = {str(record_id): str(digest) for record_id, digest in rows}
+    return found
+
+
+def text_digest(text: str) -> str:
+    """The MD5 of a record's text, as DuckDB's ``md5(raw)`` writes it."""
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
+def stage_unchanged(
+    warehouse: Path, wait_s: float, staging: Path, tenant_id: str, noted: DigestsByList
+) -> dict[str, int]:
+    """Append to the staged files the current rows of the records each list noted unchanged (id -> MD5 of
+    the text read), after checking in the same read that each still holds that text; returns the rows added
+    per table. Raises `UnchangedRowsError` naming the list when a row changed or went (another writer since
+    the run started), so nothing is committed from rows the run did not read."""
+    added: dict[str, int] = {}
+    if not any(noted.values()):
+        return added
+    with read_only(warehouse, wait_s) as con:
+        if con is None:
+            raise UnchangedRowsError(f"{warehouse} is gone: the unchanged records' rows cannot be staged")
+        for name, digests in noted.items():
+            if digests:
+                added.update(_stage_list(con, staging, tenant_id, name, digests))
+    return added
+
+
+def _stage_list(
+    con: duckdb.DuckDBPyConnection, staging: Path, tenant_id: str, name: str, digests: Mapping[str, str]
+) -> dict[str, int]:
+    family = LISTS[name].family
+    con.register("noted", pa.table({"id": list(digests), "digest": list(digests.values())}))
+    try:
+        ((matching,),) = con.execute(
+            f"SELECT count(*) FROM {name} r JOIN noted n ON r.id = n.id AND md5(r.raw) = n.digest "  # noqa: S608
+            f"WHERE r.tenant_id = $tenant AND {LIVE}",
+            {"tenant": tenant_id},
+        ).fetchall()
+        if matching != len(digests):
+            raise UnchangedRowsError(
+                f"{name}: {len(digests) - matching} of the {len(digests)} records read unchanged no longer "
+                "have that text in the warehouse (another writer changed it since the run started); "
+                "nothing committed: run again"
+            )
+        return {
+            table: append_staged(staging, table, _stored_rows(con, tenant_id, table, family))
+            for table in family.tables
+        }
+    finally:
+        con.unregister("noted")
+
+
+def _stored_rows(
+    con: duckdb.DuckDBPyConnection, tenant_id: str, table: str, family: Family
+) -> Iterator[pa.RecordBatch]:
+    """The table's current rows of the noted records, in its staged columns, batch by batch."""
+    schema, key = staging_schema(table), family.parent_column(table)
+    columns = ", ".join(f'"{column}"' for column in schema.names)
+    reader = con.sql(
+        f"SELECT {columns} FROM {table} WHERE tenant_id = $tenant AND {key} IN (SELECT id FROM noted)",  # noqa: S608
+        params={"tenant": tenant_id},
+    ).to_arrow_reader(BATCH_ROWS)
+    for batch in reader:
+        yield batch.cast(schema)
