@@ -31,7 +31,7 @@ import duckdb
 import pyarrow as pa
 
 from models.errors import AuthoritySyncError
-from warehouse.catalog import LISTS, Family, revisions_named_by
+from warehouse.catalog import LISTS, revisions_named_by
 from warehouse.reads import LIVE, read_only
 from warehouse.schema import staging_schema
 from warehouse.staging import BATCH_ROWS, append_staged
@@ -143,33 +143,37 @@ def _stage_list(
     family = LISTS[name].family
     con.register("noted", pa.table({"id": list(digests), "digest": list(digests.values())}))
     try:
-        ((matching,),) = con.execute(
-            f"SELECT count(*) FROM {name} r JOIN noted n ON r.id = n.id AND md5(r.raw) = n.digest "  # noqa: S608
-            f"WHERE r.tenant_id = $tenant AND {LIVE}",
-            {"tenant": tenant_id},
-        ).fetchall()
-        if matching != len(digests):
+        # The roots are read only where their text still has the noted MD5 (the proof, in the same pass
+        # that reads them): fewer than noted fail the run, whose staging is then discarded.
+        added = {name: append_staged(staging, name, _stored_rows(con, tenant_id, name, _ROOTS))}
+        if added[name] != len(digests):
             raise UnchangedRowsError(
-                f"{name}: {len(digests) - matching} of the {len(digests)} records read unchanged no longer "
-                "have that text in the warehouse (another writer changed it since the run started); "
+                f"{name}: {len(digests) - added[name]} of the {len(digests)} records read unchanged no "
+                "longer have that text in the warehouse (another writer changed it since the run started); "
                 "nothing committed: run again"
             )
-        return {
-            table: append_staged(staging, table, _stored_rows(con, tenant_id, table, family))
-            for table in family.tables
-        }
+        for child in family.children:
+            scope = f"{child.parent_column} IN (SELECT id FROM noted)"
+            added[child.table] = append_staged(
+                staging, child.table, _stored_rows(con, tenant_id, child.table, scope)
+            )
+        return added
     finally:
         con.unregister("noted")
 
 
+_ROOTS = f"{LIVE} AND (id, md5(raw)) IN (SELECT id, digest FROM noted)"
+"""The noted records' live roots whose text is still the one read."""
+
+
 def _stored_rows(
-    con: duckdb.DuckDBPyConnection, tenant_id: str, table: str, family: Family
+    con: duckdb.DuckDBPyConnection, tenant_id: str, table: str, scope: str
 ) -> Iterator[pa.RecordBatch]:
-    """The table's current rows of the noted records, in its staged columns, batch by batch."""
-    schema, key = staging_schema(table), family.parent_column(table)
+    """The tenant's current rows of ``table`` within ``scope`` (SQL), in its staged columns, batch by batch."""
+    schema = staging_schema(table)
     columns = ", ".join(f'"{column}"' for column in schema.names)
     reader = con.sql(
-        f"SELECT {columns} FROM {table} WHERE tenant_id = $tenant AND {key} IN (SELECT id FROM noted)",  # noqa: S608
+        f"SELECT {columns} FROM {table} WHERE tenant_id = $tenant AND {scope}",  # noqa: S608 - catalog names
         params={"tenant": tenant_id},
     ).to_arrow_reader(BATCH_ROWS)
     for batch in reader:
