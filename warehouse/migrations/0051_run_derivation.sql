@@ -4,5 +4,5 @@
 -- schema and the schema contract's modes). Runs before this migration have none, so their rows are derived
 -- again once, by the next read of each list. records_reused says per list how many records a run staged that
 -- way.
-ALTER TABLE sync_runs ADD COLUMN derivation VARCHAR;
-ALTER TABLE sync_runs ADD COLUMN records_reused JSON;
+ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS derivation VARCHAR;
+ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS records_reused JSON;
