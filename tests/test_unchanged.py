@@ -31,7 +31,8 @@ from warehouse.unchanged import UnchangedRowsError, stage_unchanged
 ALWAYS, NEVER = {"reuse_min_records": 0}, {"reuse_min_records": 10**9}
 """``ADM_REUSE_MIN_RECORDS`` of a run that reuses whatever it can, and of one that derives every record."""
 EXAMPLES = int(os.environ.get("ADM_GENERATIVE_EXAMPLES", "2"))
-"""Sequences drawn: 2 in `make test` (each up to three runs on two warehouses), 300 in `make generative`."""
+"""Sequences drawn: 2 in `make test` (each up to two runs after the first, on two warehouses), 300 in `make
+generative`."""
 
 
 @pytest.fixture
@@ -113,7 +114,7 @@ CHANGES = st.fixed_dictionaries(
     },
 )
 """What the service may change between two runs (the emulator's bulk mutations): none, some or all."""
-RUNS = st.lists(st.tuples(CHANGES, st.booleans()), min_size=1, max_size=3)
+RUNS = st.lists(st.tuples(CHANGES, st.booleans()), min_size=1, max_size=2)
 """A sequence of runs after the first: the changes made before each, and whether it is a full refresh."""
 
 

@@ -21,7 +21,6 @@ the two ways to the same warehouse, field by field).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
 from collections.abc import Iterator, Mapping
@@ -47,9 +46,8 @@ class UnchangedRowsError(AuthoritySyncError):
     """The stored rows of records read unchanged no longer have the text the run read."""
 
 
-@functools.cache
-def code_fingerprint() -> str:
-    """A digest of every Python and SQL file of `DERIVING_PACKAGES` as this process runs them."""
+def _code_fingerprint() -> str:
+    """A digest of every Python and SQL file of `DERIVING_PACKAGES`."""
     digest = hashlib.sha256()
     for package in DERIVING_PACKAGES:
         folder = Path(str(importlib.import_module(package).__file__)).parent
@@ -60,11 +58,16 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+CODE_FINGERPRINT = _code_fingerprint()
+"""The files' digest as this module is imported (11 ms), with the code the process runs: files replaced under
+a long-running process later (a deployment) do not pass for what it derives."""
+
+
 def derivation(schema_contract: str) -> str:
     """What derives this run's rows, as a short digest (``sync_runs.derivation``): the code and schema
-    (`code_fingerprint`) and the schema contract's modes (``ADM_SCHEMA_CONTRACT``, as configured: how a
+    (`CODE_FINGERPRINT`) and the schema contract's modes (``ADM_SCHEMA_CONTRACT``, as configured: how a
     value off the spec is read)."""
-    text = f"{code_fingerprint()}\0{schema_contract}"
+    text = f"{CODE_FINGERPRINT}\0{schema_contract}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
