@@ -119,6 +119,7 @@ RUNS = st.lists(st.tuples(CHANGES, st.booleans()), min_size=1, max_size=2)
 
 
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+@pytest.mark.timeout(max(600, 30 * EXAMPLES))  # up to 13 s an example here, far more on a busy machine
 @settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate]
 )
