@@ -264,10 +264,33 @@ except StagingError as error:
 """
 
 
-def test_a_full_staging_disk_names_the_folder(tmp_path: Path) -> None:
+FILL_STAGING_FROM_THE_WAREHOUSE = """
+import resource, signal, sys
+from pathlib import Path
+import pyarrow as pa
+from warehouse.schema import staging_schema
+from warehouse.staging import StagingWriter, StagingError, append_staged
+folder = Path(sys.argv[1])
+with StagingWriter(folder) as writer:
+    writer.declare("revision_checks")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+schema = staging_schema("revision_checks")
+rows = [{"tenant_id": "t", "parent_kind": "document", "parent_id": f"{n}" * 40, "outcome": "listed",
+         "revisions": 1} for n in range(20_000)]
+try:
+    append_staged(folder, "revision_checks", [pa.RecordBatch.from_pylist(rows, schema)])
+except StagingError as error:
+    print(error)
+"""
+"""The stored rows of records read unchanged, appended to a staged file (`warehouse.unchanged`)."""
+
+
+@pytest.mark.parametrize("script", [FILL_STAGING, FILL_STAGING_FROM_THE_WAREHOUSE], ids=["read", "stored"])
+def test_a_full_staging_disk_names_the_folder(tmp_path: Path, script: str) -> None:
     folder = tmp_path / "staging" / "run" / STANDIN_TENANT_ID
     child = subprocess.run(
-        [sys.executable, "-c", FILL_STAGING, str(folder)],
+        [sys.executable, "-c", script, str(folder)],
         cwd=ROOT,
         capture_output=True,
         text=True,

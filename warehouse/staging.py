@@ -155,14 +155,17 @@ def _rewritten(directory: Path, table: str) -> tuple[pq.ParquetWriter, Iterator[
 def append_staged(directory: Path, table: str, batches: Iterable[pa.RecordBatch]) -> int:
     """Add ``batches`` (in the table's staged schema) to ``table``'s staged file, whose rows stay; returns
     the rows added. For rows staged from the warehouse after the list's read (`warehouse.unchanged`)."""
-    writer, held = _rewritten(directory, table)
     added = 0
-    with writer:
-        for batch in held:
-            writer.write_batch(batch)
-        for batch in batches:
-            writer.write_batch(batch)
-            added += batch.num_rows
+    try:
+        writer, held = _rewritten(directory, table)
+        with writer:
+            for batch in held:
+                writer.write_batch(batch)
+            for batch in batches:
+                writer.write_batch(batch)
+                added += batch.num_rows
+    except OSError as error:  # a full disk: Arrow's message names no file
+        raise StagingError(f"could not write {table} to the staging folder {directory}: {error}") from error
     return added
 
 
