@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
@@ -74,6 +75,24 @@ def test_a_second_full_refresh_stages_every_unchanged_record_and_commits_what_de
     compared, found = differences(deriving, synced)
     assert found == [], found
     assert compared > 30
+
+
+def test_a_revision_list_never_checked_is_read_though_its_owner_is_reused(
+    server: EmulatorServer, synced: Path
+) -> None:
+    # Records staged again are not offered to the revision reads: a list one names that no run checked is
+    # read all the same (it is due), and both ways check the same lists.
+    with duckdb.connect(str(synced)) as con:
+        unchecked = con.execute(
+            "DELETE FROM revision_checks WHERE rowid IN (SELECT min(rowid) FROM revision_checks "
+            "GROUP BY parent_kind) RETURNING parent_kind, parent_id"
+        ).fetchall()
+    assert {kind for kind, _ in unchecked} == {"delegation", "document"}
+    deriving = both_ways(server, synced, full_refresh=True)
+    assert reused(synced) == {name: count for name, count in live(deriving).items() if count}
+    assert differences(deriving, synced)[1] == []
+    checked = query(synced, "SELECT parent_kind, parent_id FROM revision_checks")
+    assert set(unchecked) <= set(checked)
 
 
 def test_rows_another_derivation_wrote_are_derived_again_once(server: EmulatorServer, synced: Path) -> None:

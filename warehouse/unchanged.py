@@ -8,9 +8,9 @@ costs (validation aside). A record is not derived again when all of this is prov
 - **the same derivation wrote the stored rows**: the run that last wrote or compared them ran with this
   process's `derivation` (the code and schema that turn texts into rows, and the schema contract's modes),
   so the rows are what this release derives from that text;
-- **the row is live** (a record the warehouse marked deleted is derived again when it returns);
-- **its revision lists need no read it would have caused**: every revision list it names was checked before,
-  so offering it to the revision reads would have asked for nothing (`pipelines.extract.RevisionScope`).
+- **the row is live** (a record the warehouse marked deleted is derived again when it returns).
+
+Such a record is not offered to the revision reads either; that changes no list asked for (see `_DIGESTS`).
 
 The extract then only notes the record's id and MD5; before the checks, `stage_unchanged` appends the current
 rows of the noted records to the staged files, after checking that each still has the noted MD5 (it fails
@@ -30,7 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from models.errors import AuthoritySyncError
-from warehouse.catalog import LISTS, revisions_named_by
+from warehouse.catalog import LISTS
 from warehouse.reads import LIVE, read_only
 from warehouse.schema import staging_schema
 from warehouse.staging import BATCH_ROWS, append_staged
@@ -71,36 +71,15 @@ def derivation(schema_contract: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _checked(kind: str) -> str:
-    return f"(SELECT parent_id FROM revision_checks WHERE tenant_id = $tenant AND parent_kind = '{kind}')"  # noqa: S608
-
-
-def _revisions_read(name: str) -> str:
-    """Conditions that every revision list a stored record of ``name`` names was checked before (table and
-    column names are the catalog's)."""
-    conditions = []
-    for revisions in revisions_named_by(name):
-        column, checked = revisions.owner_column, _checked(revisions.kind)
-        if revisions.owner == name:
-            conditions.append(f"AND (coalesce(trim(r.{column}), '') = '' OR r.{column} IN {checked})")
-        else:
-            link = LISTS[name].family.parent_column(revisions.owner)
-            conditions.append(
-                f"AND NOT EXISTS (SELECT 1 FROM {revisions.owner} o WHERE o.tenant_id = $tenant "  # noqa: S608
-                f"AND o.{link} = r.id AND trim(o.{column}) <> '' AND o.{column} NOT IN {checked})"
-            )
-    return " ".join(conditions)
-
-
-_DIGESTS = {
-    name: f"""
-SELECT r.id, md5(r.raw) FROM {name} r
-WHERE r.tenant_id = $tenant AND {LIVE}
-  AND r.run_id IN (SELECT run_id FROM sync_runs WHERE tenant_id = $tenant AND derivation = $derivation)
-  {_revisions_read(name)}
+# A record staged again is not offered to the revision reads, which asks for no list a deriving run would
+# have asked for: a list it names that was checked is asked for only when due, as a deriving run's offer of
+# an unchanged record does (`pipelines.extract.RevisionScope.offer`), and one never checked is due anyway,
+# since this very row names it (`warehouse.reads.revision_plans`).
+_DIGESTS = f"""
+SELECT id, md5(raw) FROM {{list}}
+WHERE tenant_id = $tenant AND {LIVE}
+  AND run_id IN (SELECT run_id FROM sync_runs WHERE tenant_id = $tenant AND derivation = $derivation)
 """  # noqa: S608 - the catalog's names
-    for name in LISTS
-}
 
 
 def stored_digests(
@@ -110,7 +89,8 @@ def stored_digests(
     of the stored text (see the module's conditions)."""
     found: dict[str, dict[str, str]] = {}
     for name in sorted(lists):
-        rows = con.execute(_DIGESTS[name], {"tenant": tenant_id, "derivation": derivation_now}).fetchall()
+        query = _DIGESTS.format(list=name)
+        rows = con.execute(query, {"tenant": tenant_id, "derivation": derivation_now}).fetchall()
         if rows:
             found[name] = {str(record_id): str(digest) for record_id, digest in rows}
     return found
