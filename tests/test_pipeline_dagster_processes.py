@@ -203,15 +203,18 @@ def revision_lists(server: EmulatorServer) -> int:
     return len(state.delegations) + len(state.documents)
 
 
-def stopped_then_resumed(server: EmulatorServer, settings: SyncSettings, stop: Callable[[], None]) -> int:
-    """Wait for a fifth of the revision lists, ``stop`` the run, and check what the stop left: the row
-    ``interrupted`` with the calls it made, and a rerun that fetches only the revision lists not yet
-    fetched. Returns the calls made after the stop (Dagster passes it on to the step's process)."""
+def stopped_then_resumed(server: EmulatorServer, settings: SyncSettings, stop: Callable[[], None]) -> None:
+    """Wait for a fifth of the revision lists, ``stop`` the run, and check what the stop left: few calls
+    after it, the row ``interrupted`` with the calls it made, and a rerun that fetches only the revision
+    lists not yet fetched."""
     await_true(lambda: revisions_served(server) >= revision_lists(server) // 5)
-    before = served(server)
+    before, left = served(server), revision_lists(server) - revisions_served(server)
     stop()
     set_faults(server, FaultConfig())
-    after = served(server) - before
+    # Calls sent while Dagster passed the stop on to the step's process: about 0.4 s of them on a quiet
+    # machine (9 calls at 40 ms), seconds under load, so the bound is relative to what a run that went on
+    # would still send: at most half of the lists left.
+    assert served(server) - before < left // 2
     fetched = revisions_served(server)
     ((status, calls, error),) = query(
         settings.warehouse, "SELECT status, api_calls_total, error FROM sync_runs"
@@ -225,7 +228,6 @@ def stopped_then_resumed(server: EmulatorServer, settings: SyncSettings, stop: C
     # the service may have answered after the run stopped keeping answers.
     missing = revision_lists(server) - fetched
     assert missing <= revisions_served(server) <= missing + 1
-    return after
 
 
 @pytest.mark.timeout(600)  # a code server, a run worker, a fork server: 20 s idle, minutes on a loaded host
@@ -273,9 +275,8 @@ def test_a_run_terminated_from_dagster_stops_at_once_and_the_rerun_resumes(
             assert answer.data["terminateRun"]["__typename"] == "TerminateRunSuccess"
             await_true(lambda: instance.get_run_by_id(run_id).is_finished)  # type: ignore[union-attr]
 
-        after = stopped_then_resumed(server, settings, terminate)
+        stopped_then_resumed(server, settings, terminate)
         run = instance.get_run_by_id(run_id)
-    assert after < revision_lists(server) // 10  # requests sent while Dagster passed the stop on
     assert run is not None and run.status == dg.DagsterRunStatus.CANCELED
 
 
@@ -314,9 +315,8 @@ def test_sigterm_stops_dagster_job_execute_at_once_and_the_rerun_resumes(
         running.communicate(timeout=120)
         exited_after.append(time.monotonic() - signalled)
 
-    after = stopped_then_resumed(server, settings, sigterm)
+    stopped_then_resumed(server, settings, sigterm)
     assert running.returncode == 1
-    assert after < revision_lists(server) // 10  # requests sent while Dagster passed the signal on
     assert exited_after[0] < STOPPED_EXIT_BOUND_S
 
 
