@@ -67,7 +67,7 @@ def test_clients_of_one_tenant_share_one_budget(server: EmulatorServer) -> None:
         for _ in range(2 - math.ceil(1 * JITTER_ALLOWANCE_S)):
             first.current_user_positions()
         second.current_user_positions()
-        assert first.metrics.limiter_wait_s < 0.05
+        assert first.metrics.limiter_wait_s < 0.25  # no wait: only a busy machine's scheduling
         assert second.metrics.limiter_wait_s > 0.5
 
 

@@ -28,6 +28,7 @@ from pipelines.hr.policy import HrPolicyResource
 from pipelines.hr.workflow import allow, apply_stored, os_user
 from pipelines.settings import SyncSettings
 from pipelines.warehouse_resource import WarehouseResource
+from tests.conftest import EXIT_WITHIN_S
 from tests.test_hr_support import (
     MAPPING,
     client_of,
@@ -444,7 +445,7 @@ def test_sigterm_stops_an_apply_in_one_line_and_the_same_apply_finishes_it_exact
     code, again = hr("apply", plan_id, "--warehouse", str(hr_store.file), "--no-refresh")
 
     assert running.returncode == 128 + stop, out + err
-    assert exited_after < 5.0
+    assert exited_after < EXIT_WITHIN_S
     said = [line for line in out.splitlines() if line.strip()]
     assert len(said) == 1, out
     assert f"plan {plan_id}: interrupted by {stop.name}: no further request sent" in said[0]
