@@ -22,9 +22,11 @@ __all__ = ["STEP_EXECUTOR", "sync_jobs", "sync_schedules"]
 STEP_EXECUTOR = dg.multiprocess_executor.configured(
     {"start_method": {"forkserver": {}}}, name="multiprocess_forkserver"
 )
-"""How the sync jobs run their steps: Dagster's multi-process executor, each step forked from a server
-process that imported the code location once (Dagster's ``forkserver`` start method), instead of a new
-interpreter per step (its default, ``spawn``). A forked step process ends without the interpreter's
+"""How every job of the code location runs its steps (the `dg.Definitions`' executor: the sync jobs, the
+implicit asset job that the UI's Materialize and ``dagster asset materialize`` launch, the HR and freshness
+jobs): Dagster's multi-process executor, each step forked from a server process that imported the code
+location once (Dagster's ``forkserver`` start method), instead of a new interpreter per step (its default,
+``spawn``). A forked step process ends without the interpreter's
 teardown, which took 8 s of the 10 s between a stopped run's last event and its end under ``dagster job
 execute`` on a busy host (docs/operations.md, Stopping a run); and it starts without importing Dagster
 again."""
@@ -52,7 +54,6 @@ def sync_jobs(
             selection=selection,
             config=config,
             tags={MODE_TAG: INCREMENTAL},
-            executor_def=STEP_EXECUTOR,
             description="Incremental sync of one tenant: what changed since the last committed run.",
         ),
         dg.define_asset_job(
@@ -60,7 +61,6 @@ def sync_jobs(
             selection=selection,
             config=config,
             tags={MODE_TAG: FULL},
-            executor_def=STEP_EXECUTOR,
             description="Full sync of one tenant: re-reads everything; vanished records are marked deleted.",
         ),
     ]

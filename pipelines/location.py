@@ -14,7 +14,7 @@ import dagster as dg
 from pipelines.assets import tenant_sync_asset
 from pipelines.bindings import resources as bound_resources
 from pipelines.freshness import freshness_asset, freshness_checks, freshness_job, freshness_sensor
-from pipelines.jobs import sync_jobs, sync_schedules
+from pipelines.jobs import STEP_EXECUTOR, sync_jobs, sync_schedules
 from pipelines.settings import SyncSettings
 
 
@@ -41,6 +41,7 @@ def sync_definitions(settings: SyncSettings, resources: Mapping[str, Any] | None
         schedules=schedules,
         sensors=[freshness_sensor(check_job)],
         resources=bound,
+        executor=STEP_EXECUTOR,
     )
 
 

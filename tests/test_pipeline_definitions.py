@@ -17,6 +17,7 @@ from pipelines.bindings import resources as bound_resources
 from pipelines.cli import app
 from pipelines.definitions import defs
 from pipelines.freshness import FRESHNESS_KEY, check_names
+from pipelines.jobs import STEP_EXECUTOR
 from pipelines.location import sync_definitions
 from pipelines.runner import run_tenant
 from pipelines.settings import SyncSettings, load_settings
@@ -60,6 +61,18 @@ def test_definitions_hold_every_job_schedule_and_check() -> None:
     assert all(
         key.endswith("_history") or key.startswith("adm/v_")
         for key in derived - {"adm/analytics_copy", "adm/tenant_freshness"}
+    )
+
+
+def test_every_job_steps_through_the_fork_server_the_uis_materialize_too() -> None:
+    """One executor for the whole code location: the sync jobs, the HR and freshness jobs and the implicit
+    asset job that the UI's Materialize and `dagster asset materialize` launch (which had Dagster's default,
+    a new interpreter per step, whose teardown delays a stop by seconds)."""
+    repository = defs.get_repository_def()
+    jobs = {name: repository.get_job(name) for name in repository.job_names}
+    assert any(name.startswith("__ASSET_JOB") for name in jobs)
+    assert {name: job.executor_def.name for name, job in jobs.items()} == dict.fromkeys(
+        jobs, STEP_EXECUTOR.name
     )
 
 
