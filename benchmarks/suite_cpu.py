@@ -10,9 +10,10 @@ spent on the test (user and system, every thread: the in-process emulator's incl
 processes that ended and were waited for during it (the CLI, ``dagster`` commands), its wall time, and the
 bytes left in its ``tmp_path``. A process nobody waits for is not counted: Dagster's fork server and the
 step processes forked from it (a ``dagster`` command's 13.3 s of children read 5.5 s once its step ran
-there, while the machine's busy time went from 20.3-20.9 s to 19.6-19.7 s). A new recording run starts from empty files. CPU time is the figure to
-compare between runs: wall time on 2 shared cores depends on what runs beside the test. Needs the bench
-extra (`make .venv/.synced-bench`): it writes where the benchmarks do (`benchmarks.harness`).
+there, while the machine's busy time went from 20.3-20.9 s to 19.6-19.7 s). A new recording run starts
+from empty files. CPU time is the figure to compare between runs: wall time on 2 shared cores depends on
+what runs beside the test. Needs the bench extra (`make .venv/.synced-bench`): it writes where the
+benchmarks do (`benchmarks.harness`).
 """
 
 from __future__ import annotations
