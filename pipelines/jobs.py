@@ -26,10 +26,9 @@ STEP_EXECUTOR = dg.multiprocess_executor.configured(
 implicit asset job that the UI's Materialize and ``dagster asset materialize`` launch, the HR and freshness
 jobs): Dagster's multi-process executor, each step forked from a server process that imported the code
 location once (Dagster's ``forkserver`` start method), instead of a new interpreter per step (its default,
-``spawn``). A forked step process ends without the interpreter's
-teardown, which took 8 s of the 10 s between a stopped run's last event and its end under ``dagster job
-execute`` on a busy host (docs/operations.md, Stopping a run); and it starts without importing Dagster
-again."""
+``spawn``). A forked step process ends without the interpreter's teardown, which took 8 s of the 10 s
+between a stopped run's last event and its end under ``dagster job execute`` on a busy host
+(docs/operations.md, Stopping a run); and it starts without importing Dagster again."""
 
 
 def sync_jobs(

@@ -213,7 +213,7 @@ def stopped_then_resumed(server: EmulatorServer, settings: SyncSettings, stop: C
     set_faults(server, FaultConfig())
     # Calls sent while Dagster passed the stop on to the step's process: about 0.4 s of them on a quiet
     # machine (9 calls at 40 ms), seconds under load, so the bound is relative to what a run that went on
-    # would still send: at most half of the lists left.
+    # would still send: fewer than half of the lists left.
     assert served(server) - before < left // 2
     fetched = revisions_served(server)
     ((status, calls, error),) = query(
