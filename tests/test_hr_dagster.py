@@ -27,6 +27,8 @@ from pipelines.hr.mapping import SAMPLES
 from pipelines.hr.policy import HrPolicyResource
 from pipelines.tenant_tags import TENANT_TAG
 from pipelines.warehouse_resource import WarehouseResource
+from tests.dagster_support import new_dagster_home
+from tests.sync_support import dagster_cli, query, sync_env
 from tests.test_hr_support import (
     demo_files,
     drop_sensor_context,
@@ -89,6 +91,36 @@ def test_a_plan_within_thresholds_is_applied(
         assert refresh_requests(instance) == [(f"hr_refresh:{result.run_id}", DEMO_TENANT_ID)]
         run_tags = instance.get_run_by_id(result.run_id).tags  # type: ignore[union-attr]
         assert run_tags[TENANT_TAG] == DEMO_TENANT_ID  # the run is found by its tenant in the runs list
+
+
+@pytest.mark.timeout(300)  # a `dagster` process, its fork server and two step processes
+def test_dagster_job_execute_runs_hr_sync_in_forked_steps_and_applies_the_plan(
+    hr_store: WarehouseResource, server: EmulatorServer, tmp_path: Path
+) -> None:
+    """What the daemon runs for a dropped file, out of process: `dagster job execute` of ``hr_sync``, each
+    op in a step forked from the code location's fork server (the executor of every job), plans the demo
+    exports and applies them, as the in-process run above does."""
+    config = tmp_path / "run.json"
+    config.write_text(
+        json.dumps({"ops": {"hr_plan": {"config": {"files": DEMO, "errors_dir": str(tmp_path)}}}})
+    )
+    home = new_dagster_home(tmp_path)
+    env = os.environ | sync_env(server, hr_store.file) | {"DAGSTER_HOME": str(home)}
+
+    result = dagster_cli(
+        "job", "execute", "-m", "pipelines.definitions", "-j", "hr_sync", "-c", str(config), env=env
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        (run_record,) = instance.get_run_records()
+        started = instance.all_logs(
+            run_record.dagster_run.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTED
+        )
+    assert run_record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+    assert sorted(event.step_key or "" for event in started) == ["hr_apply", "hr_plan"]
+    assert query(hr_store.file, "SELECT status FROM hr_plans") == [("applied",)]
+    assert len(writes(server)) == 19
 
 
 def refresh_requests(instance: dg.DagsterInstance) -> list[tuple[str | None, str | None]]:
