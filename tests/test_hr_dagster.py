@@ -94,12 +94,13 @@ def test_a_plan_within_thresholds_is_applied(
 
 
 @pytest.mark.timeout(300)  # a `dagster` process, its fork server and two step processes
-def test_dagster_job_execute_runs_hr_sync_in_forked_steps_and_applies_the_plan(
+def test_dagster_job_execute_runs_hr_sync_in_step_processes_and_applies_the_plan(
     hr_store: WarehouseResource, server: EmulatorServer, tmp_path: Path
 ) -> None:
     """What the daemon runs for a dropped file, out of process: `dagster job execute` of ``hr_sync``, each
-    op in a step forked from the code location's fork server (the executor of every job), plans the demo
-    exports and applies them, as the in-process run above does."""
+    op in a step process of its own, plans the demo exports and applies them, as the in-process run above
+    does. (Which executor makes the step processes, the fork server, is held by
+    tests/test_pipeline_definitions.py.)"""
     config = tmp_path / "run.json"
     config.write_text(
         json.dumps({"ops": {"hr_plan": {"config": {"files": DEMO, "errors_dir": str(tmp_path)}}}})
