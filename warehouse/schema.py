@@ -75,21 +75,27 @@ digest of what it staged): the extract never stages them."""
 
 def row_digest(table: str, alias: str = "", **values: str) -> str:
     """SQL of the digest of a row of ``table`` over the columns a run stages, in their staged order: MD5 of
-    the row as DuckDB writes it as text, ``raw`` as its own MD5. The columns are those of ``alias`` (none:
-    unqualified); ``values`` puts an SQL expression in a column's place (the row as an update leaves it). A
-    current table keeps each row's digest in ``row_digest`` (migration 0049), written with the row:
-    comparing a staged row with it reads 32 characters a row instead of digesting the stored row, ``raw``
-    and all, again. MD5 here detects change, not tampering: a changed row keeps its digest with a chance of
-    2^-128."""
+    the row as DuckDB writes it as text, ``raw`` as its own MD5 and each instant as its microseconds since
+    the epoch. The columns are those of ``alias`` (none: unqualified); ``values`` puts an SQL expression in
+    a column's place (the row as an update leaves it). A current table keeps each row's digest in
+    ``row_digest`` (migration 0049), written with the row: comparing a staged row with it reads 32
+    characters a row instead of digesting the stored row, ``raw`` and all, again. MD5 here detects change,
+    not tampering: a changed row keeps its digest with a chance of 2^-128."""
     prefix = f"{alias}." if alias else ""
 
-    def field(name: str) -> str:
-        column = values.get(name, f'{prefix}"{name}"')
+    def field(column: pa.Field) -> str:
+        value = values.get(column.name, f'{prefix}"{column.name}"')
         # A record's JSON enters as its own MD5: written as text inside the row it would be escaped character
         # by character (20,000 decisions on one thread: 457 ms with it, 325 ms with its MD5).
-        return f'"{name}" := ' + (f"md5({column})" if name == "raw" else column)
+        if column.name == "raw":
+            value = f"md5({value})"
+        # An instant's text is written in the session's time zone, which is the process's: digested as
+        # text, every stored row with an instant looked changed to a run in another zone (migration 0052).
+        elif pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            value = f"epoch_us({value})"
+        return f'"{column.name}" := {value}'
 
-    fields = ", ".join(field(name) for name in staging_schema(table).names)
+    fields = ", ".join(field(column) for column in staging_schema(table))
     return f"md5(CAST(struct_pack({fields}) AS VARCHAR))"
 
 
