@@ -5,7 +5,7 @@
 -- every stored row with an instant unequal to the same row read again: it wrote every such record again,
 -- and counted every such item row (group_parents) as updated, though nothing had changed. An instant now
 -- enters as its microseconds since the epoch (epoch_us), the same in every zone
--- (warehouse.schema.row_digest; tests/test_row_digest_zones.py).
+-- (warehouse.schema.row_digest; tests/test_row_digest.py).
 --
 -- The rows of the five tables that have instants are digested again here, by that expression over each
 -- table's staged columns as they are now; the other tables' digests do not change. At 100,000 decisions

@@ -1,10 +1,11 @@
 """A row's digest (`warehouse.schema.row_digest`) is a function of the row alone: the same in every
-process, whatever time zone the process runs in.
+process, whatever time zone the process runs in, and the same from one release to the next unless a
+migration digests the stored rows again.
 
-The merge writes only rows whose digest differs from the stored one, so a digest that moved with the
-session's time zone made a run under another zone (an operator's laptop beside the nightly server, a
-container without ``TZ``) rewrite every record with an instant in it, and count every such item row as
-updated, though nothing changed."""
+The merge writes only rows whose digest differs from the stored one, so a digest that moves under stored
+rows makes the next run write every row again and count every item row as updated, though nothing changed.
+It moved with the session's time zone (an operator's laptop beside the nightly server, a container without
+``TZ``) until migration 0052; it would move with DuckDB's text of a value (a new DuckDB in the lock file)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import re
 import subprocess
 import sys
 import zoneinfo
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +170,62 @@ def test_the_upgrade_digests_again_the_rows_a_previous_release_digested_in_its_z
 def _held(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
     found = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608 - a catalog name
     return {table} if found and found[0] else set()
+
+
+PROBES = Path(__file__).with_name("row_digests.json")
+"""The digests of `_probe_rows`, as the stored rows of this release hold them."""
+
+
+def _probe_value(kind: pa.DataType) -> object:
+    """A value of ``kind`` whose text DuckDB could write in more than one way: quotes, a comma, letters
+    beyond ASCII, a value at a type's edge."""
+    values: dict[str, object] = {
+        "bool": True,
+        "date32[day]": date(2024, 2, 29),
+        "decimal128(38, 6)": Decimal("-12345678901234567890123456789012.000100"),
+        "double": 1e-07,
+        "int32": -(2**31),
+        "list<l: string>": ["a, b", "it's", None, "Zoë 😀"],
+        "string": 'O\'Brien, "Zoë" {x: [1]} 😀',
+    }
+    if pa.types.is_timestamp(kind):
+        return datetime(2024, 3, 31, 1, 30, 0, 123456, tzinfo=UTC)
+    return values[str(kind)]
+
+
+def _probe_rows(table: str) -> pa.Table:
+    """Two rows of ``table``'s staged columns: every column holding a probe value (``raw`` a JSON
+    object), then every column null."""
+    schema = staging_schema(table)
+    full = {f.name: '{"a": [1.50, "é"]}' if f.name == "raw" else _probe_value(f.type) for f in schema}
+    return pa.Table.from_pylist([full, dict.fromkeys(schema.names)], schema)
+
+
+def _probe_digests() -> dict[str, list[str]]:
+    with duckdb.connect() as con:
+        found = {}
+        for table in sorted(DIGESTED):
+            con.from_arrow(_probe_rows(table)).create(table)
+            rows = con.execute(f"SELECT {row_digest(table)} FROM {table}").fetchall()  # noqa: S608
+            found[table] = [str(digest) for (digest,) in rows]
+    return found
+
+
+def test_the_digest_of_a_stored_row_does_not_change_without_a_migration() -> None:
+    # Rows stored by an earlier run hold digests computed then: if this release digests the same row
+    # otherwise (a change to row_digest or to a table's staged columns, a DuckDB that writes a value's text
+    # differently), every stored row looks changed to the next run.
+    expected = json.loads(PROBES.read_text(encoding="utf-8"))
+    found = _probe_digests()
+    # A table new to this release has no stored row to keep: it is compared once the file is written anew.
+    assert expected.keys() <= found.keys(), "a table of the file is no longer digested: write it anew"
+    moved = sorted(table for table in expected if found[table] != expected[table])
+    assert not moved, (
+        f"the digest of a row of {', '.join(moved)} changed: add a migration that digests the stored rows "
+        f"of these tables again (as 0052 does), then write {PROBES.name} anew "
+        "(python -m tests.test_row_digest)"
+    )
+
+
+if __name__ == "__main__":  # writes PROBES, once a migration digests the stored rows as this release does
+    PROBES.write_text(json.dumps(_probe_digests(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
