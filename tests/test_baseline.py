@@ -18,6 +18,7 @@ from warehouse import baseline, empty
 from warehouse import migrate as migrations
 from warehouse.commit import connect
 from warehouse.db import open_database
+from warehouse.digest_scheme import SCHEME_KEY, scheme
 from warehouse.migrate import migrate
 
 _CATALOG = {
@@ -143,7 +144,11 @@ def test_a_new_warehouse_is_the_shipped_one_stamped_when_it_was_made(
     connect(path).close()
     after = datetime.datetime.now(datetime.UTC)
 
-    assert _opened_read_only(path) == _opened_read_only(shipped)
+    catalog, rows = _opened_read_only(path)
+    # The one row a copy gains: its stored digests (none yet) follow this process's scheme.
+    rows["warehouse_meta"].remove((SCHEME_KEY, scheme(), "an instant"))
+    catalog["tables"] = [(*t[:4], t[4] - 1) if t[0] == "warehouse_meta" else t for t in catalog["tables"]]
+    assert (catalog, {table: found for table, found in rows.items() if found}) == _opened_read_only(shipped)
     instants = _instants(path)
     assert instants, "the new warehouse holds no instant to check"
     assert all(before <= instant <= after for instant in instants), (before, after, sorted(set(instants)))

@@ -1,11 +1,12 @@
-"""A row's digest (`warehouse.schema.row_digest`) is a function of the row alone: the same in every
-process, whatever time zone the process runs in, and the same from one release to the next unless a
-migration digests the stored rows again.
+"""A row's digest (`warehouse.schema.row_digest`) is a function of the row alone, the same whatever time
+zone the process runs in; and stored digests that another DuckDB or another definition computed are
+computed again before a commit compares rows by them (`warehouse.digest_scheme`).
 
 The merge writes only rows whose digest differs from the stored one, so a digest that moves under stored
 rows makes the next run write every row again and count every item row as updated, though nothing changed.
 It moved with the session's time zone (an operator's laptop beside the nightly server, a container without
-``TZ``) until migration 0052; it would move with DuckDB's text of a value (a new DuckDB in the lock file)."""
+``TZ``); it would move with DuckDB's text of a value (a new DuckDB in the lock file, an install without
+it)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import re
 import subprocess
 import sys
 import zoneinfo
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,11 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from tests.standin import StandIn
-from tests.sync_support import stale_digests
+from tests.sync_support import stale_digests, sync_standin
 from tests.test_cli_direct import cli_env
 from tests.test_sync_quirks import decision, delegation, group, tenant, ts, uid, user
+from warehouse import digest_scheme
+from warehouse.digest_scheme import SCHEME_KEY, scheme
 from warehouse.merge import DIGESTED
 from warehouse.schema import row_digest, staging_schema
 
@@ -93,19 +96,19 @@ def _extract(env: dict[str, str], zone: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _stored(warehouse: Path) -> dict[str, Any]:
-    """Each table's rows with instants by row id (a row written again gets a new one), and the last run's
-    counts."""
+def _stored(warehouse: Path, *, check: bool = True) -> dict[str, Any]:
+    """Each digested table's rows by row id (a row written again gets a new one), and the last run's
+    counts; ``check``: every stored digest is its row's."""
     with duckdb.connect(str(warehouse), read_only=True) as con:
         con.execute("SET TimeZone = 'UTC'")
         tables = {
             table: con.execute(f"SELECT rowid, id, row_digest FROM {table} ORDER BY rowid").fetchall()  # noqa: S608
-            for table in WITH_INSTANTS
+            for table in sorted(DIGESTED)
         }
         (counts,) = con.execute(
             "SELECT row_counts FROM sync_runs ORDER BY finished_at DESC LIMIT 1"
         ).fetchone() or ("{}",)
-        assert stale_digests(con) == {}
+        assert not check or stale_digests(con) == {}
     return {"rows": tables, "counts": json.loads(counts)}
 
 
@@ -144,88 +147,92 @@ def test_stale_digests_reads_stored_digests_in_any_zone(zone: str, synced: Path)
         assert stale_digests(con) == {}
 
 
-def _digest_as_text(table: str) -> str:
+def _digest_as_text(table: str, alias: str = "", **values: str) -> str:
     """The digest as the previous release wrote it: each instant as its text in the session's zone."""
-    return re.sub(r'epoch_us\(("[a-z_]+")\)', r"\1", row_digest(table))
+    return re.sub(r"epoch_us\(((?:[^()]|\([^()]*\))+)\)", r"\1", row_digest(table, alias, **values))
 
 
 def test_the_upgrade_digests_again_the_rows_a_previous_release_digested_in_its_zone(synced: Path) -> None:
-    # A warehouse of the previous release (migrations up to 0051), written by a process in another zone.
+    # A warehouse of the previous release: its digests computed with instants as text, in another zone, and
+    # no digest scheme noted.
     with duckdb.connect(str(synced)) as con:
         con.execute("SET TimeZone = 'Asia/Kathmandu'")
         for table in WITH_INSTANTS:
             con.execute(f"UPDATE {table} SET row_digest = {_digest_as_text(table)}")  # noqa: S608
-        con.execute("DELETE FROM schema_migrations WHERE version = 52")
-        assert set(stale_digests(con)) == set(WITH_INSTANTS) - {"group_parents"} | _held(con, "group_parents")
+        con.execute("DELETE FROM warehouse_meta WHERE key = ?", [SCHEME_KEY])
+        stale = stale_digests(con)
+    assert set(stale) == {table for table in WITH_INSTANTS if _held(synced, table)}
 
     result = CliRunner().invoke(app, ["warehouse", "upgrade", "--warehouse", str(synced)])
 
     assert result.exit_code == 0, result.output
+    assert f"{sum(stale.values()):,} row digests computed again" in result.output
     with duckdb.connect(str(synced), read_only=True) as con:
         for zone in ("UTC", "Asia/Kathmandu", "America/St_Johns"):
             con.execute(f"SET TimeZone = '{zone}'")
             assert stale_digests(con) == {}, zone
+        assert con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [SCHEME_KEY]).fetchall() == [
+            (scheme(),)
+        ]
 
 
-def _held(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    found = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608 - a catalog name
-    return {table} if found and found[0] else set()
+def _held(warehouse: Path, table: str) -> bool:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        found = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608 - a catalog name
+    return bool(found and found[0])
 
 
-PROBES = Path(__file__).with_name("row_digests.json")
-"""The digests of `_probe_rows`, as the stored rows of this release hold them."""
-
-
-def _probe_value(kind: pa.DataType) -> object:
-    """A value of ``kind`` whose text DuckDB could write in more than one way: quotes, a comma, letters
-    beyond ASCII, a value at a type's edge."""
-    values: dict[str, object] = {
-        "bool": True,
-        "date32[day]": date(2024, 2, 29),
-        "decimal128(38, 6)": Decimal("-12345678901234567890123456789012.000100"),
-        "double": 1e-07,
-        "int32": -(2**31),
-        "list<l: string>": ["a, b", "it's", None, "Zoë 😀"],
-        "string": 'O\'Brien, "Zoë" {x: [1]} 😀',
-    }
-    if pa.types.is_timestamp(kind):
-        return datetime(2024, 3, 31, 1, 30, 0, 123456, tzinfo=UTC)
-    return values[str(kind)]
-
-
-def _probe_rows(table: str) -> pa.Table:
-    """Two rows of ``table``'s staged columns: every column holding a probe value (``raw`` a JSON
-    object), then every column null."""
-    schema = staging_schema(table)
-    full = {f.name: '{"a": [1.50, "é"]}' if f.name == "raw" else _probe_value(f.type) for f in schema}
-    return pa.Table.from_pylist([full, dict.fromkeys(schema.names)], schema)
-
-
-def _probe_digests() -> dict[str, list[str]]:
-    with duckdb.connect() as con:
-        found = {}
-        for table in sorted(DIGESTED):
-            con.from_arrow(_probe_rows(table)).create(table)
-            rows = con.execute(f"SELECT {row_digest(table)} FROM {table}").fetchall()  # noqa: S608
-            found[table] = [str(digest) for (digest,) in rows]
-    return found
-
-
-def test_the_digest_of_a_stored_row_does_not_change_without_a_migration() -> None:
-    # Rows stored by an earlier run hold digests computed then: if this release digests the same row
-    # otherwise (a change to row_digest or to a table's staged columns, a DuckDB that writes a value's text
-    # differently), every stored row looks changed to the next run.
-    expected = json.loads(PROBES.read_text(encoding="utf-8"))
-    found = _probe_digests()
-    # A table new to this release has no stored row to keep: it is compared once the file is written anew.
-    assert expected.keys() <= found.keys(), "a table of the file is no longer digested: write it anew"
-    moved = sorted(table for table in expected if found[table] != expected[table])
-    assert not moved, (
-        f"the digest of a row of {', '.join(moved)} changed: add a migration that digests the stored rows "
-        f"of these tables again (as 0052 does), then write {PROBES.name} anew "
-        "(python -m tests.test_row_digest)"
+def test_a_commit_whose_process_digests_otherwise_digests_the_stored_rows_again_first(
+    migrated: Path,
+) -> None:
+    # As when a DuckDB that writes some value's text otherwise (a new release of it, an install outside the
+    # lock file) meets the rows an earlier one digested: every stored digest differs from this process's.
+    parent = {"id": "link-1", "parentId": uid("group", 1), "createdAt": ts(3)}
+    limit = {"id": "limit-1", "authorityLimitValue": "100"}
+    served = tenant(
+        decisions=[decision(n, decisionAuthorities=[limit]) for n in range(1, 4)],
+        delegations=[delegation(n) for n in range(1, 3)],
+        users=[user(n) for n in range(1, 3)],
+        groups=[group(1), group(2, parentGroups=[parent])],
     )
+    with StandIn(served) as standin:
+        sync_standin(standin, migrated)
+        with duckdb.connect(str(migrated)) as con:
+            for table in DIGESTED:
+                con.execute(f"UPDATE {table} SET row_digest = md5(row_digest)")  # noqa: S608
+            con.execute("UPDATE warehouse_meta SET value = 'another DuckDB' WHERE key = ?", [SCHEME_KEY])
+        before = _stored(migrated, check=False)
+        again = sync_standin(standin, migrated)
+
+    after = _stored(migrated)
+    assert after["rows"].keys() == before["rows"].keys()
+    assert {t: [r[:2] for r in rows] for t, rows in after["rows"].items()} == {
+        t: [r[:2] for r in rows] for t, rows in before["rows"].items()
+    }, "a stored row was written again"
+    changed = {
+        table: counts
+        for table, counts in again.record.row_counts.items()
+        if counts.get("inserted") or counts.get("updated") or counts.get("deleted")
+    }
+    assert changed == {}, f"the unchanged tenant's run counts changes: {changed}"
 
 
-if __name__ == "__main__":  # writes PROBES, once a migration digests the stored rows as this release does
-    PROBES.write_text(json.dumps(_probe_digests(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+@pytest.fixture
+def uncached_scheme() -> Iterator[None]:
+    """`scheme` computed anew within the test, and again after it (its patches undone)."""
+    scheme.cache_clear()
+    yield
+    scheme.cache_clear()
+
+
+def test_the_scheme_tells_another_duckdb_or_the_previous_releases_digest_from_this_ones(
+    monkeypatch: pytest.MonkeyPatch, uncached_scheme: None
+) -> None:
+    now = scheme()
+    scheme.cache_clear()
+    monkeypatch.setattr(digest_scheme, "row_digest", _digest_as_text)
+    assert scheme() != now
+    scheme.cache_clear()
+    monkeypatch.setattr(digest_scheme, "row_digest", row_digest)
+    monkeypatch.setattr(duckdb, "__version__", "v0.0.1")
+    assert scheme() != now

@@ -24,6 +24,7 @@ from resources.waits import SharedWait
 from warehouse.catalog import FAMILIES, REVISIONS, RevisionList
 from warehouse.changes import record_changes
 from warehouse.db import ConfigValue, leased, open_database
+from warehouse.digest_scheme import redigest_if_stale
 from warehouse.empty import STORAGE_VERSION, place
 from warehouse.files import default_publish_path
 from warehouse.locks import LockBusyError, file_holder_error, held, writer_lock_path
@@ -568,6 +569,9 @@ def _merge_all(
     rehashed = rehash_if_stale(con)
     if rehashed:
         logger.info("computed the content hashes of %d stored records again (a new definition)", rehashed)
+    redigested = redigest_if_stale(con)
+    if redigested:
+        logger.info("computed the digests of %d stored rows again (another digest scheme)", redigested)
     files = staged_tables(staged.staging)
     load_staged(con, files, copied=is_small(staged_sizes(files)))
     try:

@@ -12,6 +12,8 @@ is then built from the script as before (`place` answers False). tests/test_base
 file current and equal to the script's result, object by object and row by row. The script stamps each of
 its bookkeeping rows (applied migrations, fingerprints, logged tables) with the moment it runs; a copy gets
 the moment it is placed, so that its rows say when this warehouse was made, not when the release was built.
+A copy also notes that its stored row digests (none yet) follow the placing process's digest scheme
+(`warehouse.digest_scheme`), which the shipped file cannot know.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.db import open_database, quoted
+from warehouse.digest_scheme import note_scheme
 from warehouse.migrate import BASELINE, migrate
 from warehouse.publish_target import DEFAULT_STORAGE_VERSION
 
@@ -84,8 +87,9 @@ def place(path: Path) -> bool:
 
 def _stamp(con: duckdb.DuckDBPyConnection) -> None:
     """Set every instant the empty warehouse holds to now, the start of one transaction, as the script
-    stamps them when it runs. Only its bookkeeping tables hold rows: a table DuckDB counts no row in is
-    left alone (one ``UPDATE`` a table costs about a millisecond, and there are some forty)."""
+    stamps them when it runs, and note this process's digest scheme. Only its bookkeeping tables hold rows:
+    a table DuckDB counts no row in is left alone (one ``UPDATE`` a table costs about a millisecond, and
+    there are some forty)."""
     held = con.execute(
         "SELECT t.table_name, list(c.column_name ORDER BY c.column_index) FROM duckdb_tables() t "
         "JOIN duckdb_columns() c USING (database_name, schema_name, table_name) "
@@ -97,4 +101,5 @@ def _stamp(con: duckdb.DuckDBPyConnection) -> None:
     for table, columns in held:
         assignments = ", ".join(f"{quoted(column)} = now()" for column in columns)
         con.execute(f"UPDATE {quoted(table)} SET {assignments}")  # noqa: S608 - the catalog's own names
+    note_scheme(con)
     con.commit()

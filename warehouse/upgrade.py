@@ -9,7 +9,9 @@ place, keeping everything it holds (history, ``sync_runs``, the HR plans and aud
 4. Through migration 0013, which numbered existing child rows by id order, every child row is written
    again from its parent's raw in the service's order (`warehouse.reorder`), so that the next sync
    reports only real changes.
-5. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
+5. The stored row digests are computed again when this process digests a row otherwise than the one that
+   stored them (`warehouse.digest_scheme`).
+6. A file in a storage format newer than readers of the copy open (DuckDB 2.0's default) is rewritten in
    the format this release creates (`warehouse.empty.STORAGE_VERSION`), so that every later publish is a
    file copy instead of a rebuilt database. So is a file the migrations left mostly free (`_why_rewritten`):
    DuckDB reuses the blocks a dropped table freed but never gives them back, and every publish would copy
@@ -29,6 +31,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.db import open_database
+from warehouse.digest_scheme import redigest_if_stale
 from warehouse.empty import STORAGE_VERSION
 from warehouse.locks import held, writer_lock_path
 from warehouse.migrate import migrate
@@ -51,6 +54,7 @@ class Upgraded:
     applied: list[int]
     rehashed: int
     reordered: int
+    redigested: int
     rewritten: str
     """Why the file was rewritten whole (`_why_rewritten`), or empty."""
 
@@ -58,10 +62,11 @@ class Upgraded:
         """One line."""
         migrations = f"migrations {self.applied[0]}-{self.applied[-1]}" if self.applied else "no migration"
         storage = self.rewritten or "storage already current"
+        digests = f"{self.redigested:,} row digests computed again"
         hashes = f"{self.rehashed:,} content hashes computed again"
         reordered = f"the child rows of {self.reordered:,} records put in the service's order"
         kept = f"the file as it was is kept at {self.backup}"
-        return f"{migrations} applied, {hashes}, {reordered}, {storage}; {kept}"
+        return f"{migrations} applied, {digests}, {hashes}, {reordered}, {storage}; {kept}"
 
 
 def upgrade(path: Path, wait_s: float) -> Upgraded:
@@ -75,11 +80,12 @@ def upgrade(path: Path, wait_s: float) -> Upgraded:
             con.begin()
             rehashed = rehash_if_stale(con)
             reordered = reorder_children(con) if CHILD_KEYS in applied else 0
+            redigested = redigest_if_stale(con)
             con.commit()
             rewritten = _why_rewritten(con, path)
         if rewritten:
             _rewrite(path)
-    return Upgraded(backup, applied, rehashed, reordered, rewritten)
+    return Upgraded(backup, applied, rehashed, reordered, redigested, rewritten)
 
 
 def _why_rewritten(con: duckdb.DuckDBPyConnection, path: Path) -> str:
