@@ -90,7 +90,7 @@ def row_digest(table: str, alias: str = "", **values: str) -> str:
         if column.name == "raw":
             value = f"md5({value})"
         # An instant's text is written in the session's time zone, which is the process's: digested as
-        # text, every stored row with an instant looked changed to a run in another zone (migration 0052).
+        # text, every stored row with an instant looked changed to a run in another zone.
         elif pa.types.is_timestamp(column.type) and column.type.tz is not None:
             value = f"epoch_us({value})"
         return f'"{column.name}" := {value}'
