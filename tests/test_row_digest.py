@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import zoneinfo
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,8 +38,9 @@ from warehouse.merge import DIGESTED
 from warehouse.schema import row_digest, staging_schema
 
 CLI = Path(sys.executable).with_name("authority-sync")
-ZONES = sorted(zoneinfo.available_timezones())
-"""Every IANA zone this Python knows (DuckDB's ICU knows them as well)."""
+with duckdb.connect() as _con:
+    ZONES = sorted(str(name) for (name,) in _con.execute("SELECT name FROM pg_timezone_names()").fetchall())
+"""Every time zone a DuckDB session can be in (ICU's: the IANA zones and their aliases)."""
 
 
 def _has_instant(kind: pa.DataType) -> bool:
