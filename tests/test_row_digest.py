@@ -33,8 +33,11 @@ from tests.sync_support import stale_digests, sync_standin
 from tests.test_cli_direct import cli_env
 from tests.test_sync_quirks import decision, delegation, group, tenant, ts, uid, user
 from warehouse import digest_scheme
+from warehouse import migrate as migrations
+from warehouse.commit import connected
 from warehouse.digest_scheme import SCHEME_KEY, scheme
 from warehouse.merge import DIGESTED
+from warehouse.migrate import NewerWarehouseError
 from warehouse.schema import row_digest, staging_schema
 
 CLI = Path(sys.executable).with_name("authority-sync")
@@ -236,3 +239,17 @@ def test_the_scheme_tells_another_duckdb_or_the_previous_releases_digest_from_th
     monkeypatch.setattr(digest_scheme, "row_digest", row_digest)
     monkeypatch.setattr(duckdb, "__version__", "v0.0.1")
     assert scheme() != now
+
+
+def test_the_release_before_the_scheme_refuses_a_warehouse_this_one_wrote(
+    synced: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # That release digests instants as text and knows no scheme: its writes would leave digests this
+    # release takes for its own. Migration 52 is what makes it refuse.
+    (scheme_migration,) = [m for m in migrations.available() if m[1] == "row_digest_scheme"]
+    earlier = tuple(m for m in migrations.available() if m[0] < scheme_migration[0])
+    monkeypatch.setattr(migrations, "available", lambda: earlier)
+    for upgrade in (False, True):
+        newer = pytest.raises(NewerWarehouseError, match="migrated by a newer authority-sync")
+        with newer, connected(synced, upgrade=upgrade):
+            pass

@@ -1043,7 +1043,7 @@ INSERT INTO "change_log_tables" ("table_name", "logged_since") VALUES ('user_gro
 INSERT INTO "change_log_tables" ("table_name", "logged_since") VALUES ('user_positions', now());
 INSERT INTO "change_log_tables" ("table_name", "logged_since") VALUES ('user_roles', now());
 INSERT INTO "change_log_tables" ("table_name", "logged_since") VALUES ('users', now());
-INSERT INTO "schema_dictionary" ("fingerprint", "applied_at") VALUES ('9edab469592e10db465c0af034c5d6402746b003687f98cab31c295a7c51d6ec', now());
+INSERT INTO "schema_dictionary" ("fingerprint", "applied_at") VALUES ('e8d5a8b48a698f44afa9d76ce8ae193f9de44f9d2a60287602a519a4c552a5b2', now());
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (1, 'current_tables', now());
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (2, 'history_runs_cursors', now());
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (3, 'analyst_views', now());
@@ -1078,4 +1078,5 @@ INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (48, 'r
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (49, 'row_digests', now());
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (50, 'raw_changes_in_batches', now());
 INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (51, 'run_derivation', now());
+INSERT INTO "schema_migrations" ("version", "name", "applied_at") VALUES (52, 'row_digest_scheme', now());
 INSERT INTO "warehouse_meta" ("key", "value", "updated_at") VALUES ('catalog_sql', '860725cacb1dc7fc2b624eed8ace00be', now());
