@@ -21,12 +21,12 @@ every other connection. Table names come from the fixed catalog, never from inpu
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 
 import duckdb
 
 from warehouse.catalog import FAMILIES, REVISIONS, Family
 from warehouse.changes import EVERY_CHANGE, item_call, root_calls, text_literal
+from warehouse.meta import meta_value, set_meta
 
 FINGERPRINT_KEY = "catalog_sql"
 """The ``warehouse_meta`` key of the fingerprint of the catalog's SQL last applied."""
@@ -78,9 +78,7 @@ def apply_catalog(con: duckdb.DuckDBPyConnection) -> bool:
     try:
         _create_as_of_macros(con)
         _backfill(con)
-        stamp = datetime.now(UTC)
-        row = [FINGERPRINT_KEY, wanted, stamp]
-        con.execute("INSERT OR REPLACE INTO warehouse_meta VALUES (?, ?, ?)", row)
+        set_meta(con, FINGERPRINT_KEY, wanted)
         con.commit()
     except duckdb.Error:
         con.rollback()
@@ -92,10 +90,9 @@ def _applied(con: duckdb.DuckDBPyConnection) -> str | None:
     """The fingerprint of the catalog last rendered into the warehouse; None when none was, or the schema
     is older than the table that keeps it (asking the catalog first costs more than the failed read)."""
     try:
-        found = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [FINGERPRINT_KEY]).fetchone()
+        return meta_value(con, FINGERPRINT_KEY)
     except duckdb.CatalogException:
         return None
-    return str(found[0]) if found is not None else None
 
 
 def _create_as_of_macros(con: duckdb.DuckDBPyConnection) -> None:

@@ -17,12 +17,12 @@ costs one needless pass over the stored rows, never a wrong count.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 from functools import cache
 
 import duckdb
 
 from warehouse.merge import DIGESTED
+from warehouse.meta import meta_value, set_meta
 from warehouse.schema import row_digest
 
 SCHEME_KEY = "row_digest_scheme"
@@ -40,8 +40,7 @@ def redigest_if_stale(con: duckdb.DuckDBPyConnection) -> int:
     """Compute again every stored digest that is not its row's, when the stored digests follow another
     scheme than this process's (or an unknown one: a warehouse of an earlier release), inside the caller's
     transaction; returns how many rows were digested again."""
-    row = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [SCHEME_KEY]).fetchone()
-    if row and row[0] == scheme():
+    if meta_value(con, SCHEME_KEY) == scheme():
         return 0
     redigested = 0
     for table in sorted(DIGESTED):
@@ -57,6 +56,4 @@ def redigest_if_stale(con: duckdb.DuckDBPyConnection) -> int:
 def note_scheme(con: duckdb.DuckDBPyConnection) -> None:
     """Note that the stored digests follow this process's scheme: once they were all computed again, or in
     a new warehouse, which holds none (its first commit then skips the pass: about 55 ms of statements)."""
-    con.execute(
-        "INSERT OR REPLACE INTO warehouse_meta VALUES (?, ?, ?)", [SCHEME_KEY, scheme(), datetime.now(UTC)]
-    )
+    set_meta(con, SCHEME_KEY, scheme())

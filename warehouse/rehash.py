@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -21,6 +20,7 @@ import pyarrow as pa
 from resources.contract import RecordContract
 from warehouse.arrow_batches import arrow_batch
 from warehouse.catalog import LISTS, ListTables
+from warehouse.meta import meta_value, set_meta
 from warehouse.rows import CONTENT_HASH_SCHEME, TableRows
 from warehouse.schema import row_digest, staging_schema
 
@@ -37,8 +37,8 @@ def hashed_lists() -> list[ListTables]:
 
 def stored_scheme(con: duckdb.DuckDBPyConnection) -> int | None:
     """The hash scheme the stored hashes follow, or None when not known (never computed again)."""
-    row = con.execute("SELECT value FROM warehouse_meta WHERE key = ?", [SCHEME_KEY]).fetchone()
-    return int(row[0]) if row else None
+    value = meta_value(con, SCHEME_KEY)
+    return int(value) if value is not None else None
 
 
 def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
@@ -47,10 +47,7 @@ def rehash_if_stale(con: duckdb.DuckDBPyConnection) -> int:
     if stored_scheme(con) == CONTENT_HASH_SCHEME:
         return 0
     hashed: int = sum(_rehash_table(con, entry) for entry in hashed_lists())
-    con.execute(
-        "INSERT OR REPLACE INTO warehouse_meta VALUES (?, ?, ?)",
-        [SCHEME_KEY, str(CONTENT_HASH_SCHEME), datetime.now(UTC)],
-    )
+    set_meta(con, SCHEME_KEY, str(CONTENT_HASH_SCHEME))
     return hashed
 
 
