@@ -28,10 +28,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from tests.standin import StandIn
+from tests.conftest import example_warehouse
+from tests.standin import StandIn, Tenant
 from tests.sync_support import stale_digests, sync_standin
 from tests.test_cli_direct import cli_env
 from tests.test_sync_quirks import decision, delegation, group, tenant, ts, uid, user
+from tests.warehouse_compare import differences
 from warehouse import digest_scheme
 from warehouse import migrate as migrations
 from warehouse.commit import connected
@@ -41,9 +43,25 @@ from warehouse.migrate import NewerWarehouseError
 from warehouse.schema import row_digest, staging_schema
 
 CLI = Path(sys.executable).with_name("authority-sync")
+
+
+def _readable(con: duckdb.DuckDBPyConnection, zone: str) -> bool:
+    """Whether DuckDB hands an instant to Python in a session in ``zone`` (it converts it with pytz, which
+    does not know some of ICU's aliases)."""
+    con.execute(f"SET TimeZone = '{zone}'")
+    try:
+        con.execute("SELECT TIMESTAMPTZ '2000-01-01 00:00:00+00'").fetchall()
+    except Exception:  # pytz's UnknownTimeZoneError, raised through DuckDB
+        return False
+    return True
+
+
+# ZONES: every time zone a DuckDB session can be in (ICU's: the IANA zones and their aliases).
+# READABLE_ZONES: those in which a process can read an instant back. A run whose process is in one of the
+# others (TZ=JST, ACT: aliases ICU knows and pytz lacks) fails, naming the zone.
 with duckdb.connect() as _con:
     ZONES = sorted(str(name) for (name,) in _con.execute("SELECT name FROM pg_timezone_names()").fetchall())
-"""Every time zone a DuckDB session can be in (ICU's: the IANA zones and their aliases)."""
+    READABLE_ZONES = [zone for zone in ZONES if _readable(_con, zone)]
 
 
 def _has_instant(kind: pa.DataType) -> bool:
@@ -88,8 +106,13 @@ def test_a_rows_digest_is_the_same_in_every_session_time_zone(zone: str, instant
 
 def _extract(env: dict[str, str], zone: str) -> None:
     """A full refresh by the CLI, in its own process, whose time zone is ``zone``."""
+    _run_cli(env, zone, full=True)
+
+
+def _run_cli(env: dict[str, str], zone: str, *, full: bool) -> None:
+    """A run of the CLI (a full refresh, or an incremental run), in its own process, in the zone ``zone``."""
     done = subprocess.run(
-        [str(CLI), "extract", "--full-refresh"],
+        [str(CLI), "extract", *(["--full-refresh"] if full else [])],
         env={**env, "TZ": zone},
         capture_output=True,
         text=True,
@@ -115,14 +138,26 @@ def _stored(warehouse: Path, *, check: bool = True) -> dict[str, Any]:
     return {"rows": tables, "counts": json.loads(counts)}
 
 
-def test_a_full_refresh_in_another_time_zone_rewrites_and_counts_no_unchanged_row(tmp_path: Path) -> None:
+def _served() -> Tenant:
+    """A tenant with a record of every table that holds an instant: decisions, delegations (with a start
+    and an end), users, groups and a group's parent link."""
     parent = {"id": "link-1", "parentId": uid("group", 1), "createdAt": ts(3)}
-    served = tenant(
+    return tenant(
         decisions=[decision(n) for n in range(1, 4)],
         delegations=[delegation(n, startsAt=ts(n), endsAt=ts(n + 100)) for n in range(1, 3)],
         users=[user(n) for n in range(1, 3)],
         groups=[group(1), group(2, parentGroups=[parent])],
     )
+
+
+def _last_counts(warehouse: Path) -> Any:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        found = con.execute("SELECT row_counts FROM sync_runs ORDER BY finished_at DESC LIMIT 1").fetchone()
+    return json.loads(found[0]) if found else None
+
+
+def test_a_full_refresh_in_another_time_zone_rewrites_and_counts_no_unchanged_row(tmp_path: Path) -> None:
+    served = _served()
     warehouse = tmp_path / "warehouse.duckdb"
     with StandIn(served) as standin:
         env = {"PATH": os.environ["PATH"], **cli_env(standin, warehouse)}
@@ -253,3 +288,52 @@ def test_the_release_before_the_scheme_refuses_a_warehouse_this_one_wrote(
         newer = pytest.raises(NewerWarehouseError, match="migrated by a newer authority-sync")
         with newer, connected(synced, upgrade=upgrade):
             pass
+
+
+def _moved(served: Tenant, n: int, instant: datetime) -> None:
+    """Change the stand-in's records ``n`` ways at once, each stamped updated at ``instant``: a decision's
+    name, a delegation's end, a user's termination date, a group's parent link's creation."""
+    at = instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    decision_ = served.lists["decisions"][n % 3]
+    decision_.update(name=f"renamed at {at}", updatedAt=at)
+    delegation_ = served.lists["delegations"][n % 2]
+    delegation_.update(endsAt=at, updatedAt=at)
+    user_ = served.lists["users"][n % 2]
+    user_.update(terminationDate=instant.date().isoformat(), updatedOn=at)
+    group_ = served.lists["groups"][1]
+    group_.update(parentGroups=[{**group_["parentGroups"][0], "createdAt": at}], updatedOn=at)
+
+
+RUNS = st.lists(
+    st.tuples(
+        st.sampled_from(READABLE_ZONES),
+        st.booleans(),  # a full refresh, or an incremental run
+        st.none()
+        | st.datetimes(
+            min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31), timezones=st.just(UTC)
+        ),
+    ),
+    min_size=2,
+    max_size=3,
+)
+"""Runs of a tenant, each in a process of its own zone, after the service changed (an instant) or not."""
+
+
+@settings(max_examples=3, deadline=None)
+@given(runs=RUNS)
+def test_any_runs_in_any_zones_store_what_the_same_runs_in_utc_store(
+    runs: list[tuple[str, bool, datetime | None]], template: Path, folder: Path
+) -> None:
+    # Each run of the sequence twice: by the CLI in the drawn zone, and in this process (UTC) into a second
+    # warehouse; every stored value, digests included, and every run's counts must agree.
+    served = _served()
+    zoned, in_utc = example_warehouse(template, folder), example_warehouse(template, folder)
+    with StandIn(served) as standin:
+        env = {"PATH": os.environ["PATH"], **cli_env(standin, zoned)}
+        for n, (zone, full, changed_at) in enumerate(runs):
+            if changed_at is not None:
+                _moved(served, n, changed_at)
+            _run_cli(env, zone, full=full or n == 0)
+            sync_standin(standin, in_utc, full_refresh=full or n == 0)
+            assert _last_counts(zoned) == _last_counts(in_utc), f"run {n} in {zone}"
+    assert differences(in_utc, zoned)[1] == []
