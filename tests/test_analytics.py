@@ -8,6 +8,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -263,3 +266,39 @@ def test_every_query_of_the_guide_runs_on_the_copy(synced: Synced) -> None:
             for statement in block.split(";"):
                 if any(line.strip() and not line.strip().startswith("--") for line in statement.splitlines()):
                     con.execute(statement.replace(T, inside).replace(WEEK_AGO, inside)).fetchall()
+
+
+INSTANT = "SELECT TIMESTAMPTZ '2020-01-01 00:00:00+00' AS at"
+
+
+def _sql_in(zone: str, copy: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``authority-sync sql INSTANT --format csv`` on ``copy``, in a process whose time zone is ``zone``."""
+    command = [str(Path(sys.executable).with_name("authority-sync")), *options, "sql", INSTANT]
+    return subprocess.run(
+        [*command, "--format", "csv", "--copy", str(copy)],
+        env={"PATH": os.environ["PATH"], "TZ": zone},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("zone", "shown"),
+    [
+        ("Asia/Tokyo", "2020-01-01T09:00:00+09:00"),  # the reader's own zone
+        ("JST", "2020-01-01T00:00:00+00:00"),  # an alias pytz lacks: UTC, said (before: a traceback)
+        ("GMT+3", "2020-01-01T00:00:00+00:00"),
+    ],
+)
+def test_a_reader_sees_instants_in_their_zone_or_in_utc_where_python_cannot_convert_to_it(
+    zone: str, shown: str, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy.duckdb"
+    duckdb.connect(str(copy)).close()
+    plain, verbose = _sql_in(zone, copy), _sql_in(zone, copy, "--verbose")
+    assert (plain.returncode, plain.stdout, plain.stderr) == (0, f"at\n{shown}\n", "")
+    assert verbose.stdout == plain.stdout
+    said = "instants are shown in UTC: Python cannot convert them to this process's time zone"
+    assert (said in verbose.stderr) == shown.endswith("+00:00"), verbose.stderr

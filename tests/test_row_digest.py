@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -45,23 +45,11 @@ from warehouse.schema import row_digest, staging_schema
 CLI = Path(sys.executable).with_name("authority-sync")
 
 
-def _readable(con: duckdb.DuckDBPyConnection, zone: str) -> bool:
-    """Whether DuckDB hands an instant to Python in a session in ``zone`` (it converts it with pytz, which
-    does not know some of ICU's aliases)."""
-    con.execute(f"SET TimeZone = '{zone}'")
-    try:
-        con.execute("SELECT TIMESTAMPTZ '2000-01-01 00:00:00+00'").fetchall()
-    except Exception:  # pytz's UnknownTimeZoneError, raised through DuckDB
-        return False
-    return True
-
-
-# ZONES: every time zone a DuckDB session can be in (ICU's: the IANA zones and their aliases).
-# READABLE_ZONES: those in which a process can read an instant back. A run whose process is in one of the
-# others (TZ=JST, ACT: aliases ICU knows and pytz lacks) fails, naming the zone.
+# Every time zone a DuckDB session can be in (ICU's: the IANA zones and their aliases), among them 41 that
+# Python's pytz lacks (JST, IST, ACT): DuckDB hands Python an instant through pytz, so a process in one of
+# those could not read an instant back until the tool's own connections worked in UTC (warehouse.db).
 with duckdb.connect() as _con:
     ZONES = sorted(str(name) for (name,) in _con.execute("SELECT name FROM pg_timezone_names()").fetchall())
-    READABLE_ZONES = [zone for zone in ZONES if _readable(_con, zone)]
 
 
 def _has_instant(kind: pa.DataType) -> bool:
@@ -306,7 +294,7 @@ def _moved(served: Tenant, n: int, instant: datetime) -> None:
 
 RUNS = st.lists(
     st.tuples(
-        st.sampled_from(READABLE_ZONES),
+        st.sampled_from(ZONES),
         st.booleans(),  # a full refresh, or an incremental run
         st.none()
         | st.datetimes(
@@ -321,6 +309,9 @@ RUNS = st.lists(
 
 @settings(max_examples=3, deadline=None)
 @given(runs=RUNS)
+# Zones pytz lacks (41 of 638), which three draws seldom reach: before, the incremental run failed
+# ("UnknownTimeZoneError: 'IST'") and committed nothing.
+@example(runs=[("JST", True, None), ("IST", False, datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC))])
 def test_any_runs_in_any_zones_store_what_the_same_runs_in_utc_store(
     runs: list[tuple[str, bool, datetime | None]], template: Path, folder: Path
 ) -> None:

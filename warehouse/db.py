@@ -29,6 +29,12 @@ operator happened to stand. Every instance that writes a file here spills to `sp
 DuckDB's own choice for a file it opens directly. DuckDB cannot point an instance elsewhere once it has
 spilled, so an instance that spilled is closed when its block ends (which removes the folder), not lent
 again.
+
+Instants in UTC: a session shows and hands Python each instant in its time zone, by default the process's
+own (``TZ``). The tool's own connections work in UTC, so that nothing it reads, compares or writes depends on
+where it runs, and so that it runs at all in the zones ICU knows and Python's pytz (through which DuckDB
+converts an instant) lacks: ``TZ=JST``, ``IST`` or ``GMT+3`` made every incremental run fail. A reader's
+connection (an analyst's) keeps the process's zone, unless Python cannot convert to it: then UTC, said once.
 """
 
 from __future__ import annotations
@@ -68,15 +74,20 @@ def open_database(
     *,
     read_only: bool = False,
     config: Mapping[str, ConfigValue] | None = None,
+    process_zone: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """A connection to the DuckDB file ``path`` (in memory when None), offline, with ``config`` on top. A
-    file opened for writing is its connection's only database, under its own name as when DuckDB opens it
-    directly, with `ROW_GROUP_ROWS` rows to a row group, spilling to `spill_folder`."""
+    """A connection to the DuckDB file ``path`` (in memory when None), offline, with ``config`` on top, its
+    instants in UTC, or in the process's time zone for a reader (``process_zone``; see the module
+    docstring). A file opened for writing is its connection's only database, under its own name as when
+    DuckDB opens it directly, with `ROW_GROUP_ROWS` rows to a row group, spilling to `spill_folder`."""
     settings = {**OFFLINE, **(config or {})}
     if path is None or read_only:
-        return duckdb.connect(":memory:" if path is None else str(path), read_only=read_only, config=settings)
+        con = duckdb.connect(":memory:" if path is None else str(path), read_only=read_only, config=settings)
+        _set_zone(con, process_zone)
+        return con
     con = duckdb.connect(":memory:", config={"temp_directory": spill_folder(path), **settings})
     try:
+        _set_zone(con, process_zone)
         name = _catalog_name(Path(path))
         con.execute(f'ATTACH ? AS "{name}" (ROW_GROUP_SIZE {ROW_GROUP_ROWS})', [str(path)])
         con.execute(f'USE "{name}"')
@@ -85,6 +96,22 @@ def open_database(
         con.close()
         raise
     return con
+
+
+def _set_zone(con: duckdb.DuckDBPyConnection, process_zone: bool) -> None:
+    """Put the instance's sessions in UTC, unless ``process_zone`` and Python can convert an instant to the
+    process's zone (see the module docstring). A setting, not a ``config`` entry: DuckDB refuses a time
+    zone in ``config`` before it has loaded ICU."""
+    if process_zone:
+        try:
+            con.execute("SELECT TIMESTAMPTZ '2000-01-01 00:00:00+00'").fetchall()
+            return
+        except KeyError:  # pytz's UnknownTimeZoneError, raised through DuckDB's conversion
+            zone = con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
+            logger.warning(
+                "instants are shown in UTC: Python cannot convert them to this process's time zone %s", zone
+            )
+    con.execute("SET GLOBAL TimeZone = 'UTC'")
 
 
 def quoted(*names: str) -> str:
@@ -180,7 +207,9 @@ class _Hosts:
             self._forget_inherited()
             if self._idle:
                 return self._idle.pop()
-        return duckdb.connect(":memory:", config=dict(OFFLINE))
+        host = duckdb.connect(":memory:", config=dict(OFFLINE))
+        _set_zone(host, process_zone=False)
+        return host
 
     def give_back(self, host: duckdb.DuckDBPyConnection) -> None:
         """Keep ``host`` for a later block, unless enough are kept already."""

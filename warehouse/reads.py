@@ -53,9 +53,10 @@ class WriterHoldsFileError(AuthoritySyncError):
 def open_for_reader(path: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection for a reader (an analyst, a script), at once. A file its writer holds is
     refused in one line naming the holder and the copy for readers to open instead (DuckDB's own hint, to
-    open it read-only, is what the reader did)."""
+    open it read-only, is what the reader did). Instants show in the process's time zone, or in UTC where
+    Python cannot convert to it (`warehouse.db`)."""
     try:
-        return open_database(path, read_only=True)
+        return open_database(path, read_only=True, process_zone=True)
     except duckdb.IOException as error:
         if not _locked(error):
             raise
