@@ -168,7 +168,9 @@ def test_a_dictionary_that_contradicts_itself_is_refused(text: str, error: str) 
 
 def test_the_schemas_a_run_stages_in_are_the_migrated_warehouses(con: duckdb.DuckDBPyConnection) -> None:
     # The extract stages with the Arrow schemas `warehouse.schema` builds from the described columns (not a
-    # migration a process): each must be exactly what the migrated table gives, column by column.
+    # migration a process): each must be exactly what the migrated table gives, column by column, in a
+    # session in UTC as the tool's own are (warehouse.db), whatever the process's zone.
+    con.execute("SET TimeZone = 'UTC'")
     tables = [
         str(row[0])
         for row in con.execute(
