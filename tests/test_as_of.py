@@ -21,8 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.sync_support import query as read
 from tests.sync_support import stale_digests
-from tests.test_merge import TENANT, commit, read
+from tests.test_merge import TENANT, commit
 from warehouse import migrate as migrations
 from warehouse.catalog import FAMILIES
 from warehouse.merge import MergeContext, held_tables, load_staged, merge_family, merged_tables

@@ -14,6 +14,7 @@ import pytest
 
 from warehouse.commit import connected
 from warehouse.db import ConfigValue, leased, open_database
+from warehouse.reads import read_only
 
 OTHER_PROCESS = (
     "import sys, duckdb\n"
@@ -53,6 +54,29 @@ def test_a_block_sees_its_file_and_its_settings_only_and_frees_the_file_when_it_
         temporary = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
         assert temporary == (0,)
         assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)
+
+
+def test_a_look_reads_what_was_last_committed_never_writes_and_frees_the_file_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    # The tool's looks at the warehouse (`warehouse.reads.read_only`) borrow warm instances too: 2 ms a look
+    # instead of 32. Each must see the file as committed now, not as an instance lent before saw it.
+    path = tmp_path / "w.duckdb"
+    with leased(path) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS n")
+    for rows in (1, 2):
+        with read_only(path) as con:
+            assert con is not None
+            assert con.execute("SELECT count(*) FROM t").fetchone() == (rows,)
+            with pytest.raises(duckdb.InvalidInputException, match="read-only"):
+                con.execute("INSERT INTO t VALUES (9)")
+        assert written_by_another_process(path) == rows  # the file is free for a writer
+        with leased(path) as con:
+            con.execute("INSERT INTO t VALUES (2)")
+    with read_only(path) as con:
+        assert con is not None
+        listed = con.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall()
+        assert listed == [("w",)]
 
 
 def test_a_block_that_fails_frees_the_file_and_keeps_only_what_it_committed(tmp_path: Path) -> None:

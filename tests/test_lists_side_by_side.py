@@ -21,7 +21,8 @@ from resources.contract import RecordContract
 from resources.contract_modes import ContractMode
 from resources.errors import ResponseFormatError
 from tests import samples
-from tests.test_sync_quirks import check, group, rows, run, tenant, ts
+from tests.sync_support import query as rows
+from tests.test_sync_quirks import check, group, run, tenant, ts
 
 OLD = "2023-01-01T00:00:00Z"
 """An updated-at stamp long before any cursor: a group stamped so reaches only a whole read."""

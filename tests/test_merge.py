@@ -27,6 +27,7 @@ from pipelines.extract import TenantExtract
 from resources.metrics import MetricsSnapshot
 from tests.conftest import example_warehouse
 from tests.spec_generators import SCALAR_VALUES
+from tests.sync_support import query as read
 from warehouse import commit as commit_module
 from warehouse.catalog import FAMILIES
 from warehouse.catalog_sql import backfill_calls
@@ -157,12 +158,6 @@ def committed_in_place(in_place: bool) -> Iterator[None]:
         if in_place:
             as_larger_commit(patch)
         yield
-
-
-def read(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    """Rows of a query on the committed warehouse."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
 
 
 @pytest.fixture

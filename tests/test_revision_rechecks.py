@@ -26,7 +26,7 @@ from tests.conftest import example_warehouse
 from tests.spec_generators import record
 from tests.standin import SPEC, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
-from warehouse.reads import run_start
+from warehouse.reads import read_only, run_start
 
 NEW_REVISION = "added-without-touching-its-owner"
 
@@ -148,7 +148,8 @@ def test_every_list_is_re_verified_within_n_runs(
     verified: set[str] = set()
     for run in range(days):
         now += timedelta(hours=1)
-        with duckdb.connect(str(warehouse), read_only=True) as con:
+        with read_only(warehouse) as con:
+            assert con is not None
             recheck = run_start(con, STANDIN_TENANT_ID, days, now).revision_plans["delegation"].recheck
         assert len(recheck) <= math.ceil(len(ordered) / days)
         owner_changed = {ordered[index] for index in changed[run] if index < len(ordered)}

@@ -21,13 +21,13 @@ from resources.errors import APIConnectionError, PagingDriftError, ServiceError
 from resources.settings import ClientSettings
 from tests.standin import JsonText, Quirks, StandIn, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.sync_support import query as rows
 from tests.test_sync_quirks import (
     check,
     decision,
     delegation,
     group,
     position,
-    rows,
     run,
     tenant,
     ts,

@@ -45,6 +45,7 @@ from tests.spec_generators import Drawn, embedded, record
 from tests.standin import SPEC, JsonText, StandIn, Tenant, encode
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, stale_digests, sync_standin
 from tests.test_merge import committed_in_place
+from warehouse.reads import read_only
 
 TENANT_ID, TOKEN = STANDIN_TENANT_ID, STANDIN_TOKEN
 FOREIGN_TENANT_ID = "f0f0f0f0-0000-4000-8000-0000000f0e19"
@@ -355,7 +356,8 @@ def _unprovable(served: Served, name: str, error: str) -> bool:
 
 def _stored(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every root table's rows (id, deleted, raw), to see that a failed run changed nothing."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with read_only(warehouse) as con:
+        assert con is not None
         return {
             name: con.execute(f"SELECT id, is_deleted, raw FROM {name} ORDER BY id").fetchall()  # noqa: S608
             for name in SPEC["lists"]

@@ -27,6 +27,7 @@ from resources.settings import RatePlan
 from tests.conftest import copy_of
 from tests.standin import JsonText, Quirks, StandIn, Tenant
 from tests.sync_support import STANDIN_TENANT_ID, STANDIN_TOKEN, sync_standin
+from tests.sync_support import query as rows
 
 T = STANDIN_TENANT_ID
 START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -114,11 +115,6 @@ def run(
     with StandIn(served, quirks) as standin:
         outcome = sync_standin(standin, warehouse, **settings)
     return outcome, standin
-
-
-def rows(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
 
 
 def check(outcome: SyncOutcome, table: str, name: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from emulator.scale import Scale
@@ -34,6 +33,7 @@ from tests.conftest import DEMO_TENANT_ID, copy_of
 from tests.sync_support import settings_for, sync
 from tests.test_client_support import make_client
 from tests.test_merge import commit
+from warehouse.reads import read_only
 from warehouse.schema import staging_schema
 
 pytestmark = pytest.mark.xdist_group("test_views")  # its module fixture syncs: once, on one worker
@@ -280,7 +280,8 @@ def read(
     warehouse: Path, sql: str, params: list[Any] | None = None, time_zone: str = "UTC"
 ) -> list[tuple[Any, ...]]:
     """Rows of a query in a read-only session of the given time zone."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with read_only(warehouse) as con:
+        assert con is not None
         con.execute(f"SET TimeZone = '{time_zone}'")
         return con.execute(sql, params or []).fetchall()
 

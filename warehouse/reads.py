@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,7 +15,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from models.errors import AuthoritySyncError
 from resources.waits import SharedWait
 from warehouse.catalog import LISTS, REVISIONS, RevisionList, revisions_of_kind
-from warehouse.db import open_database
+from warehouse.db import leased, open_database
 from warehouse.files import default_publish_path
 from warehouse.locks import DEFAULT_LOCK_WAIT_S, busy_error, holder_of, writer_lock_path
 
@@ -70,20 +70,18 @@ def open_for_reader(path: Path) -> duckdb.DuckDBPyConnection:
 
 @contextmanager
 def read_only(path: Path, wait_s: float = DEFAULT_LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection | None]:
-    """A read-only connection, or None when no warehouse exists yet. Waits up to ``wait_s`` while another
-    process holds the write lock (a commit of another tenant, say), then raises `LockBusyError` in one
-    line naming the holder."""
+    """A read-only connection for the block (on a warm instance: `warehouse.db.leased`), or None when no
+    warehouse exists yet. Waits up to ``wait_s`` while another process holds the write lock (a commit of
+    another tenant, say), then raises `LockBusyError` in one line naming the holder."""
     if not path.exists():
         yield None
         return
-    con = _open(path, wait_s)
-    try:
-        yield con
-    finally:
-        con.close()
+    with ExitStack() as block:
+        yield _open(path, wait_s, block)
 
 
-def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+def _open(path: Path, wait_s: float, block: ExitStack) -> duckdb.DuckDBPyConnection:
+    """``path`` attached read-only until ``block`` ends, retried while another process holds its lock."""
     wait = SharedWait(lambda: f"the warehouse {path}, written by {holder_of(writer_lock_path(path))}")
     attempts = Retrying(
         retry=retry_if_exception(_locked),
@@ -94,7 +92,7 @@ def _open(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     )
     try:
         with wait.waiting():
-            return attempts(open_database, path, read_only=True)
+            return attempts(lambda: block.enter_context(leased(path, read_only=True)))
     except duckdb.IOException as error:
         if _locked(error):
             raise busy_error(path, wait_s) from None
