@@ -19,17 +19,22 @@ JSON = "application/json"
 bearer = HTTPBearer(auto_error=False, scheme_name="accessToken")
 
 
-def emulator_of(request: Request) -> Emulator:
+# The dependencies and every route are coroutines, though none of them awaits: FastAPI runs a plain
+# function in a worker thread, three hops a request (the caller, the emulator, the route) that cost more
+# than the route's own work. Nothing here blocks (the latency faults sleep in the middleware), and the
+# emulator's state is now changed by one request at a time.
+async def emulator_of(request: Request) -> Emulator:
     """The emulator serving this app."""
     emulator: Emulator = request.app.state.emulator
     return emulator
 
 
-def current_caller(
+async def current_caller(
     request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)] = None
 ) -> Caller:
     """The authenticated caller; 401 without a valid bearer token."""
-    return emulator_of(request).authenticate(request.headers.get("authorization"))
+    emulator: Emulator = request.app.state.emulator
+    return emulator.authenticate(request.headers.get("authorization"))
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]

@@ -29,7 +29,7 @@ _SCALARS = ("actionName", "description", *_REFERENCES)
 
 
 @router.delete("/actions", name="E2", response_model=Envelope[list[Action]])
-def delete_actions(body: DeleteActions, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def delete_actions(body: DeleteActions, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E2: soft-delete several actions; all ids must be live actions of the caller's tenant."""
     actions = [live_action(emulator, caller, action_id) for action_id in dict.fromkeys(body.ids)]
     stamp, who = now(), caller.state.users[caller.user_id]["name"]
@@ -41,7 +41,7 @@ def delete_actions(body: DeleteActions, caller: CallerDep, emulator: EmulatorDep
 
 
 @router.patch("/actions/validate-action", name="E5", response_model=Envelope[ValidateActionResult])
-def validate_action(body: ValidateAction, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def validate_action(body: ValidateAction, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E5: whether a live action exists for the given decision and/or delegation (both must match)."""
     emulator.require_tenant(caller, body.tenant_id)
     match = next(
@@ -61,7 +61,7 @@ def validate_action(body: ValidateAction, caller: CallerDep, emulator: EmulatorD
 
 
 @router.patch("/actions/{id}", name="E6", response_model=Envelope[Action])
-def update_action(id: str, body: UpdateAction, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def update_action(id: str, body: UpdateAction, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E6: update an action's fields; referenced ids must exist in the tenant."""
     action = live_action(emulator, caller, id)
     wire = body_fields(body)

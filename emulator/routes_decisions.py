@@ -28,7 +28,7 @@ _DELEGATION_SORT_KEYS: dict[DelegationSortBy, Callable[[Record], Any]] = {
 @router.get(
     "/decisions", name="E8", response_model=Envelope[Page[Decision]], openapi_extra=query_docs(DecisionQuery)
 )
-def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E8: a page of decisions, filtered, sorted and optionally projected (see emulator.decision_search)."""
     query = parse_query(request, DecisionQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)
@@ -52,7 +52,9 @@ def list_decisions(request: Request, caller: CallerDep, emulator: EmulatorDep) -
     response_model=list[str],
     openapi_extra=query_docs(RevisionQuery),
 )
-def delegation_revision_ids(id: str, request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def delegation_revision_ids(
+    id: str, request: Request, caller: CallerDep, emulator: EmulatorDep
+) -> Response:
     """E11: a delegation's changelog revision ids, a bare JSON array (ascending by default)."""
     emulator.lookup(caller, "delegations", id, "Delegation")
     query = parse_query(request, RevisionQuery, emulator.faults.ignore_params)
@@ -65,7 +67,7 @@ def delegation_revision_ids(id: str, request: Request, caller: CallerDep, emulat
     response_model=Envelope[Page[Delegation]],
     openapi_extra=query_docs(DelegationQuery),
 )
-def list_delegations(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def list_delegations(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """List delegations (extension): status, decision ids, updated range and sort."""
     query = parse_query(request, DelegationQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)

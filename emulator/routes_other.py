@@ -43,7 +43,9 @@ _MATRIX_LISTS = {
     response_model=Envelope[ReportStatusResult],
     tags=["reports"],
 )
-def update_report_statuses(body: UpdateReportStatuses, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def update_report_statuses(
+    body: UpdateReportStatuses, caller: CallerDep, emulator: EmulatorDep
+) -> Response:
     """E4: set (UPDATE) or restore (RESTORE) the status of several reports. Ids that are unknown, or of
     another tenant, are listed in ``failedIds``. Assumption: RESTORE returns a report to the status it had
     before its last update."""
@@ -65,7 +67,7 @@ def update_report_statuses(body: UpdateReportStatuses, caller: CallerDep, emulat
 
 
 @router.put("/matrix/v1/matrix/{id}", name="E7", response_model=Envelope[Matrix], tags=["matrices"])
-def update_matrix(id: str, body: UpdateMatrix, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def update_matrix(id: str, body: UpdateMatrix, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E7: update a matrix. Assumption: a field left out of the PUT is kept, not cleared."""
     matrix = emulator.lookup(caller, "matrices", id, "Matrix")
     wire = body_fields(body)
@@ -97,7 +99,9 @@ def update_matrix(id: str, body: UpdateMatrix, caller: CallerDep, emulator: Emul
     openapi_extra=query_docs(RevisionQuery),
     tags=["documents"],
 )
-def document_revision_ids(id: str, request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def document_revision_ids(
+    id: str, request: Request, caller: CallerDep, emulator: EmulatorDep
+) -> Response:
     """E12: a document's changelog revision ids, a bare JSON array (ascending by default)."""
     emulator.lookup(caller, "documents", id, "Document")
     query = parse_query(request, RevisionQuery, emulator.faults.ignore_params)
@@ -110,7 +114,7 @@ def document_revision_ids(id: str, request: Request, caller: CallerDep, emulator
     response_model=Envelope[Notification],
     tags=["notifications"],
 )
-def toggle_notification(
+async def toggle_notification(
     id: str,
     body: ToggleNotificationStatus,
     caller: CallerDep,
@@ -134,7 +138,7 @@ def toggle_notification(
     response_model=Envelope[MarkAllReadResult],
     tags=["notifications"],
 )
-def mark_all_read(caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def mark_all_read(caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E14: mark every unread notification of the caller read; ``count`` says how many. The path has no
     area prefix (spec). Answers 201 (the spec's summary; its sample shows 200)."""
     stamp, count = now(), 0

@@ -37,7 +37,7 @@ _GROUP_SORT_KEYS: dict[GroupSortBy, Callable[[Record], Any]] = {
     response_model=Envelope[Group],
     openapi_extra={"requestBody": openapi_body(E3_BODY)},
 )
-def update_group(
+async def update_group(
     id: str, caller: CallerDep, emulator: EmulatorDep, body: Annotated[Any, Body()] = None
 ) -> Response:
     """E3: update a group's names, status and address, and add or remove parent links. The body is
@@ -65,7 +65,7 @@ def update_group(
 
 
 @router.get("/action-templates/{id}", name="E10", response_model=Envelope[ActionTemplate])
-def action_template(id: str, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def action_template(id: str, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """E10: one action template. Assumption: a token is required (the spec's sample shows none)."""
     emulator.lookup(caller, "action_templates", id, "Action template")
     return envelope(render.action_template(caller.state, id))
@@ -74,7 +74,7 @@ def action_template(id: str, caller: CallerDep, emulator: EmulatorDep) -> Respon
 @router.get(
     "/groups", name="groups", response_model=Envelope[Page[Group]], openapi_extra=query_docs(GroupQuery)
 )
-def list_groups(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def list_groups(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """List groups (extension): ``tenantId`` required; status, search, updated range and sort."""
     query = parse_query(request, GroupQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)
@@ -97,7 +97,7 @@ def list_groups(request: Request, caller: CallerDep, emulator: EmulatorDep) -> R
     response_model=Envelope[Page[Position]],
     openapi_extra=query_docs(PositionQuery),
 )
-def list_positions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def list_positions(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """List positions (extension): ``tenantId`` required."""
     query = parse_query(request, PositionQuery, emulator.faults.ignore_params)
     emulator.require_tenant(caller, query.tenant_id)

@@ -64,7 +64,7 @@ _SCALARS = (
     response_model=Envelope[AccessToken],
     openapi_extra={"security": []},
 )
-def exchange(body: AccessKeyExchange, emulator: EmulatorDep) -> Response:
+async def exchange(body: AccessKeyExchange, emulator: EmulatorDep) -> Response:
     """Exchange a machine-to-machine access key for a bearer token (public-reference.md)."""
     return envelope({"token": emulator.exchange(body.access_key)}, 201)
 
@@ -75,7 +75,7 @@ def exchange(body: AccessKeyExchange, emulator: EmulatorDep) -> Response:
     response_model=Envelope[User],
     openapi_extra={"requestBody": openapi_body(E1_BODY)},
 )
-def update_user_entities(
+async def update_user_entities(
     id: str, caller: CallerDep, emulator: EmulatorDep, body: Annotated[Any, Body()] = None
 ) -> Response:
     """E1: update a user's fields and replace its roles, positions and groups where given. The body is
@@ -105,13 +105,13 @@ def update_user_entities(
 
 
 @router.get("/user/positions", name="E9", response_model=Envelope[list[UserPosition]])
-def current_user_positions(caller: CallerDep) -> Response:
+async def current_user_positions(caller: CallerDep) -> Response:
     """E9: the positions of the user the token stands for."""
     return envelope(caller.state.users[caller.user_id]["userPositions"])
 
 
 @router.get("/user", name="users", response_model=Envelope[Page[User]], openapi_extra=query_docs(UserQuery))
-def list_users(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
+async def list_users(request: Request, caller: CallerDep, emulator: EmulatorDep) -> Response:
     """List users (extension of the 14): filters and sort are assumptions, see models.queries.UserQuery."""
     query = parse_query(request, UserQuery, emulator.faults.ignore_params)
     key = _USER_SORT_KEYS[query.sort_by or UserSortBy.CREATED_ON]
