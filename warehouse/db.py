@@ -16,9 +16,9 @@ back. Readers need nothing (a row group of any size reads the same).
 
 Warm instances: creating a DuckDB instance costs 22-25 ms of CPU (it registers its whole function catalog),
 most of opening a file for a short write (35-50 ms in all, against 9-10 ms on an instance already made) or
-for a look (a read-only open of the warehouse and one query: 45 ms, against 16 ms). A write or a look that runs within a
-block (`leased`) therefore borrows an idle in-memory instance of the process,
-attaches the file on a connection of its own, and when the block ends detaches the file (releasing DuckDB's
+for a look (a read-only open of the warehouse and one query: 45 ms, against 16 ms). A write or a look that
+runs within a block (`leased`) therefore borrows an idle in-memory instance of the process, attaches the
+file on a connection of its own, and when the block ends detaches the file (releasing DuckDB's
 lock on it at once, as closing did) and gives the instance back, its settings reset. An instance is lent to
 one block at a time, so settings such as ``memory_limit`` stay the block's; one whose block failed is
 closed, not lent again.
