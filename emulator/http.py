@@ -29,16 +29,19 @@ async def emulator_of(request: Request) -> Emulator:
     return emulator
 
 
+EmulatorDep = Annotated[Emulator, Depends(emulator_of)]
+
+
 async def current_caller(
-    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)] = None
+    request: Request,
+    emulator: EmulatorDep,
+    _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)] = None,
 ) -> Caller:
     """The authenticated caller; 401 without a valid bearer token."""
-    emulator: Emulator = request.app.state.emulator
     return emulator.authenticate(request.headers.get("authorization"))
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]
-EmulatorDep = Annotated[Emulator, Depends(emulator_of)]
 
 
 def envelope_bytes(data: bytes, status: int = 200) -> Response:
